@@ -1,0 +1,103 @@
+#include "bench_common.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace polytope::bench
+{
+
+void runWorldSuite(Report& report);
+
+namespace
+{
+const Suite kSuites[] = {
+    {"world", "World::step on the built-in scenes (ms per step)", &runWorldSuite},
+};
+} // namespace
+
+std::span<const Suite> suites() { return kSuites; }
+
+const Suite* findSuite(std::string_view name)
+{
+    for (const Suite& s : kSuites)
+    {
+        if (name == s.name)
+        {
+            return &s;
+        }
+    }
+    return nullptr;
+}
+
+Record& Report::add(std::string caseName, std::string impl, std::int64_t n)
+{
+    m_records.push_back({std::move(caseName), std::move(impl), n, {}});
+    return m_records.back();
+}
+
+namespace
+{
+void printNumber(std::FILE* out, double v)
+{
+    if (!std::isfinite(v))
+    {
+        std::fputs("null", out);
+    }
+    else if (v == std::floor(v) && std::fabs(v) < 1e15)
+    {
+        std::fprintf(out, "%.0f", v);
+    }
+    else
+    {
+        std::fprintf(out, "%.6g", v);
+    }
+}
+} // namespace
+
+void Report::printJson(std::FILE* out) const
+{
+    std::fprintf(out, "{\"suite\":\"%s\",\"results\":[", m_suite.c_str());
+    for (std::size_t i = 0; i < m_records.size(); ++i)
+    {
+        const Record& r = m_records[i];
+        std::fprintf(out, "%s\n{\"case\":\"%s\",\"impl\":\"%s\",\"n\":%lld", i ? "," : "", r.caseName.c_str(),
+                     r.impl.c_str(), static_cast<long long>(r.n));
+        for (const auto& [name, value] : r.figures)
+        {
+            std::fprintf(out, ",\"%s\":", name.c_str());
+            printNumber(out, value);
+        }
+        std::fputs("}", out);
+    }
+    std::fputs("\n]}\n", out);
+}
+
+void Report::printTable(std::FILE* out) const
+{
+    std::fprintf(out, "suite %s\n", m_suite.c_str());
+    for (const Record& r : m_records)
+    {
+        std::fprintf(out, "%-28s %-10s n=%-8lld", r.caseName.c_str(), r.impl.c_str(), static_cast<long long>(r.n));
+        for (const auto& [name, value] : r.figures)
+        {
+            std::fprintf(out, "  %s=", name.c_str());
+            printNumber(out, value);
+        }
+        std::fputs("\n", out);
+    }
+}
+
+double median(std::vector<double>& samples) { return quantile(samples, 0.5); }
+
+double quantile(std::vector<double>& samples, double q)
+{
+    if (samples.empty())
+    {
+        return NAN;
+    }
+    std::sort(samples.begin(), samples.end());
+    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(samples.size())));
+    return samples[std::min(samples.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+} // namespace polytope::bench

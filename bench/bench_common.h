@@ -1,0 +1,65 @@
+// polytope-bench: the suite registry, result records and timing helpers shared by every suite.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace polytope::bench
+{
+
+/// One flat result record: case, impl, n, then named figures (snake_case, unit in the name).
+struct Record
+{
+    std::string caseName;
+    std::string impl;
+    std::int64_t n = 0;
+    std::vector<std::pair<std::string, double>> figures;
+
+    Record& add(std::string name, double value)
+    {
+        figures.emplace_back(std::move(name), value);
+        return *this;
+    }
+};
+
+class Report
+{
+public:
+    explicit Report(std::string suite) : m_suite(std::move(suite)) {}
+    Record& add(std::string caseName, std::string impl, std::int64_t n);
+    void printJson(std::FILE* out) const;
+    void printTable(std::FILE* out) const;
+
+private:
+    std::string m_suite;
+    std::vector<Record> m_records;
+};
+
+struct Suite
+{
+    const char* name;
+    const char* description;
+    void (*run)(Report& report);
+};
+
+std::span<const Suite> suites();
+const Suite* findSuite(std::string_view name);
+
+/// Median of the samples (sorted in place).
+double median(std::vector<double>& samples);
+/// The q-quantile (0..1) of the samples (sorted in place), nearest rank.
+double quantile(std::vector<double>& samples, double q);
+
+using Clock = std::chrono::steady_clock;
+inline double secondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+} // namespace polytope::bench

@@ -1,0 +1,63 @@
+// polytope-bench SUITE [--json]: benchmarks, with peers side by side in the same run where a suite has them.
+//
+// Output: a table for people, or with --json one object {"suite": ..., "results": [...]} whose results are
+// flat records: case, impl, n, then figures in snake_case with the unit in the name (ns_median, ...).
+#include "bench_common.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+int main(int argc, char** argv)
+{
+    using namespace polytope::bench;
+    std::string suiteName;
+    bool json = false;
+    for (int i = 1; i < argc; ++i)
+    {
+        if (std::strcmp(argv[i], "--json") == 0)
+        {
+            json = true;
+        }
+        else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0)
+        {
+            suiteName.clear();
+            break;
+        }
+        else if (argv[i][0] == '-')
+        {
+            std::fprintf(stderr, "polytope-bench: unknown option '%s'\n", argv[i]);
+            return 1;
+        }
+        else if (suiteName.empty())
+        {
+            suiteName = argv[i];
+        }
+        else
+        {
+            std::fprintf(stderr, "polytope-bench: one suite at a time ('%s' and '%s')\n", suiteName.c_str(), argv[i]);
+            return 1;
+        }
+    }
+    const Suite* suite = suiteName.empty() ? nullptr : findSuite(suiteName);
+    if (!suite)
+    {
+        std::fprintf(stderr, "usage: polytope-bench SUITE [--json]\nsuites:\n");
+        for (const Suite& s : suites())
+        {
+            std::fprintf(stderr, "  %-14s %s\n", s.name, s.description);
+        }
+        return suiteName.empty() ? 1 : 2;
+    }
+    Report report(suite->name);
+    suite->run(report);
+    if (json)
+    {
+        report.printJson(stdout);
+    }
+    else
+    {
+        report.printTable(stdout);
+    }
+    return 0;
+}

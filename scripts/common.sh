@@ -1,0 +1,43 @@
+# Shared by scripts/demo.sh and scripts/test.sh: Debian 12 packages and the build.
+# shellcheck shell=bash
+
+# Everything the build, the tests and the benchmarks need, by Debian 12 package name.
+POLYTOPE_PACKAGES=(
+  cmake ninja-build g++ pkg-config git
+  libasio-dev libflatbuffers-dev flatbuffers-compiler libspdlog-dev libcli11-dev
+  catch2 libqhull-dev
+)
+
+# Installs the packages that are missing (skips apt entirely when none are).
+polytope_ensure_packages() {
+  local missing=() p
+  for p in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return 0
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+      echo "error: missing packages (${missing[*]}) and not root; run as root or install sudo" >&2
+      return 1
+    fi
+  fi
+  echo "== installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# Configures and builds one CMake preset (release, debug, asan), optionally only some targets.
+polytope_build() {
+  local preset="$1"; shift
+  cmake --preset "$preset" >/dev/null
+  if [ $# -gt 0 ]; then
+    cmake --build --preset "$preset" --target "$@"
+  else
+    cmake --build --preset "$preset"
+  fi
+}

@@ -1,0 +1,311 @@
+// The server core and the client library in one process, over an in-process transport with a test clock;
+// then the real thing over loopback UDP.
+#include "polytope/client/client.h"
+#include "polytope/client/udp_client.h"
+#include "polytope/server/server.h"
+#include "polytope/server/udp_server.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <thread>
+
+using namespace polytope;
+
+namespace
+{
+
+/// Delivers datagrams between one server and many clients, instantly and in order, when pump() is called.
+/// Each datagram is copied into 8-byte-aligned storage, as a socket's receive buffer would be.
+struct LoopbackNetwork
+{
+    struct InFlight
+    {
+        protocol::Address from;
+        protocol::Address to;
+        std::vector<std::uint64_t> storage;
+        std::size_t size = 0;
+    };
+    std::deque<InFlight> queue;
+    server::Server* server = nullptr;
+    std::map<protocol::Address, client::Client*> clients;
+    const protocol::Address serverAddress = protocol::Address::ipv4(10, 0, 0, 1, 7777);
+
+    void post(const protocol::Address& from, const protocol::Address& to, std::span<const std::uint8_t> bytes)
+    {
+        InFlight f{from, to, std::vector<std::uint64_t>(bytes.size() / 8 + 1), bytes.size()};
+        std::memcpy(f.storage.data(), bytes.data(), bytes.size());
+        queue.push_back(std::move(f));
+    }
+    void pump(double now)
+    {
+        while (!queue.empty())
+        {
+            InFlight f = std::move(queue.front());
+            queue.pop_front();
+            const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(f.storage.data()), f.size);
+            if (f.to == serverAddress)
+            {
+                server->receive(f.from, bytes, now);
+            }
+            else if (auto it = clients.find(f.to); it != clients.end())
+            {
+                it->second->receive(bytes, now);
+            }
+        }
+    }
+    server::SendFunction serverSend()
+    {
+        return [this](const protocol::Address& to, std::span<const std::uint8_t> d) { post(serverAddress, to, d); };
+    }
+    client::SendFunction clientSend(const protocol::Address& self)
+    {
+        return [this, self](std::span<const std::uint8_t> d) { post(self, serverAddress, d); };
+    }
+};
+
+std::unique_ptr<server::Server> makeServer(LoopbackNetwork& net, server::ServerConfig config = {})
+{
+    std::string error;
+    auto s = server::Server::create(config, net.serverSend(), error);
+    REQUIRE(s);
+    REQUIRE(error.empty());
+    net.server = s.get();
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("a client connects, receives whole snapshots at the snapshot rate and sees bodies fall", "[server]")
+{
+    LoopbackNetwork net;
+    auto server = makeServer(net);
+    const auto address = protocol::Address::ipv4(10, 0, 0, 2, 5000);
+    client::Client c({}, net.clientSend(address));
+    net.clients[address] = &c;
+
+    double now = 0.0;
+    c.connect(now);
+    std::vector<client::ReceivedSnapshot> snapshots;
+    for (int frame = 0; frame < 120; ++frame) // two seconds at 60 Hz
+    {
+        now = frame / 60.0;
+        server->update(now);
+        c.update(now);
+        net.pump(now);
+        client::ReceivedSnapshot s;
+        while (c.popSnapshot(s))
+        {
+            snapshots.push_back(std::move(s));
+        }
+    }
+    REQUIRE(c.isConnected());
+    CHECK(c.clientId() == 1);
+    CHECK(c.tickRateHz() == 60);
+    CHECK(c.sceneName() == "default");
+    CHECK(server->clientCount() == 1);
+    // 20 Hz over ~2 s.
+    CHECK(snapshots.size() >= 38);
+    CHECK(snapshots.size() <= 41);
+    for (std::size_t i = 1; i < snapshots.size(); ++i)
+    {
+        CHECK(snapshots[i].tick == snapshots[i - 1].tick + 3);
+        CHECK(snapshots[i].bodies.size() == server->world().bodyCount());
+    }
+    // Some body falls: its height decreases between the first and a later snapshot.
+    const auto& first = snapshots.front().bodies;
+    const auto& later = snapshots[10].bodies;
+    int falling = 0;
+    for (std::size_t i = 0; i < first.size(); ++i)
+    {
+        REQUIRE(first[i].id == later[i].id);
+        falling += later[i].position[1] < first[i].position[1] - 0.1f ? 1 : 0;
+    }
+    CHECK(falling >= 20);
+    CHECK(c.stats().drops.total() == 0);
+    CHECK(server->metrics().drops.total() == 0);
+}
+
+TEST_CASE("a silent client is dropped after the time-out and a full server denies", "[server]")
+{
+    LoopbackNetwork net;
+    server::ServerConfig config;
+    config.maxClients = 1;
+    auto server = makeServer(net, config);
+    const auto a = protocol::Address::ipv4(10, 0, 0, 2, 5000);
+    const auto b = protocol::Address::ipv4(10, 0, 0, 3, 5000);
+    client::Client first({}, net.clientSend(a));
+    client::Client second({}, net.clientSend(b));
+    net.clients[a] = &first;
+    net.clients[b] = &second;
+
+    first.connect(0.0);
+    server->update(0.0);
+    net.pump(0.0);
+    REQUIRE(first.isConnected());
+
+    second.connect(0.05);
+    net.pump(0.05);
+    CHECK(second.state() == client::ClientState::ConnectionDenied);
+    CHECK(server->metrics().clientsDenied == 1);
+
+    // The first client keeps quiet (no update calls): after 10 s the server drops it and says so.
+    double now = 0.0;
+    while (now < 10.5)
+    {
+        now += 1.0 / 60.0;
+        server->update(now);
+        net.pump(now);
+    }
+    CHECK(server->clientCount() == 0);
+    CHECK(server->metrics().clientsTimedOut == 1);
+    CHECK(first.state() == client::ClientState::ServerClosed);
+}
+
+TEST_CASE("a client that keeps alive stays and one that leaves is removed at once", "[server]")
+{
+    LoopbackNetwork net;
+    auto server = makeServer(net);
+    const auto a = protocol::Address::ipv4(10, 0, 0, 2, 5000);
+    client::Client c({}, net.clientSend(a));
+    net.clients[a] = &c;
+    c.connect(0.0);
+    double now = 0.0;
+    for (int frame = 0; frame < 60 * 15; ++frame)
+    {
+        now = frame / 60.0;
+        server->update(now);
+        c.update(now);
+        net.pump(now);
+        client::ReceivedSnapshot s;
+        while (c.popSnapshot(s))
+        {
+        }
+    }
+    CHECK(c.isConnected());
+    CHECK(server->clientCount() == 1);
+    c.disconnect(now);
+    net.pump(now);
+    CHECK(server->clientCount() == 0);
+    CHECK(server->metrics().clientsDisconnected == 1);
+}
+
+TEST_CASE("bad datagrams are dropped and counted by reason, and change nothing else", "[server]")
+{
+    LoopbackNetwork net;
+    auto server = makeServer(net);
+    const auto stranger = protocol::Address::ipv4(10, 0, 0, 9, 1234);
+    server->update(0.0);
+    const std::uint64_t hashBefore = server->world().stateHash();
+
+    std::vector<std::uint64_t> storage(200, 0x5A5A5A5A5A5A5A5Aull);
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(storage.data());
+    server->receive(stranger, {bytes, 3}, 0.0);
+    server->receive(stranger, {bytes, 1500}, 0.0);
+    server->receive(stranger, {bytes, 100}, 0.0);
+    protocol::PacketWriter writer;
+    // A keep-alive from someone with no session.
+    const auto keepAlive = writer.keepAlive({}, 1.0);
+    std::vector<std::uint64_t> aligned(keepAlive.size() / 8 + 1);
+    std::memcpy(aligned.data(), keepAlive.data(), keepAlive.size());
+    server->receive(stranger, {reinterpret_cast<const std::uint8_t*>(aligned.data()), keepAlive.size()}, 0.0);
+
+    const auto& drops = server->metrics().drops;
+    CHECK(drops[protocol::DropReason::TooShort] == 1);
+    CHECK(drops[protocol::DropReason::TooLarge] == 1);
+    CHECK(drops[protocol::DropReason::BadIdentifier] == 1);
+    CHECK(drops[protocol::DropReason::UnexpectedMessage] == 1);
+    CHECK(server->clientCount() == 0);
+    CHECK(net.queue.empty()); // nothing was answered
+    CHECK(server->world().stateHash() == hashBefore);
+}
+
+TEST_CASE("a bad configuration is refused with a message naming the problem", "[server]")
+{
+    LoopbackNetwork net;
+    std::string error;
+    server::ServerConfig config;
+    config.scene = "no-such-scene";
+    CHECK_FALSE(server::Server::create(config, net.serverSend(), error));
+    CHECK(error.find("no-such-scene") != std::string::npos);
+    config = {};
+    config.snapshotRateHz = 120;
+    CHECK_FALSE(server::Server::create(config, net.serverSend(), error));
+    CHECK(error.find("snapshot rate") != std::string::npos);
+}
+
+TEST_CASE("end to end over loopback UDP with the UdpServer and a UdpClient", "[server][udp]")
+{
+    server::ServerConfig config;
+    config.port = 0; // ephemeral
+    config.bindAddress = "127.0.0.1";
+    server::UdpServer udpServer;
+    std::string error;
+    REQUIRE(udpServer.open(config, error));
+    const std::uint16_t port = udpServer.localPort();
+    REQUIRE(port != 0);
+    std::thread serverThread([&] { udpServer.run(false); });
+
+    client::UdpClient udpClient;
+    REQUIRE(udpClient.connect("127.0.0.1", port, error));
+    std::vector<client::ReceivedSnapshot> snapshots;
+    const double start = udpClient.now();
+    while (snapshots.size() < 20 && udpClient.now() - start < 10.0 && !udpClient.client().isFinished())
+    {
+        udpClient.poll(0.01);
+        client::ReceivedSnapshot s;
+        while (udpClient.client().popSnapshot(s))
+        {
+            snapshots.push_back(std::move(s));
+        }
+    }
+    udpClient.disconnect();
+    udpServer.stop();
+    serverThread.join();
+
+    REQUIRE(snapshots.size() == 20);
+    CHECK(udpClient.client().isConnected() == false); // disconnect() was called
+    for (std::size_t i = 1; i < snapshots.size(); ++i)
+    {
+        CHECK(snapshots[i].tick > snapshots[i - 1].tick);
+    }
+    // A dynamic body (the first non-plane) is lower in the last snapshot than in the first.
+    const auto& first = snapshots.front().bodies;
+    const auto& last = snapshots.back().bodies;
+    REQUIRE(first.size() == last.size());
+    bool fell = false;
+    for (std::size_t i = 0; i < first.size(); ++i)
+    {
+        fell = fell || (first[i].shape != protocol::wire::ShapeKind::Plane && last[i].position[1] < first[i].position[1] - 0.5f);
+    }
+    CHECK(fell);
+    CHECK(udpServer.core().metrics().clientsAccepted == 1);
+}
+
+TEST_CASE("a client with no server answering gives up after its connect time-out", "[server][udp]")
+{
+    client::ClientConfig config;
+    config.connectTimeoutSeconds = 0.5;
+    client::UdpClient udpClient(config);
+    std::string error;
+    // A port nobody listens on: bind one, learn it, close it.
+    std::uint16_t port = 0;
+    {
+        server::ServerConfig sc;
+        sc.port = 0;
+        sc.bindAddress = "127.0.0.1";
+        server::UdpServer probe;
+        REQUIRE(probe.open(sc, error));
+        port = probe.localPort();
+    }
+    REQUIRE(udpClient.connect("127.0.0.1", port, error));
+    const double start = udpClient.now();
+    while (!udpClient.client().isFinished() && udpClient.now() - start < 5.0)
+    {
+        udpClient.poll(0.02);
+    }
+    CHECK(udpClient.client().state() == client::ClientState::ConnectTimedOut);
+    CHECK(udpClient.now() - start < 1.5);
+}
