@@ -1,0 +1,364 @@
+// Polytope physics: the broadphase, a dynamic AABB tree.
+//
+// Each proxy is a leaf holding a "fat" box: the caller's tight box grown by a margin and stretched along
+// the predicted displacement, so that most small moves stay inside it and leave the tree alone. Internal
+// nodes hold the exact union of their two children. The design follows the dynamic trees of Box2D
+// (b2DynamicTree) and Bullet (btDbvt), written afresh here:
+//  - Insertion picks the sibling by the surface-area heuristic (SAH): the cost of a tree is the summed
+//    surface area of its internal nodes (Aabb::perimeter() is half the area), and a descent with a lower
+//    bound on the cost below each child looks for the cheapest sibling without visiting the whole tree.
+//  - The tree is kept strictly height-balanced: every node's children differ in height by at most one, so
+//    a tree of n leaves has height at most log_phi(n) ~= 1.44 log2(n) (Fibonacci bound) whatever order the
+//    boxes arrive in, and validate() checks it. Three rules keep it so. (1) Only nodes of height <= 1 may
+//    become a new leaf's sibling (in such a tree a leaf's sibling is never taller), so an insertion or a
+//    removal changes each ancestor's height by at most one. (2) On the way back to the root, a node whose
+//    children differ by two lifts its taller child (an AVL rotation; with no key order to respect, the
+//    lifted child keeps its taller child and hands the other across, and one rotation always suffices).
+//    (3) Each node on that path also tries the four child/grandchild swaps and makes the one that most
+//    reduces the area, if it keeps the balance (Box2D v3 rotates for area in the same way, unbalanced).
+//    Compared with unconstrained SAH insertion this costs some tree quality (areaRatio() about 30% higher
+//    on random scenes; pair finding about 10-15% slower) and buys a hard bound on height and traversal depth.
+//  - Proxy ids are leaf node indices. A leaf never moves while its proxy lives, so ids are stable. Freed
+//    nodes go on a LIFO free list, so a sequence of calls always yields the same ids and the same tree.
+//  - Pair finding queries the tree with each moved proxy's fat box and reports every pair once, sorted by
+//    (smaller id, larger id): the order is a function of the tree contents only, never of a hash map.
+//
+// Capacity: the node pool is a std::vector that doubles when the free list runs dry (a tree of n proxies
+// needs 2n - 1 nodes). The World's capacities are fixed, so once the tree has held its largest population,
+// creating, moving, destroying and querying allocate nothing; pair lists go into a caller-owned vector
+// whose capacity is reused. Queries are const and use a stack on the call stack (the height bound above
+// keeps it small; a heap fallback exists for safety only), so concurrent queries are safe.
+//
+// Pairs are of fat boxes: a caller testing shapes pairs up what findNewPairs reports with its own set of
+// existing pairs, and drops a pair when the fat boxes stop overlapping.
+#pragma once
+
+#include "polytope/physics/math.h"
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace polytope::physics
+{
+
+/// The proxy id that names no proxy.
+inline constexpr std::int32_t kNullProxy = -1;
+
+/// Tunables of the broadphase tree.
+struct BroadphaseConfig
+{
+    /// Metres added on every side of a proxy's tight box, >= 0. Larger margins mean fewer tree updates
+    /// but more candidate pairs.
+    float fatMarginMeters = 0.1f;
+    /// How many predicted displacements the fat box reaches ahead of the tight box, >= 0.
+    float displacementScale = 2.0f;
+    /// Metres, >= 0: a stored fat box that sticks out of the box moveProxy would build now by more than
+    /// this on some side is shrunk (re-inserted), e.g. after a fast body slows down.
+    float shrinkSlackMeters = 0.4f;
+    /// Proxies the node pool holds before its first growth, >= 0.
+    std::int32_t initialProxyCapacity = 256;
+};
+
+/// Two proxies whose fat boxes overlap; always proxyA < proxyB.
+struct BroadphasePair
+{
+    std::int32_t proxyA = kNullProxy;
+    std::int32_t proxyB = kNullProxy;
+
+    constexpr bool operator==(const BroadphasePair&) const = default;
+    /// Lexicographic on (proxyA, proxyB): the order in which pairs are reported.
+    constexpr bool operator<(const BroadphasePair& o) const
+    {
+        return proxyA < o.proxyA || (proxyA == o.proxyA && proxyB < o.proxyB);
+    }
+};
+
+class BroadphaseTree
+{
+  public:
+    explicit BroadphaseTree(const BroadphaseConfig& config = {});
+
+    /// Adds a proxy whose tight box is `tightBox` (metres, world frame) and returns its id (>= 0), stable
+    /// until destroyProxy. The stored box is tightBox grown by the margin. The new proxy counts as moved
+    /// for findNewPairs. Returns kNullProxy (tree unchanged) when the box is not finite or min > max on
+    /// some axis, or when the node pool would exceed 2^31 - 1 nodes.
+    std::int32_t createProxy(const Aabb& tightBox, std::uint64_t userData);
+
+    /// Removes a proxy; its id may be handed out again (the most recently freed id first). Returns false,
+    /// changing nothing, when `proxyId` names no live proxy.
+    bool destroyProxy(std::int32_t proxyId);
+
+    /// Tells the tree that the proxy's tight box is now `tightBox`, with `predictedDisplacement` (metres,
+    /// typically velocity * dt) its expected motion over the next step. The proxy is re-inserted with the
+    /// fat box margin-grown(tightBox) stretched by predictedDisplacement * displacementScale exactly when
+    /// the stored box no longer contains tightBox, or when the stored box sticks out of that new fat box by
+    /// more than shrinkSlackMeters. Returns whether it was re-inserted; a re-inserted proxy counts as moved
+    /// for findNewPairs. An id that names no live proxy, or a non-finite or inverted box, is a programmer
+    /// error: asserted, and in release builds ignored (returns false).
+    bool moveProxy(std::int32_t proxyId, const Aabb& tightBox, const Vec3& predictedDisplacement);
+
+    /// Marks a live proxy as moved without changing its box, so the next findNewPairs reports all its
+    /// pairs (e.g. after its collision filter changed). Returns false when `proxyId` names no live proxy.
+    bool touchProxy(std::int32_t proxyId);
+
+    /// Whether `proxyId` names a live proxy.
+    bool isProxy(std::int32_t proxyId) const
+    {
+        return proxyId >= 0 && proxyId < static_cast<std::int32_t>(m_nodes.size()) &&
+               m_nodes[proxyId].isLeaf();
+    }
+    /// The stored (fat) box of a live proxy, metres. Precondition: isProxy(proxyId).
+    const Aabb& fatBox(std::int32_t proxyId) const { return m_nodes[proxyId].box; }
+    /// The value given at creation. Precondition: isProxy(proxyId).
+    std::uint64_t userData(std::int32_t proxyId) const { return m_nodes[proxyId].userData; }
+
+    /// Calls fn(std::int32_t proxyId) -> bool for every proxy whose fat box overlaps `box` (closed boxes:
+    /// touching counts). Returning false stops the query. The visiting order is deterministic but
+    /// otherwise unspecified.
+    template <class Fn> void queryAabb(const Aabb& box, Fn&& fn) const
+    {
+        if (m_root == kNullProxy)
+        {
+            return;
+        }
+        TraversalStack stack;
+        stack.push(m_root);
+        while (!stack.empty())
+        {
+            const Node& node = m_nodes[stack.pop()];
+            if (!node.box.overlaps(box))
+            {
+                continue;
+            }
+            if (node.isLeaf())
+            {
+                if (!fn(static_cast<std::int32_t>(&node - m_nodes.data())))
+                {
+                    return;
+                }
+            }
+            else
+            {
+                stack.push(node.child1);
+                stack.push(node.child2);
+            }
+        }
+    }
+
+    /// Casts the segment origin + t * translation, t in [0, maxFraction] (metres; maxFraction usually 1),
+    /// against the fat boxes (closed slab test). For every proxy whose fat box the remaining segment meets,
+    /// calls fn(std::int32_t proxyId, float maxFraction) -> float, where maxFraction is the current clip.
+    /// The callback returns: 0 to stop; a value in (0, maxFraction) to clip the segment there (e.g. the
+    /// fraction of an exact hit on the proxy's shape, so farther proxies are skipped); maxFraction (or
+    /// more) to go on unchanged; a negative value to ignore this proxy. Translation components with
+    /// magnitude below ~1e-38 are treated as zero.
+    template <class Fn>
+    void rayCast(const Vec3& origin, const Vec3& translation, float maxFraction, Fn&& fn) const
+    {
+        if (m_root == kNullProxy || !(maxFraction >= 0.0f))
+        {
+            return;
+        }
+        const Segment segment = makeSegment(origin, translation);
+        TraversalStack stack;
+        stack.push(m_root);
+        while (!stack.empty())
+        {
+            const Node& node = m_nodes[stack.pop()];
+            if (!segmentMeetsBox(segment, node.box, maxFraction))
+            {
+                continue;
+            }
+            if (node.isLeaf())
+            {
+                const float value = fn(static_cast<std::int32_t>(&node - m_nodes.data()), maxFraction);
+                if (value == 0.0f)
+                {
+                    return;
+                }
+                if (value > 0.0f && value < maxFraction)
+                {
+                    maxFraction = value;
+                }
+            }
+            else
+            {
+                stack.push(node.child1);
+                stack.push(node.child2);
+            }
+        }
+    }
+
+    /// The incremental pair update: replaces `out` with every pair of overlapping fat boxes in which at
+    /// least one proxy moved (was created, re-inserted by moveProxy, or touched) since the last call, each
+    /// pair once, sorted by (proxyA, proxyB); then forgets the moved set. Pairs whose fat boxes overlapped
+    /// before and still do are reported again when one side moved: callers keep their own pair set.
+    /// Allocates only when `out` needs more capacity than it has.
+    void findNewPairs(std::vector<BroadphasePair>& out);
+
+    /// Replaces `out` with every pair of overlapping fat boxes, each once, sorted by (proxyA, proxyB).
+    /// Leaves the moved set alone.
+    void findAllPairs(std::vector<BroadphasePair>& out) const;
+
+    /// Proxies currently marked as moved (pending for findNewPairs).
+    std::int32_t movedProxyCount() const;
+
+    /// Height of the tree: 0 for an empty tree or a single leaf, else 1 + the height of the taller child.
+    int height() const { return m_root == kNullProxy ? 0 : m_nodes[m_root].height; }
+    /// Live proxies.
+    std::int32_t proxyCount() const { return m_proxyCount; }
+    /// Nodes in use (leaves and internal nodes): 2 * proxyCount() - 1 for a non-empty tree.
+    std::int32_t nodeCount() const { return m_nodeCount; }
+    /// Size of the node pool; it grows only when nodeCount() would exceed it.
+    std::int32_t nodeCapacity() const { return static_cast<std::int32_t>(m_nodes.size()); }
+    /// Quality metric: summed surface area of the internal nodes over the root's surface area (1 for a
+    /// single pair of leaves; lower is better for a given scene). 0 for a tree without internal nodes or
+    /// with a flat root.
+    float areaRatio() const;
+    /// Checks the whole structure: links, heights, AVL balance, exact unions, counts, free list and moved
+    /// set. For tests and debugging; O(nodes), may allocate.
+    bool validate() const;
+    /// A 64-bit FNV-1a hash of the node pool, root, free list and moved set: equal hashes mean (with
+    /// overwhelming likelihood) identical trees. For determinism tests.
+    std::uint64_t structureHash() const;
+
+    const BroadphaseConfig& config() const { return m_config; }
+
+  private:
+    struct Node
+    {
+        Aabb box{};                       ///< 24 bytes: fat box (leaf) or union of the children
+        std::uint64_t userData = 0;       ///< 8 bytes: leaves only
+        std::int32_t parent = kNullProxy; ///< 4 bytes: or the next free node while on the free list
+        std::int32_t child1 = kNullProxy; ///< 4 bytes: kNullProxy for leaves
+        std::int32_t child2 = kNullProxy; ///< 4 bytes
+        std::int16_t height = -1;         ///< 2 bytes: 0 leaf, > 0 internal, -1 free
+        bool inMovedSet = false; ///< 1 byte: listed in m_moved (kept across free/reuse until flushed)
+
+        bool isLeaf() const { return height == 0; }
+    };
+    static_assert(sizeof(Node) == 48, "Node is the hot record of every traversal; keep it at 48 bytes");
+
+    /// Depth-first traversal stack: the height bound keeps it within the inline array; the vector is a
+    /// fallback that a valid tree never touches.
+    class TraversalStack
+    {
+      public:
+        void push(std::int32_t index)
+        {
+            if (m_size < kInline)
+            {
+                m_inline[m_size] = index;
+            }
+            else
+            {
+                m_overflow.push_back(index);
+            }
+            ++m_size;
+        }
+        std::int32_t pop()
+        {
+            --m_size;
+            if (m_size < kInline)
+            {
+                return m_inline[m_size];
+            }
+            const std::int32_t index = m_overflow.back();
+            m_overflow.pop_back();
+            return index;
+        }
+        bool empty() const { return m_size == 0; }
+
+      private:
+        static constexpr std::size_t kInline = 96;
+        std::array<std::int32_t, kInline> m_inline;
+        std::vector<std::int32_t> m_overflow;
+        std::size_t m_size = 0;
+    };
+
+    struct Segment
+    {
+        Vec3 origin{};
+        Vec3 inverseTranslation{}; ///< 1 / translation per axis; unused on parallel axes
+        std::array<bool, 3> parallel{};
+    };
+    static Segment makeSegment(const Vec3& origin, const Vec3& translation);
+    static bool segmentMeetsBox(const Segment& segment, const Aabb& box, float maxFraction);
+
+    std::int32_t allocateNode();
+    void freeNode(std::int32_t index);
+    void insertLeaf(std::int32_t leaf);
+    void removeLeaf(std::int32_t leaf);
+    std::int32_t findBestSibling(const Aabb& box) const;
+    void refitAndBalanceUpward(std::int32_t index);
+    std::int32_t balance(std::int32_t index);
+    std::int32_t liftChild(std::int32_t index, std::int32_t lifted);
+    void rotateForArea(std::int32_t index);
+    void refit(std::int32_t index);
+    void replaceChild(std::int32_t parent, std::int32_t oldChild, std::int32_t newChild);
+    void markMoved(std::int32_t proxyId);
+    Aabb fatten(const Aabb& tightBox, const Vec3& predictedDisplacement) const;
+
+    BroadphaseConfig m_config;
+    std::vector<Node> m_nodes;         ///< the pool; leaves' indices are proxy ids
+    std::vector<std::int32_t> m_moved; ///< proxies moved since the last findNewPairs, no repeats
+    std::int32_t m_root = kNullProxy;
+    std::int32_t m_freeList = kNullProxy; ///< LIFO, threaded through Node::parent
+    std::int32_t m_nodeCount = 0;
+    std::int32_t m_proxyCount = 0;
+};
+
+inline BroadphaseTree::Segment BroadphaseTree::makeSegment(const Vec3& origin, const Vec3& translation)
+{
+    Segment segment;
+    segment.origin = origin;
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        const float inverse = 1.0f / translation[axis];
+        segment.parallel[axis] = !std::isfinite(inverse);
+        segment.inverseTranslation[axis] = segment.parallel[axis] ? 0.0f : inverse;
+    }
+    return segment;
+}
+
+// Slab test. For a box inside another, each per-axis interval of t is inside the other's (float subtraction
+// and multiplication are monotonic), so a leaf the segment meets always has ancestors it meets too: the
+// traversal never prunes a hit.
+inline bool BroadphaseTree::segmentMeetsBox(const Segment& segment, const Aabb& box, float maxFraction)
+{
+    float enter = 0.0f;
+    float exit = maxFraction;
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        const float o = segment.origin[axis];
+        if (segment.parallel[axis])
+        {
+            if (o < box.min[axis] || o > box.max[axis])
+            {
+                return false;
+            }
+            continue;
+        }
+        const float inverse = segment.inverseTranslation[axis];
+        float t1 = (box.min[axis] - o) * inverse;
+        float t2 = (box.max[axis] - o) * inverse;
+        if (t1 > t2)
+        {
+            const float swap = t1;
+            t1 = t2;
+            t2 = swap;
+        }
+        enter = t1 > enter ? t1 : enter;
+        exit = t2 < exit ? t2 : exit;
+        if (enter > exit)
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace polytope::physics

@@ -1,0 +1,698 @@
+// Polytope physics: the broadphase tree. The design notes are atop broadphase.h.
+#include "polytope/physics/broadphase.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+namespace polytope::physics
+{
+namespace
+{
+
+constexpr std::int32_t kMaxNodes = std::numeric_limits<std::int32_t>::max();
+constexpr std::int32_t kMinGrowth = 16;
+
+bool isValidBox(const Aabb& box)
+{
+    return isFinite(box.min) && isFinite(box.max) && box.min.x <= box.max.x && box.min.y <= box.max.y &&
+           box.min.z <= box.max.z;
+}
+
+float nonNegativeOr(float value, float fallback)
+{
+    return std::isfinite(value) && value >= 0.0f ? value : fallback;
+}
+
+BroadphaseConfig sanitized(const BroadphaseConfig& config)
+{
+    const BroadphaseConfig defaults;
+    BroadphaseConfig out = config;
+    out.fatMarginMeters = nonNegativeOr(config.fatMarginMeters, defaults.fatMarginMeters);
+    out.displacementScale = nonNegativeOr(config.displacementScale, defaults.displacementScale);
+    out.shrinkSlackMeters = nonNegativeOr(config.shrinkSlackMeters, defaults.shrinkSlackMeters);
+    out.initialProxyCapacity = std::clamp(config.initialProxyCapacity, 0, kMaxNodes / 2);
+    return out;
+}
+
+Aabb grown(const Aabb& box, float meters)
+{
+    const Vec3 d{meters, meters, meters};
+    return {box.min - d, box.max + d};
+}
+
+bool sameBox(const Aabb& a, const Aabb& b)
+{
+    return a.min == b.min && a.max == b.max;
+}
+
+struct Fnv1a
+{
+    std::uint64_t state = 14695981039346656037ull;
+
+    void bytes(std::uint64_t value, int count)
+    {
+        for (int i = 0; i < count; ++i)
+        {
+            state ^= (value >> (8 * i)) & 0xffu;
+            state *= 1099511628211ull;
+        }
+    }
+    void add(std::int32_t value) { bytes(static_cast<std::uint32_t>(value), 4); }
+    void add(std::uint64_t value) { bytes(value, 8); }
+    void add(float value) { bytes(std::bit_cast<std::uint32_t>(value), 4); }
+    void add(const Vec3& v)
+    {
+        add(v.x);
+        add(v.y);
+        add(v.z);
+    }
+};
+
+} // namespace
+
+BroadphaseTree::BroadphaseTree(const BroadphaseConfig& config) : m_config(sanitized(config))
+{
+    // Thread the initial pool onto the free list, lowest index on top.
+    const std::int32_t capacity = 2 * m_config.initialProxyCapacity;
+    m_nodes.resize(static_cast<std::size_t>(capacity));
+    for (std::int32_t i = capacity - 1; i >= 0; --i)
+    {
+        m_nodes[i].parent = m_freeList;
+        m_freeList = i;
+    }
+    m_moved.reserve(static_cast<std::size_t>(m_config.initialProxyCapacity));
+}
+
+std::int32_t BroadphaseTree::allocateNode()
+{
+    if (m_freeList == kNullProxy)
+    {
+        const std::int32_t oldSize = nodeCapacity();
+        if (oldSize == kMaxNodes)
+        {
+            return kNullProxy;
+        }
+        const std::int32_t newSize = oldSize > kMaxNodes / 2 ? kMaxNodes : std::max(2 * oldSize, kMinGrowth);
+        m_nodes.resize(static_cast<std::size_t>(newSize));
+        for (std::int32_t i = newSize - 1; i >= oldSize; --i)
+        {
+            m_nodes[i].parent = m_freeList;
+            m_freeList = i;
+        }
+    }
+    const std::int32_t index = m_freeList;
+    Node& node = m_nodes[index];
+    m_freeList = node.parent;
+    const bool inMovedSet = node.inMovedSet; // belongs to m_moved's bookkeeping, not to the node's life
+    node = Node{};
+    node.inMovedSet = inMovedSet;
+    node.height = 0;
+    ++m_nodeCount;
+    return index;
+}
+
+void BroadphaseTree::freeNode(std::int32_t index)
+{
+    Node& node = m_nodes[index];
+    node.parent = m_freeList;
+    node.child1 = kNullProxy;
+    node.child2 = kNullProxy;
+    node.height = -1;
+    node.userData = 0;
+    m_freeList = index;
+    --m_nodeCount;
+}
+
+Aabb BroadphaseTree::fatten(const Aabb& tightBox, const Vec3& predictedDisplacement) const
+{
+    Aabb fat = grown(tightBox, m_config.fatMarginMeters);
+    const Vec3 reach = predictedDisplacement * m_config.displacementScale;
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        if (reach[axis] < 0.0f)
+        {
+            fat.min[axis] += reach[axis];
+        }
+        else
+        {
+            fat.max[axis] += reach[axis];
+        }
+    }
+    return fat;
+}
+
+void BroadphaseTree::markMoved(std::int32_t proxyId)
+{
+    Node& node = m_nodes[proxyId];
+    if (!node.inMovedSet)
+    {
+        node.inMovedSet = true;
+        m_moved.push_back(proxyId);
+    }
+}
+
+std::int32_t BroadphaseTree::createProxy(const Aabb& tightBox, std::uint64_t userData)
+{
+    // A proxy needs its leaf and, unless it is the first, one internal node.
+    if (!isValidBox(tightBox) || m_nodeCount > kMaxNodes - 2)
+    {
+        return kNullProxy;
+    }
+    const std::int32_t leaf = allocateNode();
+    m_nodes[leaf].box = grown(tightBox, m_config.fatMarginMeters);
+    m_nodes[leaf].userData = userData;
+    insertLeaf(leaf);
+    markMoved(leaf);
+    ++m_proxyCount;
+    return leaf;
+}
+
+bool BroadphaseTree::destroyProxy(std::int32_t proxyId)
+{
+    if (!isProxy(proxyId))
+    {
+        return false;
+    }
+    // Remove first, so the leaf goes on the free list last and is the next id handed out.
+    removeLeaf(proxyId);
+    freeNode(proxyId);
+    --m_proxyCount;
+    return true;
+}
+
+bool BroadphaseTree::moveProxy(std::int32_t proxyId, const Aabb& tightBox, const Vec3& predictedDisplacement)
+{
+    assert(isProxy(proxyId) && isValidBox(tightBox) && isFinite(predictedDisplacement));
+    if (!isProxy(proxyId) || !isValidBox(tightBox) || !isFinite(predictedDisplacement))
+    {
+        return false;
+    }
+    const Aabb fat = fatten(tightBox, predictedDisplacement);
+    const Aabb& stored = m_nodes[proxyId].box;
+    if (stored.contains(tightBox) && grown(fat, m_config.shrinkSlackMeters).contains(stored))
+    {
+        return false;
+    }
+    removeLeaf(proxyId);
+    m_nodes[proxyId].box = fat;
+    insertLeaf(proxyId);
+    markMoved(proxyId);
+    return true;
+}
+
+bool BroadphaseTree::touchProxy(std::int32_t proxyId)
+{
+    if (!isProxy(proxyId))
+    {
+        return false;
+    }
+    markMoved(proxyId);
+    return true;
+}
+
+// Greedy branch-and-bound descent. Making node s the sibling costs the area of the new parent,
+// area(box + s), plus the growth of every ancestor of s, which all come to contain box. Going below a child c
+// costs at least area(box) (the new parent's lower bound) plus the growth of c and its ancestors, so a child
+// is entered only while that bound beats the best cost seen; the cheaper bound is followed.
+// Only nodes of height <= 1 are candidates: in a tree where every node's children differ in height by at
+// most one, a leaf's sibling is never taller than 1, and a new parent over a taller sibling would be out
+// of balance by more than one rotation can repair. Such a parent has height <= 2, so every ancestor grows by
+// at most one level and refitAndBalanceUpward restores the balance with one rotation per node.
+std::int32_t BroadphaseTree::findBestSibling(const Aabb& box) const
+{
+    constexpr float kInfinity = std::numeric_limits<float>::infinity();
+    const float boxArea = box.perimeter();
+    std::int32_t best = kNullProxy;
+    float bestCost = kInfinity;
+    auto consider = [&](std::int32_t candidate, float cost)
+    {
+        if (m_nodes[candidate].height <= 1 && cost < bestCost)
+        {
+            best = candidate;
+            bestCost = cost;
+        }
+    };
+    consider(m_root, unionOf(box, m_nodes[m_root].box).perimeter());
+
+    float inherited = 0.0f; // growth of the current node and its ancestors if box goes below it
+    std::int32_t index = m_root;
+    while (!m_nodes[index].isLeaf())
+    {
+        const Node& node = m_nodes[index];
+        inherited += unionOf(box, node.box).perimeter() - node.box.perimeter();
+
+        const Node& first = m_nodes[node.child1];
+        const Node& second = m_nodes[node.child2];
+        const float unionFirst = unionOf(box, first.box).perimeter();
+        const float unionSecond = unionOf(box, second.box).perimeter();
+        consider(node.child1, unionFirst + inherited);
+        consider(node.child2, unionSecond + inherited);
+
+        const float boundFirst =
+            first.isLeaf() ? kInfinity : boxArea + inherited + unionFirst - first.box.perimeter();
+        const float boundSecond =
+            second.isLeaf() ? kInfinity : boxArea + inherited + unionSecond - second.box.perimeter();
+        const bool firstIsCheaper = boundFirst <= boundSecond;
+        const float bound = firstIsCheaper ? boundFirst : boundSecond;
+        // Keep going while nothing was found: a node of height >= 2 always has a child of height >= 1, so the
+        // descent reaches a candidate.
+        if (best != kNullProxy && !(bound < bestCost))
+        {
+            break;
+        }
+        index = firstIsCheaper ? node.child1 : node.child2;
+    }
+    assert(best != kNullProxy);
+    return best;
+}
+
+void BroadphaseTree::replaceChild(std::int32_t parent, std::int32_t oldChild, std::int32_t newChild)
+{
+    if (parent == kNullProxy)
+    {
+        m_root = newChild;
+        return;
+    }
+    Node& node = m_nodes[parent];
+    if (node.child1 == oldChild)
+    {
+        node.child1 = newChild;
+    }
+    else
+    {
+        assert(node.child2 == oldChild);
+        node.child2 = newChild;
+    }
+}
+
+void BroadphaseTree::insertLeaf(std::int32_t leaf)
+{
+    if (m_root == kNullProxy)
+    {
+        m_root = leaf;
+        m_nodes[leaf].parent = kNullProxy;
+        return;
+    }
+    const std::int32_t sibling = findBestSibling(m_nodes[leaf].box);
+    const std::int32_t newParent = allocateNode(); // may grow the pool: no Node references across this
+    const std::int32_t oldParent = m_nodes[sibling].parent;
+
+    Node& parent = m_nodes[newParent];
+    parent.parent = oldParent;
+    parent.child1 = sibling;
+    parent.child2 = leaf;
+    parent.box = unionOf(m_nodes[sibling].box, m_nodes[leaf].box);
+    parent.height = static_cast<std::int16_t>(m_nodes[sibling].height + 1);
+    m_nodes[sibling].parent = newParent;
+    m_nodes[leaf].parent = newParent;
+    replaceChild(oldParent, sibling, newParent);
+
+    refitAndBalanceUpward(oldParent);
+}
+
+void BroadphaseTree::removeLeaf(std::int32_t leaf)
+{
+    if (leaf == m_root)
+    {
+        m_root = kNullProxy;
+        return;
+    }
+    const std::int32_t parent = m_nodes[leaf].parent;
+    const std::int32_t grandparent = m_nodes[parent].parent;
+    const std::int32_t sibling =
+        m_nodes[parent].child1 == leaf ? m_nodes[parent].child2 : m_nodes[parent].child1;
+
+    replaceChild(grandparent, parent, sibling);
+    m_nodes[sibling].parent = grandparent;
+    m_nodes[leaf].parent = kNullProxy;
+    freeNode(parent);
+
+    refitAndBalanceUpward(grandparent);
+}
+
+void BroadphaseTree::refit(std::int32_t index)
+{
+    Node& node = m_nodes[index];
+    const Node& first = m_nodes[node.child1];
+    const Node& second = m_nodes[node.child2];
+    node.box = unionOf(first.box, second.box);
+    node.height = static_cast<std::int16_t>(1 + std::max(first.height, second.height));
+}
+
+void BroadphaseTree::refitAndBalanceUpward(std::int32_t index)
+{
+    while (index != kNullProxy)
+    {
+        index = balance(index);
+        rotateForArea(index);
+        refit(index);
+        index = m_nodes[index].parent;
+    }
+}
+
+std::int32_t BroadphaseTree::balance(std::int32_t index)
+{
+    const Node& node = m_nodes[index];
+    if (node.isLeaf())
+    {
+        return index;
+    }
+    const int difference = m_nodes[node.child2].height - m_nodes[node.child1].height;
+    assert(difference >= -2 && difference <= 2); // the rules in broadphase.h keep one rotation enough
+    if (difference > 1)
+    {
+        return liftChild(index, node.child2);
+    }
+    if (difference < -1)
+    {
+        return liftChild(index, node.child1);
+    }
+    return index;
+}
+
+// Rotation: `lifted`, the child of `index` that is two levels taller than its sibling, takes index's place;
+// index becomes a child of lifted and adopts one of lifted's children. Lifted keeps its taller child, so both
+// end up balanced (lifted's children differ by at most one, being balanced themselves). When both children
+// are equally tall either works, and the one whose departure leaves the smaller box at `index` moves across.
+std::int32_t BroadphaseTree::liftChild(std::int32_t index, std::int32_t lifted)
+{
+    Node& down = m_nodes[index];
+    Node& up = m_nodes[lifted];
+    const std::int32_t stays = down.child1 == lifted ? down.child2 : down.child1; // index's other child
+    const Node& first = m_nodes[up.child1];
+    const Node& second = m_nodes[up.child2];
+
+    bool moveFirst = false; // which of lifted's children moves across to index
+    if (first.height != second.height)
+    {
+        moveFirst = first.height < second.height;
+    }
+    else
+    {
+        const Aabb& staysBox = m_nodes[stays].box;
+        moveFirst = unionOf(staysBox, first.box).perimeter() < unionOf(staysBox, second.box).perimeter();
+    }
+    const std::int32_t moved = moveFirst ? up.child1 : up.child2;
+
+    // lifted takes index's place under index's parent.
+    up.parent = down.parent;
+    replaceChild(down.parent, index, lifted);
+    // index takes the moved child's slot under lifted.
+    if (moveFirst)
+    {
+        up.child1 = index;
+    }
+    else
+    {
+        up.child2 = index;
+    }
+    down.parent = lifted;
+    // The moved child takes lifted's slot under index.
+    if (down.child1 == lifted)
+    {
+        down.child1 = moved;
+    }
+    else
+    {
+        down.child2 = moved;
+    }
+    m_nodes[moved].parent = index;
+
+    refit(index);
+    refit(lifted);
+    return lifted;
+}
+
+// Area rotation (the idea of Box2D v3's tree rotations): at node A with children B and C, swapping B with a
+// child F of C leaves A's box as it is and changes C's box from area(F + G) to area(B + G). The best of the
+// four such swaps (B with C's children, C with B's children) is made when it reduces the area, keeps both
+// changed nodes balanced and leaves A's height as it was (so the ancestors' balance is not disturbed; in
+// practice this admits only swaps that push the shorter child down). The subtrees moved are untouched, so
+// they stay balanced themselves.
+void BroadphaseTree::rotateForArea(std::int32_t index)
+{
+    const Node& node = m_nodes[index];
+    if (node.isLeaf())
+    {
+        return;
+    }
+    // node.height may be stale here (refit comes after); the children's heights are current.
+    const int height = 1 + std::max<int>(m_nodes[node.child1].height, m_nodes[node.child2].height);
+    float bestGain = 0.0f;
+    std::int32_t bestOuter = kNullProxy; // the child that goes down
+    std::int32_t bestInner = kNullProxy; // the grandchild that comes up
+    auto tryPair = [&](std::int32_t outer, std::int32_t uncle)
+    {
+        const Node& parentOfInner = m_nodes[uncle];
+        if (parentOfInner.isLeaf())
+        {
+            return;
+        }
+        const Node& moving = m_nodes[outer];
+        for (const std::int32_t inner : {parentOfInner.child1, parentOfInner.child2})
+        {
+            const std::int32_t kept =
+                inner == parentOfInner.child1 ? parentOfInner.child2 : parentOfInner.child1;
+            const Node& keptNode = m_nodes[kept];
+            const int newUncleHeight = 1 + std::max<int>(moving.height, keptNode.height);
+            const int innerHeight = m_nodes[inner].height;
+            if (std::abs(moving.height - keptNode.height) > 1 || std::abs(innerHeight - newUncleHeight) > 1 ||
+                1 + std::max(innerHeight, newUncleHeight) != height)
+            {
+                continue;
+            }
+            const float gain = parentOfInner.box.perimeter() - unionOf(moving.box, keptNode.box).perimeter();
+            if (gain > bestGain)
+            {
+                bestGain = gain;
+                bestOuter = outer;
+                bestInner = inner;
+            }
+        }
+    };
+    tryPair(node.child1, node.child2);
+    tryPair(node.child2, node.child1);
+    if (bestOuter == kNullProxy)
+    {
+        return;
+    }
+    const std::int32_t uncle = m_nodes[bestInner].parent;
+    replaceChild(index, bestOuter, bestInner);
+    replaceChild(uncle, bestInner, bestOuter);
+    m_nodes[bestInner].parent = index;
+    m_nodes[bestOuter].parent = uncle;
+    refit(uncle);
+}
+
+void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out)
+{
+    out.clear();
+    for (const std::int32_t query : m_moved)
+    {
+        if (!isProxy(query))
+        {
+            continue; // destroyed after it moved
+        }
+        queryAabb(m_nodes[query].box,
+                  [&](std::int32_t other)
+                  {
+                      // Two moved proxies find each other twice: keep the find made by the smaller id's
+                      // query.
+                      const bool otherQueries = m_nodes[other].inMovedSet;
+                      if (other != query && !(otherQueries && other < query))
+                      {
+                          out.push_back(query < other ? BroadphasePair{query, other}
+                                                      : BroadphasePair{other, query});
+                      }
+                      return true;
+                  });
+    }
+    for (const std::int32_t index : m_moved)
+    {
+        m_nodes[index].inMovedSet = false;
+    }
+    m_moved.clear();
+    std::sort(out.begin(), out.end());
+}
+
+void BroadphaseTree::findAllPairs(std::vector<BroadphasePair>& out) const
+{
+    out.clear();
+    const std::int32_t capacity = nodeCapacity();
+    for (std::int32_t query = 0; query < capacity; ++query)
+    {
+        if (!m_nodes[query].isLeaf())
+        {
+            continue;
+        }
+        queryAabb(m_nodes[query].box,
+                  [&](std::int32_t other)
+                  {
+                      if (other > query)
+                      {
+                          out.push_back({query, other});
+                      }
+                      return true;
+                  });
+    }
+    std::sort(out.begin(), out.end());
+}
+
+std::int32_t BroadphaseTree::movedProxyCount() const
+{
+    std::int32_t count = 0;
+    for (const std::int32_t index : m_moved)
+    {
+        count += isProxy(index) ? 1 : 0;
+    }
+    return count;
+}
+
+float BroadphaseTree::areaRatio() const
+{
+    if (m_root == kNullProxy || m_nodes[m_root].isLeaf())
+    {
+        return 0.0f;
+    }
+    const float rootArea = m_nodes[m_root].box.perimeter();
+    if (!(rootArea > 0.0f))
+    {
+        return 0.0f;
+    }
+    // Summed in double: thousands of terms of mixed size.
+    double total = 0.0;
+    for (const Node& node : m_nodes)
+    {
+        if (node.height > 0)
+        {
+            total += node.box.perimeter();
+        }
+    }
+    return static_cast<float>(total / rootArea);
+}
+
+bool BroadphaseTree::validate() const
+{
+    const std::int32_t capacity = nodeCapacity();
+    auto inRange = [&](std::int32_t i) { return i >= 0 && i < capacity; };
+    std::vector<std::uint8_t> seen(static_cast<std::size_t>(capacity), 0);
+
+    std::int32_t reached = 0;
+    std::int32_t leaves = 0;
+    if (m_root != kNullProxy)
+    {
+        if (!inRange(m_root) || m_nodes[m_root].parent != kNullProxy)
+        {
+            return false;
+        }
+        std::vector<std::int32_t> stack{m_root};
+        while (!stack.empty())
+        {
+            const std::int32_t index = stack.back();
+            stack.pop_back();
+            if (seen[index] != 0)
+            {
+                return false; // a cycle or a shared child
+            }
+            seen[index] = 1;
+            ++reached;
+            const Node& node = m_nodes[index];
+            if (node.isLeaf())
+            {
+                ++leaves;
+                if (node.child1 != kNullProxy || node.child2 != kNullProxy || !isValidBox(node.box))
+                {
+                    return false;
+                }
+                continue;
+            }
+            if (node.height < 0 || !inRange(node.child1) || !inRange(node.child2) ||
+                node.child1 == node.child2)
+            {
+                return false;
+            }
+            const Node& first = m_nodes[node.child1];
+            const Node& second = m_nodes[node.child2];
+            if (first.parent != index || second.parent != index || first.height < 0 || second.height < 0 ||
+                node.height != 1 + std::max(first.height, second.height) ||
+                std::abs(first.height - second.height) > 1 ||
+                !sameBox(node.box, unionOf(first.box, second.box)))
+            {
+                return false;
+            }
+            stack.push_back(node.child1);
+            stack.push_back(node.child2);
+        }
+    }
+    if (reached != m_nodeCount || leaves != m_proxyCount ||
+        (m_proxyCount > 0 && m_nodeCount != 2 * m_proxyCount - 1))
+    {
+        return false;
+    }
+
+    std::int32_t freeCount = 0;
+    for (std::int32_t index = m_freeList; index != kNullProxy; index = m_nodes[index].parent)
+    {
+        if (!inRange(index) || seen[index] != 0 || m_nodes[index].height != -1)
+        {
+            return false;
+        }
+        seen[index] = 2;
+        ++freeCount;
+    }
+    if (freeCount + m_nodeCount != capacity)
+    {
+        return false;
+    }
+
+    std::int32_t flagged = 0;
+    for (const Node& node : m_nodes)
+    {
+        flagged += node.inMovedSet ? 1 : 0;
+    }
+    if (flagged != static_cast<std::int32_t>(m_moved.size()))
+    {
+        return false;
+    }
+    for (const std::int32_t index : m_moved)
+    {
+        if (!inRange(index) || !m_nodes[index].inMovedSet)
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::uint64_t BroadphaseTree::structureHash() const
+{
+    Fnv1a hash;
+    hash.add(m_root);
+    hash.add(m_freeList);
+    hash.add(m_nodeCount);
+    hash.add(m_proxyCount);
+    for (const Node& node : m_nodes)
+    {
+        hash.add(node.parent);
+        hash.add(static_cast<std::int32_t>(node.height));
+        hash.add(static_cast<std::int32_t>(node.inMovedSet ? 1 : 0));
+        if (node.height >= 0)
+        {
+            hash.add(node.child1);
+            hash.add(node.child2);
+            hash.add(node.box.min);
+            hash.add(node.box.max);
+            hash.add(node.userData);
+        }
+    }
+    for (const std::int32_t index : m_moved)
+    {
+        hash.add(index);
+    }
+    return hash.state;
+}
+
+} // namespace polytope::physics

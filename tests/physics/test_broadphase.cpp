@@ -1,0 +1,856 @@
+// The broadphase tree against brute force: every pair list, query and ray cast is compared with an O(n^2)
+// scan of a reference copy of the fat boxes, which the test builds from the documented rules on its own.
+#include "polytope/physics/broadphase.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+using namespace polytope::physics;
+
+namespace
+{
+
+// ---- independent reference ------------------------------------------------------------------------------
+
+bool boxesTouch(const Aabb& a, const Aabb& b)
+{
+    return a.min.x <= b.max.x && b.min.x <= a.max.x && a.min.y <= b.max.y && b.min.y <= a.max.y &&
+           a.min.z <= b.max.z && b.min.z <= a.max.z;
+}
+
+bool sameBox(const Aabb& a, const Aabb& b)
+{
+    return a.min == b.min && a.max == b.max;
+}
+
+bool boxInside(const Aabb& inner, const Aabb& outer)
+{
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        if (inner.min[axis] < outer.min[axis] || inner.max[axis] > outer.max[axis])
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+Aabb expanded(const Aabb& box, float meters)
+{
+    Aabb out = box;
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        out.min[axis] -= meters;
+        out.max[axis] += meters;
+    }
+    return out;
+}
+
+/// The fat box moveProxy documents: tight + margin, stretched along displacement * scale.
+Aabb expectedFatBox(const Aabb& tight, const Vec3& displacement, const BroadphaseConfig& config)
+{
+    Aabb out = expanded(tight, config.fatMarginMeters);
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        const float reach = displacement[axis] * config.displacementScale;
+        if (reach < 0.0f)
+        {
+            out.min[axis] += reach;
+        }
+        else
+        {
+            out.max[axis] += reach;
+        }
+    }
+    return out;
+}
+
+/// Slab test by division; returns whether origin + t * translation, t in [0, maxT], meets the closed box,
+/// and the entry parameter.
+bool segmentHitsBox(const Vec3& origin, const Vec3& translation, float maxT, const Aabb& box, float& entry)
+{
+    float lo = 0.0f;
+    float hi = maxT;
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        const float d = translation[axis];
+        if (d == 0.0f)
+        {
+            if (origin[axis] < box.min[axis] || origin[axis] > box.max[axis])
+            {
+                return false;
+            }
+            continue;
+        }
+        const float a = (box.min[axis] - origin[axis]) / d;
+        const float b = (box.max[axis] - origin[axis]) / d;
+        lo = std::max(lo, std::min(a, b));
+        hi = std::min(hi, std::max(a, b));
+    }
+    entry = lo;
+    return lo <= hi;
+}
+
+struct ReferenceProxy
+{
+    Aabb tight{};
+    Aabb fat{};
+    std::uint64_t userData = 0;
+};
+
+using Reference = std::map<std::int32_t, ReferenceProxy>; // ordered by id
+
+std::vector<BroadphasePair> bruteForcePairs(const Reference& reference, const std::set<std::int32_t>* moved)
+{
+    // Flattened first: the O(n^2) loop below runs in sanitizer builds too.
+    std::vector<std::int32_t> ids;
+    std::vector<Aabb> boxes;
+    std::vector<char> isMoved;
+    for (const auto& [id, proxy] : reference)
+    {
+        ids.push_back(id);
+        boxes.push_back(proxy.fat);
+        isMoved.push_back(moved == nullptr || moved->count(id) != 0 ? 1 : 0);
+    }
+    std::vector<BroadphasePair> pairs;
+    for (std::size_t a = 0; a < ids.size(); ++a)
+    {
+        for (std::size_t b = a + 1; b < ids.size(); ++b)
+        {
+            if ((isMoved[a] != 0 || isMoved[b] != 0) && boxesTouch(boxes[a], boxes[b]))
+            {
+                pairs.push_back({ids[a], ids[b]});
+            }
+        }
+    }
+    return pairs; // already ordered: ids ascend in the map and b > a
+}
+
+bool strictlyIncreasing(const std::vector<BroadphasePair>& pairs)
+{
+    for (std::size_t i = 0; i < pairs.size(); ++i)
+    {
+        if (pairs[i].proxyA >= pairs[i].proxyB || (i > 0 && !(pairs[i - 1] < pairs[i])))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+// ---- random scenes ----------------------------------------------------------------------------------------
+
+float uniform(std::mt19937& rng, float lo, float hi)
+{
+    return std::uniform_real_distribution<float>(lo, hi)(rng);
+}
+
+Vec3 randomPoint(std::mt19937& rng, float lo, float hi)
+{
+    return {uniform(rng, lo, hi), uniform(rng, lo, hi), uniform(rng, lo, hi)};
+}
+
+/// A box in [0, side]^3; a few are flat or a point, a few are huge, to reach degenerate corners.
+Aabb randomBox(std::mt19937& rng, float side)
+{
+    const Vec3 centre = randomPoint(rng, 0.0f, side);
+    Vec3 half = randomPoint(rng, 0.05f, 1.0f);
+    const int kind = std::uniform_int_distribution<int>(0, 39)(rng);
+    if (kind == 0)
+    {
+        half = {0.0f, 0.0f, 0.0f};
+    }
+    else if (kind == 1)
+    {
+        half[std::uniform_int_distribution<int>(0, 2)(rng)] = 0.0f;
+    }
+    else if (kind == 2)
+    {
+        half = half * (0.2f * side);
+    }
+    return {centre - half, centre + half};
+}
+
+struct SceneChecker
+{
+    BroadphaseTree tree;
+    Reference reference;
+    std::set<std::int32_t> moved; ///< ids created or re-inserted since the last findNewPairs
+    std::mt19937 rng;
+    float side;
+    std::uint64_t nextUserData = 1000;
+
+    SceneChecker(const BroadphaseConfig& config, std::uint32_t seed, int count)
+        : tree(config), rng(seed), side(2.5f * std::cbrt(static_cast<float>(std::max(count, 1))))
+    {
+    }
+
+    void create()
+    {
+        const Aabb tight = randomBox(rng, side);
+        const std::uint64_t user = nextUserData++;
+        const std::int32_t id = tree.createProxy(tight, user);
+        REQUIRE(id != kNullProxy);
+        REQUIRE(reference.count(id) == 0);
+        reference[id] = {tight, expanded(tight, tree.config().fatMarginMeters), user};
+        moved.insert(id);
+        REQUIRE(sameBox(tree.fatBox(id), reference[id].fat));
+    }
+
+    std::int32_t randomLiveId()
+    {
+        auto it = reference.begin();
+        std::advance(it, std::uniform_int_distribution<std::size_t>(0, reference.size() - 1)(rng));
+        return it->first;
+    }
+
+    void destroy()
+    {
+        const std::int32_t id = randomLiveId();
+        REQUIRE(tree.destroyProxy(id));
+        REQUIRE_FALSE(tree.isProxy(id));
+        REQUIRE_FALSE(tree.destroyProxy(id));
+        reference.erase(id);
+        moved.erase(id);
+    }
+
+    void move()
+    {
+        const std::int32_t id = randomLiveId();
+        ReferenceProxy& proxy = reference[id];
+        const BroadphaseConfig& config = tree.config();
+        Aabb tight = proxy.tight;
+        Vec3 displacement{};
+        const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
+        if (kind == 0)
+        {
+            tight = randomBox(rng, side); // teleport
+        }
+        else if (kind == 1)
+        {
+            // stop: same box, no predicted motion (exercises shrinking after fast moves)
+        }
+        else
+        {
+            const float speed = kind == 2 ? 3.0f : 0.15f;
+            displacement = randomPoint(rng, -speed, speed);
+            tight.min += displacement;
+            tight.max += displacement;
+        }
+        const Aabb before = proxy.fat;
+        const Aabb fat = expectedFatBox(tight, displacement, config);
+        const bool mustReinsert =
+            !boxInside(tight, before) || !boxInside(before, expanded(fat, config.shrinkSlackMeters));
+
+        const bool changed = tree.moveProxy(id, tight, displacement);
+        REQUIRE(changed == mustReinsert);
+        proxy.tight = tight;
+        if (changed)
+        {
+            proxy.fat = fat;
+            moved.insert(id);
+        }
+        REQUIRE(sameBox(tree.fatBox(id), proxy.fat));
+        REQUIRE(boxInside(tight, tree.fatBox(id)));
+    }
+
+    void randomOperation(int targetCount)
+    {
+        const int roll = std::uniform_int_distribution<int>(0, 99)(rng);
+        const int count = static_cast<int>(reference.size());
+        if (count == 0 || (roll < 15 && count < 2 * targetCount))
+        {
+            create();
+        }
+        else if (roll < 30 && count > targetCount / 2)
+        {
+            destroy();
+        }
+        else
+        {
+            move();
+        }
+    }
+
+    void checkPairs()
+    {
+        std::vector<BroadphasePair> pairs;
+        tree.findAllPairs(pairs);
+        REQUIRE(strictlyIncreasing(pairs));
+        REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+
+        REQUIRE(tree.movedProxyCount() == static_cast<std::int32_t>(moved.size()));
+        tree.findNewPairs(pairs);
+        REQUIRE(strictlyIncreasing(pairs));
+        REQUIRE(pairs == bruteForcePairs(reference, &moved));
+        moved.clear();
+        REQUIRE(tree.movedProxyCount() == 0);
+        REQUIRE(tree.validate());
+
+        tree.findNewPairs(pairs);
+        REQUIRE(pairs.empty());
+    }
+
+    void checkQueries(int count)
+    {
+        for (int q = 0; q < count; ++q)
+        {
+            const Aabb box = randomBox(rng, side);
+            std::vector<std::int32_t> found;
+            tree.queryAabb(box,
+                           [&](std::int32_t id)
+                           {
+                               found.push_back(id);
+                               return true;
+                           });
+            std::sort(found.begin(), found.end());
+            REQUIRE(std::adjacent_find(found.begin(), found.end()) == found.end());
+            std::vector<std::int32_t> expected;
+            for (const auto& [id, proxy] : reference)
+            {
+                if (boxesTouch(proxy.fat, box))
+                {
+                    expected.push_back(id);
+                }
+            }
+            REQUIRE(found == expected);
+
+            // Early stop: returning false ends the query at once.
+            if (expected.size() >= 2)
+            {
+                int calls = 0;
+                tree.queryAabb(box, [&](std::int32_t) { return ++calls < 2; });
+                REQUIRE(calls == 2);
+            }
+        }
+    }
+
+    void checkRays(int count)
+    {
+        for (int r = 0; r < count; ++r)
+        {
+            const Vec3 origin = randomPoint(rng, -0.2f * side, 1.2f * side);
+            Vec3 translation = randomPoint(rng, -side, side);
+            if (r % 5 == 0)
+            {
+                // axis-parallel segments take the parallel branch of the slab test
+                const int axis = r / 5 % 3;
+                translation[(axis + 1) % 3] = 0.0f;
+                translation[(axis + 2) % 3] = 0.0f;
+            }
+            const float maxFraction = r % 3 == 0 ? 0.5f : 1.0f;
+
+            std::vector<std::int32_t> expected;
+            float closest = 2.0f;
+            for (const auto& [id, proxy] : reference)
+            {
+                float entry = 0.0f;
+                if (segmentHitsBox(origin, translation, maxFraction, proxy.fat, entry))
+                {
+                    expected.push_back(id);
+                    closest = std::min(closest, entry);
+                }
+            }
+
+            // Without clipping: exactly the boxes the segment meets.
+            std::vector<std::int32_t> found;
+            tree.rayCast(origin, translation, maxFraction,
+                         [&](std::int32_t id, float clip)
+                         {
+                             REQUIRE(clip == maxFraction);
+                             found.push_back(id);
+                             return clip;
+                         });
+            std::sort(found.begin(), found.end());
+            REQUIRE(found == expected);
+
+            // With clipping at each hit's entry: the nearest entry survives the pruning.
+            float best = 2.0f;
+            float lastClip = maxFraction;
+            tree.rayCast(origin, translation, maxFraction,
+                         [&](std::int32_t id, float clip)
+                         {
+                             REQUIRE(clip <= lastClip);
+                             lastClip = clip;
+                             float entry = 0.0f;
+                             if (!segmentHitsBox(origin, translation, clip, reference.at(id).fat, entry))
+                             {
+                                 return -1.0f;
+                             }
+                             best = std::min(best, entry);
+                             return entry > 0.0f ? entry : 0.0f;
+                         });
+            REQUIRE(best == closest);
+
+            // A 0 from the callback stops the cast.
+            int calls = 0;
+            tree.rayCast(origin, translation, maxFraction,
+                         [&](std::int32_t, float)
+                         {
+                             ++calls;
+                             return 0.0f;
+                         });
+            REQUIRE(calls == std::min<int>(1, static_cast<int>(expected.size())));
+        }
+    }
+
+    void checkUserData()
+    {
+        REQUIRE(tree.proxyCount() == static_cast<std::int32_t>(reference.size()));
+        for (const auto& [id, proxy] : reference)
+        {
+            REQUIRE(tree.isProxy(id));
+            REQUIRE(tree.userData(id) == proxy.userData);
+        }
+    }
+};
+
+/// Runs a scripted random sequence and returns everything observable: pair lists and structure hashes.
+std::vector<std::uint64_t> runScript(std::uint32_t seed, int count, int rounds)
+{
+    std::mt19937 rng(seed);
+    BroadphaseTree tree(BroadphaseConfig{0.1f, 2.0f, 0.4f, 8});
+    std::vector<std::int32_t> live;
+    std::vector<Aabb> tight;
+    std::vector<std::uint64_t> trace;
+    std::vector<BroadphasePair> pairs;
+    const float side = 2.5f * std::cbrt(static_cast<float>(count));
+    for (int round = 0; round < rounds; ++round)
+    {
+        for (int op = 0; op < count; ++op)
+        {
+            const int roll = std::uniform_int_distribution<int>(0, 9)(rng);
+            if (live.empty() || roll < 2)
+            {
+                tight.push_back(randomBox(rng, side));
+                live.push_back(tree.createProxy(tight.back(), static_cast<std::uint64_t>(op)));
+                continue;
+            }
+            const std::size_t k = std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng);
+            if (roll < 4)
+            {
+                tree.destroyProxy(live[k]);
+                live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+                tight.erase(tight.begin() + static_cast<std::ptrdiff_t>(k));
+            }
+            else
+            {
+                const Vec3 d = randomPoint(rng, -0.3f, 0.3f);
+                tight[k].min += d;
+                tight[k].max += d;
+                tree.moveProxy(live[k], tight[k], d);
+            }
+        }
+        tree.findNewPairs(pairs);
+        trace.push_back(tree.structureHash());
+        for (const BroadphasePair& p : pairs)
+        {
+            trace.push_back((static_cast<std::uint64_t>(p.proxyA) << 32) |
+                            static_cast<std::uint32_t>(p.proxyB));
+        }
+        trace.push_back(~0ull);
+    }
+    return trace;
+}
+
+/// Summed half-surface area of the internal nodes of a top-down median-split tree over `boxes` (split at
+/// the median centre along the widest axis of the centres): an independent yardstick for areaRatio().
+double medianSplitInternalArea(std::vector<Aabb>::iterator begin, std::vector<Aabb>::iterator end)
+{
+    if (end - begin < 2)
+    {
+        return 0.0;
+    }
+    Aabb bounds = *begin;
+    Aabb centres{begin->center(), begin->center()};
+    for (auto it = begin; it != end; ++it)
+    {
+        bounds = unionOf(bounds, *it);
+        centres = unionOf(centres, Aabb{it->center(), it->center()});
+    }
+    const Vec3 spread = centres.max - centres.min;
+    const int axis = spread.x >= spread.y ? (spread.x >= spread.z ? 0 : 2) : (spread.y >= spread.z ? 1 : 2);
+    const auto middle = begin + (end - begin) / 2;
+    std::nth_element(begin, middle, end,
+                     [axis](const Aabb& a, const Aabb& b) { return a.center()[axis] < b.center()[axis]; });
+    return bounds.perimeter() + medianSplitInternalArea(begin, middle) + medianSplitInternalArea(middle, end);
+}
+
+} // namespace
+
+TEST_CASE("broadphase pairs, queries and ray casts equal brute force over random scenes", "[broadphase]")
+{
+    struct Scene
+    {
+        int count;
+        int rounds;
+        int operationsPerRound;
+    };
+    const Scene scenes[] = {{1, 30, 3}, {2, 30, 4}, {5, 30, 6}, {40, 20, 30}, {300, 10, 120}, {2000, 3, 300}};
+    std::uint32_t seed = 7;
+    for (const Scene& scene : scenes)
+    {
+        CAPTURE(scene.count);
+        SceneChecker checker(BroadphaseConfig{}, seed++, scene.count);
+        for (int i = 0; i < scene.count; ++i)
+        {
+            checker.create();
+        }
+        REQUIRE(checker.tree.validate());
+        checker.checkPairs();
+        for (int round = 0; round < scene.rounds; ++round)
+        {
+            CAPTURE(round);
+            for (int op = 0; op < scene.operationsPerRound; ++op)
+            {
+                checker.randomOperation(scene.count);
+                REQUIRE(checker.tree.validate());
+            }
+            checker.checkPairs();
+            checker.checkQueries(scene.count >= 2000 ? 20 : 10);
+            checker.checkRays(scene.count >= 2000 ? 20 : 15);
+            checker.checkUserData();
+        }
+    }
+}
+
+TEST_CASE("broadphase handles piles of identical boxes and boxes sharing faces", "[broadphase]")
+{
+    BroadphaseTree tree;
+    Reference reference;
+    const Aabb same{{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};
+    for (int i = 0; i < 64; ++i)
+    {
+        const std::int32_t id = tree.createProxy(same, static_cast<std::uint64_t>(i));
+        reference[id] = {same, expanded(same, tree.config().fatMarginMeters), static_cast<std::uint64_t>(i)};
+        REQUIRE(tree.validate());
+    }
+    // A row of unit cubes whose fat boxes overlap their neighbours', and cubes 2.2 m apart whose fat boxes
+    // (margin 0.1) exactly touch: closed boxes count as overlapping.
+    for (int i = 0; i < 32; ++i)
+    {
+        const float x = 10.0f + 2.2f * static_cast<float>(i);
+        const Aabb box{{x, 0.0f, 0.0f}, {x + 1.0f, 1.0f, 1.0f}};
+        const std::int32_t id = tree.createProxy(box, 0);
+        reference[id] = {box, expanded(box, tree.config().fatMarginMeters), 0};
+        REQUIRE(tree.validate());
+    }
+    std::vector<BroadphasePair> pairs;
+    tree.findAllPairs(pairs);
+    REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+    CHECK(pairs.size() >= 64u * 63u / 2u);
+    tree.findNewPairs(pairs);
+    REQUIRE(pairs == bruteForcePairs(reference, nullptr)); // everything is new
+}
+
+TEST_CASE("broadphase tree height stays logarithmic for sorted insertion orders", "[broadphase]")
+{
+    // With |h(child1) - h(child2)| <= 1 everywhere, a tree of height h has at least Fibonacci(h + 2) >= phi^h
+    // leaves, so h <= log_phi(n); the loose bound 2 log2(n) + 2 is also checked.
+    const double phi = (1.0 + std::sqrt(5.0)) / 2.0;
+    auto checkBounds = [&](const BroadphaseTree& tree)
+    {
+        const double n = tree.proxyCount();
+        REQUIRE(tree.height() <= static_cast<int>(std::floor(std::log(n) / std::log(phi) + 1e-9)));
+        REQUIRE(tree.height() <= 2.0 * std::log2(n) + 2.0);
+    };
+
+    for (const bool reversed : {false, true})
+    {
+        CAPTURE(reversed);
+        BroadphaseTree tree(BroadphaseConfig{0.1f, 2.0f, 0.4f, 0});
+        const int n = 4096;
+        for (int i = 0; i < n; ++i)
+        {
+            const float x = static_cast<float>(reversed ? n - i : i);
+            REQUIRE(tree.createProxy({{x, 0.0f, 0.0f}, {x + 0.5f, 0.5f, 0.5f}}, 0) != kNullProxy);
+            checkBounds(tree);
+        }
+        REQUIRE(tree.validate());
+        CHECK(tree.height() >= 12); // at least log2(4096): the tree is binary
+    }
+
+    // A diagonal line moving along itself: every move re-inserts at the end of the line.
+    BroadphaseTree tree;
+    std::vector<std::int32_t> ids;
+    for (int i = 0; i < 1000; ++i)
+    {
+        const float t = static_cast<float>(i);
+        ids.push_back(tree.createProxy({{t, t, t}, {t + 0.5f, t + 0.5f, t + 0.5f}}, 0));
+    }
+    for (int step = 0; step < 1000; ++step)
+    {
+        const float t = static_cast<float>(1000 + step);
+        const std::int32_t id = ids[static_cast<std::size_t>(step)];
+        REQUIRE(tree.moveProxy(id, {{t, t, t}, {t + 0.5f, t + 0.5f, t + 0.5f}}, {}));
+        checkBounds(tree);
+    }
+    REQUIRE(tree.validate());
+}
+
+TEST_CASE("broadphase ids are stable, reused last-freed first, and bad input is refused", "[broadphase]")
+{
+    BroadphaseTree tree(BroadphaseConfig{0.1f, 2.0f, 0.4f, 2});
+    const Aabb box{{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};
+    std::vector<std::int32_t> ids;
+    for (int i = 0; i < 10; ++i)
+    {
+        ids.push_back(tree.createProxy({box.min + Vec3{3.0f * i, 0, 0}, box.max + Vec3{3.0f * i, 0, 0}},
+                                       static_cast<std::uint64_t>(100 + i)));
+        REQUIRE(tree.validate());
+    }
+    REQUIRE(std::set<std::int32_t>(ids.begin(), ids.end()).size() == ids.size());
+    CHECK(tree.nodeCount() == 19);
+    CHECK(tree.nodeCapacity() >= 19);
+
+    REQUIRE(tree.destroyProxy(ids[4]));
+    REQUIRE(tree.validate());
+    REQUIRE_FALSE(tree.destroyProxy(ids[4]));
+    REQUIRE_FALSE(tree.touchProxy(ids[4]));
+    REQUIRE_FALSE(tree.destroyProxy(-1));
+    REQUIRE_FALSE(tree.destroyProxy(1 << 30));
+    // The other proxies keep their ids and data through the restructuring.
+    for (int i = 0; i < 10; ++i)
+    {
+        if (i != 4)
+        {
+            REQUIRE(tree.isProxy(ids[static_cast<std::size_t>(i)]));
+            REQUIRE(tree.userData(ids[static_cast<std::size_t>(i)]) == static_cast<std::uint64_t>(100 + i));
+        }
+    }
+    const std::int32_t again = tree.createProxy(box, 7);
+    CHECK(again == ids[4]);
+    REQUIRE(tree.userData(again) == 7u);
+
+    const float nan = std::nanf("");
+    CHECK(tree.createProxy({{0, 0, 0}, {nan, 1, 1}}, 0) == kNullProxy);
+    CHECK(tree.createProxy({{0, 0, 0}, {-1, 1, 1}}, 0) == kNullProxy);
+    CHECK(tree.createProxy({{0, 0, 0}, {std::numeric_limits<float>::infinity(), 1, 1}}, 0) == kNullProxy);
+    CHECK(tree.proxyCount() == 10);
+    REQUIRE(tree.validate());
+
+    // Destroy everything: an empty tree, then it fills again.
+    for (int i = 0; i < 10; ++i)
+    {
+        REQUIRE(tree.destroyProxy(ids[static_cast<std::size_t>(i)]));
+        REQUIRE(tree.validate());
+    }
+    CHECK(tree.proxyCount() == 0);
+    CHECK(tree.nodeCount() == 0);
+    CHECK(tree.height() == 0);
+    CHECK(tree.areaRatio() == 0.0f);
+    std::vector<BroadphasePair> pairs{{1, 2}};
+    tree.findNewPairs(pairs); // moved proxies that were all destroyed
+    CHECK(pairs.empty());
+    tree.queryAabb(box,
+                   [](std::int32_t) -> bool
+                   {
+                       FAIL("query on an empty tree");
+                       return true;
+                   });
+    REQUIRE(tree.createProxy(box, 1) != kNullProxy);
+    REQUIRE(tree.validate());
+}
+
+TEST_CASE("broadphase moves inside the fat box leave the tree alone; fast-then-still proxies shrink",
+          "[broadphase]")
+{
+    const BroadphaseConfig config{0.1f, 2.0f, 0.4f, 16};
+    BroadphaseTree tree(config);
+    const Aabb box{{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};
+    const std::int32_t id = tree.createProxy(box, 0);
+    const std::int32_t other = tree.createProxy({{5.0f, 0.0f, 0.0f}, {6.0f, 1.0f, 1.0f}}, 0);
+    std::vector<BroadphasePair> pairs;
+    tree.findNewPairs(pairs);
+    CHECK(pairs.empty());
+
+    // Small wiggles within the 0.1 m margin: no change, nothing moved.
+    const std::uint64_t before = tree.structureHash();
+    for (int i = 0; i < 10; ++i)
+    {
+        const Vec3 d{0.009f * static_cast<float>(i), -0.005f * static_cast<float>(i % 3), 0.0f};
+        CHECK_FALSE(tree.moveProxy(id, {box.min + d, box.max + d}, {}));
+    }
+    CHECK(tree.structureHash() == before);
+    CHECK(tree.movedProxyCount() == 0);
+
+    // Leaving the fat box re-inserts, stretched ahead along the predicted displacement.
+    const Vec3 velocityStep{1.5f, 0.0f, 0.0f};
+    Aabb moved{box.min + velocityStep, box.max + velocityStep};
+    REQUIRE(tree.moveProxy(id, moved, velocityStep));
+    CHECK(tree.fatBox(id).max.x == Approx(2.5f + 0.1f + 3.0f));
+    CHECK(tree.fatBox(id).min.x == Approx(1.5f - 0.1f));
+    CHECK(tree.movedProxyCount() == 1);
+    tree.findNewPairs(pairs);
+    REQUIRE(pairs.size() == 1);
+    CHECK(pairs[0] == BroadphasePair{std::min(id, other), std::max(id, other)});
+
+    // Stopping inside the stretched box: it is 3 m too long on +x, more than the 0.4 m slack, so it shrinks.
+    REQUIRE(tree.moveProxy(id, moved, {}));
+    CHECK(tree.fatBox(id).max.x == Approx(2.5f + 0.1f));
+    tree.findNewPairs(pairs);
+    CHECK(pairs.empty());
+    CHECK_FALSE(tree.moveProxy(id, moved, {}));
+    REQUIRE(tree.validate());
+
+    // touchProxy reports the pairs again without moving anything.
+    REQUIRE(tree.moveProxy(other, {{2.0f, 0.0f, 0.0f}, {3.0f, 1.0f, 1.0f}}, {}));
+    tree.findNewPairs(pairs);
+    REQUIRE(pairs.size() == 1);
+    REQUIRE(tree.touchProxy(id));
+    REQUIRE(tree.touchProxy(id)); // no duplicate entry
+    tree.findNewPairs(pairs);
+    CHECK(pairs.size() == 1);
+    REQUIRE(tree.validate());
+}
+
+TEST_CASE("broadphase is deterministic: the same calls give the same pairs and the same tree", "[broadphase]")
+{
+    const std::vector<std::uint64_t> first = runScript(99, 400, 8);
+    const std::vector<std::uint64_t> second = runScript(99, 400, 8);
+    REQUIRE(first.size() > 8 * 2);
+    CHECK(first == second);
+    // The trace does depend on the calls (the comparison above could fail).
+    CHECK(first != runScript(100, 400, 8));
+}
+
+TEST_CASE("broadphase quality: area ratio close to a top-down median-split tree", "[broadphase]")
+{
+    auto check = [](std::vector<Aabb> boxes, const char* name)
+    {
+        CAPTURE(name);
+        BroadphaseTree tree(BroadphaseConfig{0.0f, 2.0f, 0.4f, 16}); // no margin: fat box == input box
+        for (const Aabb& b : boxes)
+        {
+            REQUIRE(tree.createProxy(b, 0) != kNullProxy);
+        }
+        REQUIRE(tree.validate());
+        Aabb bounds = boxes.front();
+        for (const Aabb& b : boxes)
+        {
+            bounds = unionOf(bounds, b);
+        }
+        const double reference = medianSplitInternalArea(boxes.begin(), boxes.end()) / bounds.perimeter();
+        const double ratio = tree.areaRatio();
+        CAPTURE(ratio, reference);
+        std::printf("broadphase area ratio (%s, %zu boxes): incremental %.2f, median split %.2f\n", name,
+                    boxes.size(), ratio, reference);
+        // Measured: 1.0x to 1.6x the median-split tree (incremental insertion under a strict height
+        // balance); a sibling choice that ignores areas gives 4x to 11x.
+        CHECK(ratio >= 1.0);
+        CHECK(ratio < 2.0 * reference);
+    };
+
+    std::vector<Aabb> grid;
+    for (int x = 0; x < 16; ++x)
+    {
+        for (int y = 0; y < 16; ++y)
+        {
+            for (int z = 0; z < 4; ++z)
+            {
+                const Vec3 c{2.0f * x, 2.0f * y, 2.0f * z};
+                grid.push_back({c, c + Vec3{1.0f, 1.0f, 1.0f}});
+            }
+        }
+    }
+    check(grid, "sorted grid");
+    std::mt19937 rng(5);
+    std::shuffle(grid.begin(), grid.end(), rng);
+    check(grid, "shuffled grid");
+
+    std::vector<Aabb> scattered;
+    for (int i = 0; i < 2000; ++i)
+    {
+        scattered.push_back(randomBox(rng, 30.0f));
+    }
+    check(scattered, "random boxes");
+
+    std::vector<Aabb> line;
+    for (int i = 0; i < 1000; ++i)
+    {
+        const float x = static_cast<float>(i);
+        line.push_back({{x, 0.0f, 0.0f}, {x + 0.5f, 0.5f, 0.5f}});
+    }
+    check(line, "sorted line");
+}
+
+TEST_CASE("broadphase pair finding timings", "[.][timing][broadphase_timing]")
+{
+    for (const int count : {1000, 4000})
+    {
+        std::mt19937 rng(1234);
+        const float side = 2.0f * std::cbrt(static_cast<float>(count)); // ~ a few neighbours per box
+        const float dt = 1.0f / 60.0f;
+        BroadphaseTree tree;
+        std::vector<std::int32_t> ids;
+        std::vector<Aabb> boxes;
+        std::vector<Vec3> velocities;
+        for (int i = 0; i < count; ++i)
+        {
+            const Vec3 c = randomPoint(rng, 0.0f, side);
+            const Vec3 h = randomPoint(rng, 0.25f, 0.5f);
+            boxes.push_back({c - h, c + h});
+            velocities.push_back(randomPoint(rng, -3.0f, 3.0f));
+            ids.push_back(tree.createProxy(boxes.back(), 0));
+        }
+        std::vector<BroadphasePair> pairs;
+        tree.findNewPairs(pairs);
+
+        using Clock = std::chrono::steady_clock;
+        double moveSeconds = 0.0, newPairSeconds = 0.0, allPairSeconds = 0.0;
+        std::size_t newPairs = 0, allPairs = 0, reinserted = 0;
+        const int steps = 120;
+        for (int step = 0; step < steps; ++step)
+        {
+            const auto t0 = Clock::now();
+            for (int i = 0; i < count; ++i)
+            {
+                Vec3& v = velocities[static_cast<std::size_t>(i)];
+                Aabb& b = boxes[static_cast<std::size_t>(i)];
+                for (int axis = 0; axis < 3; ++axis)
+                {
+                    if ((b.min[axis] < 0.0f && v[axis] < 0.0f) || (b.max[axis] > side && v[axis] > 0.0f))
+                    {
+                        v[axis] = -v[axis];
+                    }
+                }
+                b.min += v * dt;
+                b.max += v * dt;
+                reinserted += tree.moveProxy(ids[static_cast<std::size_t>(i)], b, v * dt) ? 1 : 0;
+            }
+            const auto t1 = Clock::now();
+            tree.findNewPairs(pairs);
+            newPairs += pairs.size();
+            const auto t2 = Clock::now();
+            tree.findAllPairs(pairs);
+            allPairs += pairs.size();
+            const auto t3 = Clock::now();
+            moveSeconds += std::chrono::duration<double>(t1 - t0).count();
+            newPairSeconds += std::chrono::duration<double>(t2 - t1).count();
+            allPairSeconds += std::chrono::duration<double>(t3 - t2).count();
+        }
+        std::printf(
+            "broadphase %d proxies: per step %.3f ms move (%.0f re-inserted), %.3f ms findNewPairs (%.0f "
+            "pairs), %.3f ms findAllPairs (%.0f pairs); height %d, area ratio %.1f\n",
+            count, 1e3 * moveSeconds / steps, static_cast<double>(reinserted) / steps,
+            1e3 * newPairSeconds / steps, static_cast<double>(newPairs) / steps, 1e3 * allPairSeconds / steps,
+            static_cast<double>(allPairs) / steps, tree.height(), static_cast<double>(tree.areaRatio()));
+        REQUIRE(tree.validate());
+        Reference reference;
+        for (std::size_t i = 0; i < ids.size(); ++i)
+        {
+            reference[ids[i]] = {boxes[i], tree.fatBox(ids[i]), 0};
+        }
+        CHECK(pairs == bruteForcePairs(reference, nullptr));
+    }
+}
