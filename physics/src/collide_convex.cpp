@@ -1,0 +1,885 @@
+// Contact manifolds between convex polyhedra (boxes, hulls) and of polyhedra against planes.
+//
+// Rationale. After SAT (sat.cpp) picks the contact axis:
+// - Face axis: the face it came from is the reference face; the incident face is the other shape's face
+//   most anti-parallel to it. The incident polygon is clipped (Sutherland-Hodgman) against the side planes
+//   through the reference face's edges; clipped points at most `margin` above the reference plane are kept,
+//   and projected onto it for the reference shape's point. (Gregorius, GDC 2015 "Robust Contact Creation
+//   for Physics Simulations"; Box2D and Jolt do the same.)
+// - Edge-pair axis: one point, the closest points of the two edges.
+// Each clip vertex remembers the two polygon edges meeting at it (an incident-face edge or a reference side).
+// With the reference face, these name the point independently of positions: the feature ids that warm
+// starting needs (see manifold.h). Naming incident features by their global vertex / edge index, not by
+// position in the incident face's loop, keeps the ids when two faces tie as the incident face.
+// Up to four kept points are returned as they are; more are reduced to four that keep the deepest point
+// and span the largest area, the choice that keeps a resting face stable.
+// Box-box contacts take a specialised path that clips in the reference box's face coordinates, where the
+// side planes are axis-aligned; it gives the same points and ids as the general path on box views.
+// All buffers are fixed-size and on the stack; a face with more than kMaxClipVertices vertices after
+// clipping loses the excess vertices (the remaining points are still valid contacts).
+#include "polytope/physics/collide.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace polytope::physics
+{
+
+namespace
+{
+
+constexpr int kMaxClipVertices = 64;
+constexpr std::uint16_t kReferenceSideTag = 0x8000; ///< edge tag bit: a side of the reference face
+constexpr std::uint16_t kTagIndexMask = 0x7FFF;
+
+/// A vertex of the polygon being clipped, with the two polygon edges that meet at it. An edge tag is an
+/// edge index of the incident shape (below 0x8000), or kReferenceSideTag | loop position of a reference
+/// side. 16 bytes, so that the clipper's copies stay cheap.
+struct ClipVertex
+{
+    Vec3 position;
+    std::uint16_t edgeTagIn;  ///< the polygon edge arriving at this vertex
+    std::uint16_t edgeTagOut; ///< the polygon edge leaving it
+};
+static_assert(sizeof(ClipVertex) == 16);
+
+struct ClipPolygon
+{
+    union
+    {
+        ClipVertex vertices[kMaxClipVertices]; // left uninitialised: only [0, count) is ever read
+    };
+    int count = 0;
+
+    ClipPolygon() {}
+
+    void push(const ClipVertex& v)
+    {
+        if (count < kMaxClipVertices)
+        {
+            vertices[count++] = v;
+        }
+    }
+};
+
+/// The stable name of a clipped vertex (see manifold.h); `incidentEdges` are the incident shape's edges.
+std::uint32_t clipFeatureOf(const ClipVertex& v, const HullEdge* incidentEdges)
+{
+    const bool inIsSide = (v.edgeTagIn & kReferenceSideTag) != 0;
+    const bool outIsSide = (v.edgeTagOut & kReferenceSideTag) != 0;
+    const std::uint32_t in = v.edgeTagIn & kTagIndexMask;
+    const std::uint32_t out = v.edgeTagOut & kTagIndexMask;
+    if (!inIsSide && !outIsSide)
+    {
+        // A vertex of the incident face: the vertex the two edges share.
+        const HullEdge& arriving = incidentEdges[in];
+        const HullEdge& leaving = incidentEdges[out];
+        const std::uint32_t shared =
+            (arriving.v0 == leaving.v0 || arriving.v0 == leaving.v1) ? arriving.v0 : arriving.v1;
+        return clipFeatureIncidentVertex(shared);
+    }
+    if (inIsSide && outIsSide)
+    {
+        return clipFeatureReferenceCorner(in, out);
+    }
+    return inIsSide ? clipFeatureEdgeCrossing(out, in) : clipFeatureEdgeCrossing(in, out);
+}
+
+/// Keeps the part of `polygon` where distanceOf(position) <= 0 (the distance need not be normalised),
+/// using `scratch` as the output buffer and swapping the two when the plane cuts. Vertices made on the
+/// plane get `planeTag` on the side that runs along the plane. A vertex exactly on the plane is kept and
+/// makes no new vertex, so exact contact makes no duplicates.
+template <typename DistanceOf>
+inline void clipToHalfSpace(ClipPolygon*& polygon, ClipPolygon*& scratch, DistanceOf distanceOf,
+                            std::uint16_t planeTag)
+{
+    const ClipPolygon& in = *polygon;
+    float distances[kMaxClipVertices];
+    float largest = -1.0f;
+    for (int k = 0; k < in.count; ++k)
+    {
+        distances[k] = distanceOf(in.vertices[k].position);
+        largest = std::max(largest, distances[k]);
+    }
+    if (!(largest > 0.0f))
+    {
+        return; // the plane does not cut: keep the polygon as it is
+    }
+    ClipPolygon& out = *scratch;
+    int outCount = 0;
+    // Each input vertex adds at most two output vertices; past the capacity, vertices are dropped.
+    const auto emit = [&](const ClipVertex& v)
+    {
+        if (outCount < kMaxClipVertices)
+        {
+            out.vertices[outCount++] = v;
+        }
+    };
+    int previous = in.count - 1;
+    for (int k = 0; k < in.count; ++k)
+    {
+        const float previousDistance = distances[previous];
+        const float currentDistance = distances[k];
+        if (previousDistance * currentDistance < 0.0f) // strictly opposite sides
+        {
+            const ClipVertex& from = in.vertices[previous];
+            const float t = previousDistance / (previousDistance - currentDistance);
+            const Vec3 crossing = from.position + (in.vertices[k].position - from.position) * t;
+            const std::uint16_t edgeTag = from.edgeTagOut; // the edge previous -> current
+            if (previousDistance < 0.0f)
+            {
+                emit({crossing, edgeTag, planeTag}); // leaving: arrive along the edge, leave along the plane
+            }
+            else
+            {
+                emit({crossing, planeTag, edgeTag}); // entering
+            }
+        }
+        if (currentDistance <= 0.0f)
+        {
+            emit(in.vertices[k]);
+        }
+        previous = k;
+    }
+    out.count = outCount;
+    std::swap(polygon, scratch);
+}
+
+/// Keeps the part of `polygon` where -half <= coordinateOf(position) <= half: the two parallel side planes
+/// of a box face in one pass, with the same result and the same rules as two clipToHalfSpace calls.
+/// Vertices made on the planes get `lowTag` (the -half plane) or `highTag`.
+template <typename CoordinateOf>
+inline void clipToSlab(ClipPolygon*& polygon, ClipPolygon*& scratch, CoordinateOf coordinateOf, float half,
+                       std::uint16_t lowTag, std::uint16_t highTag)
+{
+    const ClipPolygon& in = *polygon;
+    float coordinates[kMaxClipVertices];
+    float largest = 0.0f;
+    for (int k = 0; k < in.count; ++k)
+    {
+        coordinates[k] = coordinateOf(in.vertices[k].position);
+        largest = std::max(largest, std::fabs(coordinates[k]));
+    }
+    if (!(largest > half))
+    {
+        return; // neither plane cuts
+    }
+    ClipPolygon& out = *scratch;
+    int outCount = 0;
+    const auto emit = [&](const ClipVertex& v)
+    {
+        if (outCount < kMaxClipVertices)
+        {
+            out.vertices[outCount++] = v;
+        }
+    };
+    int previous = in.count - 1;
+    for (int k = 0; k < in.count; ++k)
+    {
+        const float p = coordinates[previous];
+        const float c = coordinates[k];
+        // Crossings strictly from one side of a plane to the other, in the order met along the edge.
+        const bool enterHigh = p > half && c < half;
+        const bool enterLow = p < -half && c > -half;
+        const bool leaveHigh = p < half && c > half;
+        const bool leaveLow = p > -half && c < -half;
+        if (enterHigh || enterLow || leaveHigh || leaveLow)
+        {
+            const ClipVertex& from = in.vertices[previous];
+            const Vec3 along = in.vertices[k].position - from.position;
+            const std::uint16_t edgeTag = from.edgeTagOut; // the edge previous -> current
+            if (enterHigh || enterLow)
+            {
+                const float t = ((enterHigh ? half : -half) - p) / (c - p);
+                emit({from.position + along * t, enterHigh ? highTag : lowTag, edgeTag});
+            }
+            if (leaveHigh || leaveLow)
+            {
+                const float t = ((leaveHigh ? half : -half) - p) / (c - p);
+                emit({from.position + along * t, edgeTag, leaveHigh ? highTag : lowTag});
+            }
+        }
+        if (c <= half && c >= -half)
+        {
+            emit(in.vertices[k]);
+        }
+        previous = k;
+    }
+    out.count = outCount;
+    std::swap(polygon, scratch);
+}
+
+/// Edge index of each edge of `face`'s loop (from loop vertex k to k + 1), for the first `count` of them.
+void loopEdgeIndices(const HullView& hull, int face, int count, std::uint16_t* out)
+{
+    const HullFace& f = hull.faces[face];
+    if (hull.faceEdges != nullptr)
+    {
+        for (int k = 0; k < count; ++k)
+        {
+            out[k] = static_cast<std::uint16_t>(hull.faceEdges[f.firstIndex + k] & kTagIndexMask);
+        }
+        return;
+    }
+    const std::uint16_t* loop = hull.faceVertices + f.firstIndex;
+    for (int k = 0; k < count; ++k)
+    {
+        out[k] = 0;
+    }
+    for (int e = 0; e < hull.edgeCount; ++e)
+    {
+        const HullEdge& edge = hull.edges[e];
+        // An edge runs v0 -> v1 on face0 and v1 -> v0 on face1, both counter-clockwise.
+        const int start = edge.face0 == face ? edge.v0 : (edge.face1 == face ? edge.v1 : -1);
+        if (start < 0)
+        {
+            continue;
+        }
+        for (int k = 0; k < count; ++k)
+        {
+            if (loop[k] == start)
+            {
+                out[k] =
+                    static_cast<std::uint16_t>(e & kTagIndexMask); // hulls have far fewer than 2^15 edges
+                break;
+            }
+        }
+    }
+}
+
+/// Coordinates of a contact candidate in the plane of the contact (two tangent axes).
+struct PlanarPoint
+{
+    float u;
+    float v;
+};
+
+/// Twice the signed area of triangle (p, q, r).
+inline float signedArea2(const PlanarPoint& p, const PlanarPoint& q, const PlanarPoint& r)
+{
+    return (q.u - p.u) * (r.v - p.v) - (q.v - p.v) * (r.u - p.u);
+}
+
+/// Chooses at most four of the `count` points for which isCandidate(i) holds: the deepest, the one
+/// farthest from it, the one spanning the largest triangle with those, and the one adding the most area
+/// outside that triangle (Gregorius, GDC 2015; Box2D and Jolt reduce the same way). Ties go to the lowest
+/// index, so the choice is deterministic. Points that add no area (duplicates, collinear points) are
+/// dropped. `planarOf(i)` gives a point's PlanarPoint and `separationOf(i)` its separation.
+template <typename IsCandidate, typename PlanarOf, typename SeparationOf>
+int chooseContactSubset(int count, IsCandidate isCandidate, PlanarOf planarOf, SeparationOf separationOf,
+                        int chosen[kMaxManifoldPoints])
+{
+    int deepest = -1;
+    float deepestSeparation = 0.0f;
+    for (int i = 0; i < count; ++i)
+    {
+        if (isCandidate(i))
+        {
+            const float s = separationOf(i);
+            if (deepest < 0 || s < deepestSeparation)
+            {
+                deepest = i;
+                deepestSeparation = s;
+            }
+        }
+    }
+    if (deepest < 0)
+    {
+        return 0;
+    }
+    chosen[0] = deepest;
+    const PlanarPoint p1 = planarOf(deepest);
+
+    int second = -1;
+    float farthest2 = 0.0f;
+    for (int i = 0; i < count; ++i)
+    {
+        if (isCandidate(i))
+        {
+            const PlanarPoint q = planarOf(i);
+            const float d2 = (q.u - p1.u) * (q.u - p1.u) + (q.v - p1.v) * (q.v - p1.v);
+            if (d2 > farthest2)
+            {
+                farthest2 = d2;
+                second = i;
+            }
+        }
+    }
+    if (second < 0)
+    {
+        return 1;
+    }
+    chosen[1] = second;
+    const PlanarPoint p2 = planarOf(second);
+
+    int third = -1;
+    float largestArea = 0.0f;
+    float orientation = 1.0f;
+    for (int i = 0; i < count; ++i)
+    {
+        if (isCandidate(i))
+        {
+            const float area = signedArea2(p1, p2, planarOf(i));
+            if (std::fabs(area) > largestArea)
+            {
+                largestArea = std::fabs(area);
+                orientation = area < 0.0f ? -1.0f : 1.0f;
+                third = i;
+            }
+        }
+    }
+    if (third < 0)
+    {
+        return 2;
+    }
+    chosen[2] = third;
+    const PlanarPoint p3 = planarOf(third);
+
+    int fourth = -1;
+    float largestOutside = 0.0f;
+    for (int i = 0; i < count; ++i)
+    {
+        if (isCandidate(i))
+        {
+            const PlanarPoint q = planarOf(i);
+            // Area q adds beyond the triangle's edges (positive only outside the triangle).
+            const float added = std::max(
+                -orientation * signedArea2(p1, p2, q),
+                std::max(-orientation * signedArea2(p2, p3, q), -orientation * signedArea2(p3, p1, q)));
+            if (added > largestOutside)
+            {
+                largestOutside = added;
+                fourth = i;
+            }
+        }
+    }
+    if (fourth < 0)
+    {
+        return 3;
+    }
+    chosen[3] = fourth;
+    return 4;
+}
+
+/// The contact subset of a clipped polygon: all points within the margin when there are at most four,
+/// else chooseContactSubset's four.
+int chooseClippedContacts(int count, const float* separations, const PlanarPoint* planar, float margin,
+                          int chosen[kMaxManifoldPoints])
+{
+    int candidates[kMaxClipVertices];
+    int candidateCount = 0;
+    for (int i = 0; i < count; ++i)
+    {
+        candidates[candidateCount] = i;
+        candidateCount += separations[i] <= margin ? 1 : 0;
+    }
+    if (candidateCount <= kMaxManifoldPoints)
+    {
+        for (int c = 0; c < candidateCount; ++c)
+        {
+            chosen[c] = candidates[c];
+        }
+        return candidateCount;
+    }
+    if (candidateCount == count)
+    {
+        return chooseContactSubset(
+            count, [](int) { return true; }, [&](int i) { return planar[i]; },
+            [&](int i) { return separations[i]; }, chosen);
+    }
+    int picked[kMaxManifoldPoints];
+    const int pickedCount = chooseContactSubset(
+        candidateCount, [](int) { return true; }, [&](int c) { return planar[candidates[c]]; },
+        [&](int c) { return separations[candidates[c]]; }, picked);
+    for (int c = 0; c < pickedCount; ++c)
+    {
+        chosen[c] = candidates[picked[c]];
+    }
+    return pickedCount;
+}
+
+/// The face of `hull` whose normal is most anti-parallel to `direction` (both in the hull's frame).
+int mostAntiParallelFace(const HullView& hull, const Vec3& direction)
+{
+    int best = 0;
+    float bestDot = dot(hull.faces[0].normal, direction);
+    for (int f = 1; f < hull.faceCount; ++f)
+    {
+        const float d = dot(hull.faces[f].normal, direction);
+        if (d < bestDot)
+        {
+            bestDot = d;
+            best = f;
+        }
+    }
+    return best;
+}
+
+ContactManifold edgeContact(const HullView& a, const HullView& b, const Transform& bInA, const SatAxis& axis,
+                            float margin)
+{
+    ContactManifold manifold;
+    manifold.normal = axis.normal;
+    const HullEdge& edgeA = a.edges[axis.indexA];
+    const HullEdge& edgeB = b.edges[axis.indexB];
+    const SegmentClosestPoints closest = closestPointsOnSegments(a.vertices[edgeA.v0], a.vertices[edgeA.v1],
+                                                                 transformPoint(bInA, b.vertices[edgeB.v0]),
+                                                                 transformPoint(bInA, b.vertices[edgeB.v1]));
+    const float separation = dot(closest.onQ - closest.onP, axis.normal);
+    if (separation <= margin)
+    {
+        manifold.points[0] = {closest.onP, closest.onQ, separation,
+                              makeEdgePairFeatureId(static_cast<std::uint32_t>(axis.indexA),
+                                                    static_cast<std::uint32_t>(axis.indexB))};
+        manifold.pointCount = 1;
+    }
+    return manifold;
+}
+
+ContactManifold faceContact(const HullView& a, const HullView& b, const Transform& bInA, const SatAxis& axis,
+                            float margin)
+{
+    const bool referenceIsA = axis.feature == SatFeature::FaceOfA;
+    const HullView& reference = referenceIsA ? a : b;
+    const HullView& incident = referenceIsA ? b : a;
+    const int referenceFaceIndex = referenceIsA ? axis.indexA : axis.indexB;
+    const HullFace& referenceFace = reference.faces[referenceFaceIndex];
+
+    // Everything below is in A's frame; `toA` maps the reference or incident shape's frame into it.
+    const Transform referenceToA = referenceIsA ? Transform::identity() : bInA;
+    const Transform incidentToA = referenceIsA ? bInA : Transform::identity();
+    const Vec3 referenceNormal = rotate(referenceToA.q, referenceFace.normal);
+    const float referenceOffset = referenceFace.offset + dot(referenceNormal, referenceToA.p);
+
+    const int incidentFaceIndex =
+        mostAntiParallelFace(incident, inverseRotate(incidentToA.q, referenceNormal));
+    const HullFace& incidentFace = incident.faces[incidentFaceIndex];
+
+    ClipPolygon buffers[2];
+    ClipPolygon* polygon = &buffers[0];
+    ClipPolygon* scratch = &buffers[1];
+    {
+        const std::uint16_t* loop = incident.faceVertices + incidentFace.firstIndex;
+        const int n = std::min(static_cast<int>(incidentFace.indexCount), kMaxClipVertices);
+        if (n < 3)
+        {
+            return {}; // not a face: a malformed hull
+        }
+        std::uint16_t loopEdges[kMaxClipVertices];
+        loopEdgeIndices(incident, incidentFaceIndex, n, loopEdges);
+        std::uint16_t previousEdge = loopEdges[n - 1];
+        for (int k = 0; k < n; ++k)
+        {
+            const int vertex = loop[k];
+            polygon->push(
+                {transformPoint(incidentToA, incident.vertices[vertex]), previousEdge, loopEdges[k]});
+            previousEdge = loopEdges[k];
+        }
+    }
+
+    {
+        const std::uint16_t* loop = reference.faceVertices + referenceFace.firstIndex;
+        const int n = referenceFace.indexCount;
+        Vec3 start = transformPoint(referenceToA, reference.vertices[loop[0]]);
+        const Vec3 first = start;
+        for (int k = 0; k < n && polygon->count > 0; ++k)
+        {
+            const Vec3 end =
+                k + 1 < n ? transformPoint(referenceToA, reference.vertices[loop[k + 1]]) : first;
+            // Outward normal of the side plane through this edge (not normalised: only signs and ratios
+            // matter).
+            const Vec3 sideNormal = cross(end - start, referenceNormal);
+            const float sideOffset = dot(sideNormal, start);
+            clipToHalfSpace(
+                polygon, scratch, [&](const Vec3& x) { return dot(sideNormal, x) - sideOffset; },
+                static_cast<std::uint16_t>(kReferenceSideTag | (k & kTagIndexMask)));
+            start = end;
+        }
+    }
+
+    const ClipPolygon& clipped = *polygon;
+    Vec3 tangent1;
+    Vec3 tangent2;
+    orthonormalBasis(referenceNormal, tangent1, tangent2);
+    float separations[kMaxClipVertices];
+    PlanarPoint planar[kMaxClipVertices];
+    for (int i = 0; i < clipped.count; ++i)
+    {
+        const Vec3& x = clipped.vertices[i].position;
+        separations[i] = dot(referenceNormal, x) - referenceOffset;
+        planar[i] = {dot(tangent1, x), dot(tangent2, x)};
+    }
+    int chosen[kMaxManifoldPoints];
+    const int chosenCount = chooseClippedContacts(clipped.count, separations, planar, margin, chosen);
+
+    ContactManifold manifold;
+    manifold.normal = referenceIsA ? referenceNormal : -referenceNormal;
+    const ContactFeatureKind kind = referenceIsA ? ContactFeatureKind::FaceOfA : ContactFeatureKind::FaceOfB;
+    for (int c = 0; c < chosenCount; ++c)
+    {
+        const ClipVertex& v = clipped.vertices[chosen[c]];
+        const float separation = separations[chosen[c]];
+        const Vec3 onReference = v.position - referenceNormal * separation;
+        ContactPoint& point = manifold.points[c];
+        point.pointA = referenceIsA ? onReference : v.position;
+        point.pointB = referenceIsA ? v.position : onReference;
+        point.separation = separation;
+        point.featureId = makeClipFeatureId(kind, static_cast<std::uint32_t>(referenceFaceIndex),
+                                            clipFeatureOf(v, incident.edges));
+    }
+    manifold.pointCount = chosenCount;
+    return manifold;
+}
+
+/// Corner `vertex` of a box (the numbering of boxAsHull: bit k set means +halfExtents along axis k).
+Vec3 boxVertex(const Vec3& halfExtents, int vertex)
+{
+    return {(vertex & 1) ? halfExtents.x : -halfExtents.x, (vertex & 2) ? halfExtents.y : -halfExtents.y,
+            (vertex & 4) ? halfExtents.z : -halfExtents.z};
+}
+
+/// Box-box face contact. The clipping runs in "face coordinates" of the reference box: (u, v, w) are its
+/// coordinates along the face's two tangent axes and along the normal axis. The side planes are then
+/// |u| <= half extent and |v| <= half extent, and the separation is read off w. Same points and feature
+/// ids as faceContact on two BoxAsHull views, with a fraction of the work.
+ContactManifold boxBoxFaceContact(const BoxShape& a, const BoxShape& b, const Transform& bInA,
+                                  const SatAxis& axis, float margin)
+{
+    const bool referenceIsA = axis.feature == SatFeature::FaceOfA;
+    const Vec3 referenceHalf = referenceIsA ? a.halfExtents : b.halfExtents;
+    const Vec3 incidentHalf = referenceIsA ? b.halfExtents : a.halfExtents;
+    // The incident box's frame in the reference box's frame, as a matrix: bInA, or its inverse.
+    const Mat3 rotationBInA = toMat3(bInA.q);
+    const Mat3 incidentRotation = referenceIsA ? rotationBInA : transpose(rotationBInA);
+    const Vec3 incidentOrigin = referenceIsA ? bInA.p : -mulTransposed(rotationBInA, bInA.p);
+    const int referenceFace = referenceIsA ? axis.indexA : axis.indexB;
+    const int normalAxis = referenceFace / 2;
+    const int tangentAxis1 = (normalAxis + 1) % 3;
+    const int tangentAxis2 = (normalAxis + 2) % 3;
+    const float normalSign = (referenceFace & 1) ? -1.0f : 1.0f;
+    // (tangent1, tangent2, normal) is a cyclic shift of (x, y, z).
+    const auto toFace = [normalAxis](const Vec3& x) {
+        return normalAxis == 0 ? Vec3{x.y, x.z, x.x} : (normalAxis == 1 ? Vec3{x.z, x.x, x.y} : x);
+    };
+    const auto fromFace = [normalAxis](const Vec3& f) {
+        return normalAxis == 0 ? Vec3{f.z, f.x, f.y} : (normalAxis == 1 ? Vec3{f.y, f.z, f.x} : f);
+    };
+    const Vec3 halfFace = toFace(referenceHalf);
+    const float halfU = halfFace.x;
+    const float halfV = halfFace.y;
+    const float halfW = halfFace.z;
+
+    // The incident box's axes in face coordinates. Their w components are the reference normal (up to its
+    // sign) in the incident frame: the incident face is the one most anti-parallel to it.
+    const Vec3 axesInFace[3] = {toFace(incidentRotation.c0), toFace(incidentRotation.c1),
+                                toFace(incidentRotation.c2)};
+    const float normalComponents[3] = {normalSign * axesInFace[0].z, normalSign * axesInFace[1].z,
+                                       normalSign * axesInFace[2].z};
+    int incidentAxis = std::fabs(normalComponents[1]) > std::fabs(normalComponents[0]) ? 1 : 0;
+    incidentAxis =
+        std::fabs(normalComponents[2]) > std::fabs(normalComponents[incidentAxis]) ? 2 : incidentAxis;
+    const int incidentFace = 2 * incidentAxis + (normalComponents[incidentAxis] > 0.0f ? 1 : 0);
+
+    ClipPolygon buffers[2];
+    ClipPolygon* polygon = &buffers[0];
+    ClipPolygon* scratch = &buffers[1];
+    {
+        // Corners as the origin plus or minus each scaled axis, all in face coordinates.
+        const Vec3 origin = toFace(incidentOrigin);
+        const Vec3 scaledAxes[3] = {axesInFace[0] * incidentHalf.x, axesInFace[1] * incidentHalf.y,
+                                    axesInFace[2] * incidentHalf.z};
+        const std::uint16_t* loop = boxFaceLoops() + 4 * incidentFace;
+        const std::uint16_t* loopEdges = boxFaceLoopEdges() + 4 * incidentFace;
+        std::uint16_t previousEdge = loopEdges[3];
+        for (int k = 0; k < 4; ++k)
+        {
+            const int vertex = loop[k];
+            const Vec3 corner = origin + ((vertex & 1) ? scaledAxes[0] : -scaledAxes[0]) +
+                                ((vertex & 2) ? scaledAxes[1] : -scaledAxes[1]) +
+                                ((vertex & 4) ? scaledAxes[2] : -scaledAxes[2]);
+            polygon->push({corner, previousEdge, loopEdges[k]});
+            previousEdge = loopEdges[k];
+        }
+    }
+    {
+        // Side k of the reference face runs from loop vertex k to k + 1, which differ in one tangent
+        // coordinate; its plane bounds the other tangent coordinate, on the side of those vertices. The
+        // two sides bounding u (and the two bounding v) are clipped together as a slab.
+        const std::uint16_t* loop = boxFaceLoops() + 4 * referenceFace;
+        std::uint16_t sideTags[2][2] = {}; // [bounds v][upper side]
+        for (int k = 0; k < 4; ++k)
+        {
+            const int from = loop[k];
+            const int to = loop[(k + 1) & 3];
+            const int boundsV = (((from ^ to) >> tangentAxis1) & 1) != 0 ? 1 : 0;
+            const int upper = (from >> (boundsV ? tangentAxis2 : tangentAxis1)) & 1;
+            sideTags[boundsV][upper] = static_cast<std::uint16_t>(kReferenceSideTag | k);
+        }
+        clipToSlab(
+            polygon, scratch, [](const Vec3& x) { return x.x; }, halfU, sideTags[0][0], sideTags[0][1]);
+        if (polygon->count > 0)
+        {
+            clipToSlab(
+                polygon, scratch, [](const Vec3& x) { return x.y; }, halfV, sideTags[1][0], sideTags[1][1]);
+        }
+    }
+
+    const ClipPolygon& clipped = *polygon;
+    float separations[kMaxClipVertices];
+    PlanarPoint planar[kMaxClipVertices];
+    for (int i = 0; i < clipped.count; ++i)
+    {
+        const Vec3& x = clipped.vertices[i].position;
+        separations[i] = normalSign * x.z - halfW;
+        planar[i] = {x.x, x.y};
+    }
+    int chosen[kMaxManifoldPoints];
+    const int chosenCount = chooseClippedContacts(clipped.count, separations, planar, margin, chosen);
+
+    ContactManifold manifold;
+    Vec3 referenceNormal{};
+    referenceNormal[normalAxis] = normalSign;
+    manifold.normal = referenceIsA ? referenceNormal : -(rotationBInA * referenceNormal);
+    const ContactFeatureKind kind = referenceIsA ? ContactFeatureKind::FaceOfA : ContactFeatureKind::FaceOfB;
+    for (int c = 0; c < chosenCount; ++c)
+    {
+        const ClipVertex& v = clipped.vertices[chosen[c]];
+        const Vec3 incidentPoint = fromFace(v.position);
+        const Vec3 onReference = fromFace(Vec3{v.position.x, v.position.y, normalSign * halfW});
+        ContactPoint& point = manifold.points[c];
+        point.pointA = referenceIsA ? onReference : rotationBInA * incidentPoint + bInA.p;
+        point.pointB = referenceIsA ? incidentPoint : rotationBInA * onReference + bInA.p;
+        point.separation = separations[chosen[c]];
+        point.featureId =
+            makeClipFeatureId(kind, static_cast<std::uint32_t>(referenceFace), clipFeatureOf(v, boxEdges()));
+    }
+    manifold.pointCount = chosenCount;
+    return manifold;
+}
+
+/// End points of box edge `edge` (the numbering of boxAsHull: edge 4k + c runs along axis k).
+void boxEdgeEndpoints(const Vec3& halfExtents, int edge, Vec3& from, Vec3& to)
+{
+    const int axis = edge / 4;
+    const int code = edge % 4;
+    const int other1 = (axis + 1) % 3;
+    const int other2 = (axis + 2) % 3;
+    const int low = ((code & 1) << other1) | (((code >> 1) & 1) << other2);
+    from = boxVertex(halfExtents, low);
+    to = boxVertex(halfExtents, low | (1 << axis));
+}
+
+ContactManifold boxBoxEdgeContact(const BoxShape& a, const BoxShape& b, const Transform& bInA,
+                                  const SatAxis& axis, float margin)
+{
+    ContactManifold manifold;
+    manifold.normal = axis.normal;
+    Vec3 a0;
+    Vec3 a1;
+    Vec3 b0;
+    Vec3 b1;
+    boxEdgeEndpoints(a.halfExtents, axis.indexA, a0, a1);
+    boxEdgeEndpoints(b.halfExtents, axis.indexB, b0, b1);
+    const SegmentClosestPoints closest =
+        closestPointsOnSegments(a0, a1, transformPoint(bInA, b0), transformPoint(bInA, b1));
+    const float separation = dot(closest.onQ - closest.onP, axis.normal);
+    if (separation <= margin)
+    {
+        manifold.points[0] = {closest.onP, closest.onQ, separation,
+                              makeEdgePairFeatureId(static_cast<std::uint32_t>(axis.indexA),
+                                                    static_cast<std::uint32_t>(axis.indexB))};
+        manifold.pointCount = 1;
+    }
+    return manifold;
+}
+
+ContactManifold polyhedronPlane(const HullView& a, const PlaneShape& b, const Transform& bInA, float margin)
+{
+    const Vec3 planeNormal = rotate(bInA.q, b.normal);
+    const float planeOffset = b.offset + dot(planeNormal, bInA.p);
+    Vec3 tangent1;
+    Vec3 tangent2;
+    orthonormalBasis(planeNormal, tangent1, tangent2);
+    const auto planarOf = [&](int i) {
+        return PlanarPoint{dot(tangent1, a.vertices[i]), dot(tangent2, a.vertices[i])};
+    };
+    const auto separationOf = [&](int i) { return dot(planeNormal, a.vertices[i]) - planeOffset; };
+    int chosen[kMaxManifoldPoints];
+    const int chosenCount = chooseContactSubset(
+        a.vertexCount, [&](int i) { return separationOf(i) <= margin; }, planarOf, separationOf, chosen);
+
+    ContactManifold manifold;
+    manifold.normal = -planeNormal; // the solid half-space lies below the plane
+    for (int c = 0; c < chosenCount; ++c)
+    {
+        const Vec3 vertex = a.vertices[chosen[c]];
+        const float separation = separationOf(chosen[c]);
+        manifold.points[c] = {vertex, vertex - planeNormal * separation, separation,
+                              makeOtherFeatureId(static_cast<std::uint32_t>(chosen[c]))};
+    }
+    manifold.pointCount = chosenCount;
+    return manifold;
+}
+
+} // namespace
+
+ContactManifold manifoldFromSat(const HullView& a, const HullView& b, const Transform& bInA,
+                                const SatResult& sat, float speculativeMarginMeters)
+{
+    if (sat.separated)
+    {
+        return {};
+    }
+    switch (sat.chosen.feature)
+    {
+    case SatFeature::EdgePair:
+        return edgeContact(a, b, bInA, sat.chosen, speculativeMarginMeters);
+    case SatFeature::FaceOfA:
+    case SatFeature::FaceOfB:
+    {
+        ContactManifold manifold = faceContact(a, b, bInA, sat.chosen, speculativeMarginMeters);
+        // The face was preferred over a nearly-as-good edge pair but clipping left nothing: fall back to it.
+        if (manifold.pointCount == 0 && sat.bestEdge.feature == SatFeature::EdgePair &&
+            sat.bestEdge.separation <= speculativeMarginMeters)
+        {
+            manifold = edgeContact(a, b, bInA, sat.bestEdge, speculativeMarginMeters);
+        }
+        return manifold;
+    }
+    case SatFeature::None:
+        break;
+    }
+    return {};
+}
+
+ContactManifold collideBoxBox(const BoxShape& a, const BoxShape& b, const Transform& bInA,
+                              float speculativeMarginMeters)
+{
+    const SatResult sat = satBoxes(a, b, bInA, speculativeMarginMeters);
+    if (sat.separated)
+    {
+        return {};
+    }
+    switch (sat.chosen.feature)
+    {
+    case SatFeature::EdgePair:
+        return boxBoxEdgeContact(a, b, bInA, sat.chosen, speculativeMarginMeters);
+    case SatFeature::FaceOfA:
+    case SatFeature::FaceOfB:
+    {
+        ContactManifold manifold = boxBoxFaceContact(a, b, bInA, sat.chosen, speculativeMarginMeters);
+        if (manifold.pointCount == 0 && sat.bestEdge.feature == SatFeature::EdgePair &&
+            sat.bestEdge.separation <= speculativeMarginMeters)
+        {
+            manifold = boxBoxEdgeContact(a, b, bInA, sat.bestEdge, speculativeMarginMeters);
+        }
+        return manifold;
+    }
+    case SatFeature::None:
+        break;
+    }
+    return {};
+}
+
+ContactManifold collideHullHull(const ConvexHull& a, const ConvexHull& b, const Transform& bInA,
+                                float speculativeMarginMeters)
+{
+    const HullView viewA = viewOf(a);
+    const HullView viewB = viewOf(b);
+    const SatResult sat = satHulls(viewA, viewB, bInA, speculativeMarginMeters);
+    return manifoldFromSat(viewA, viewB, bInA, sat, speculativeMarginMeters);
+}
+
+ContactManifold collideBoxHull(const BoxShape& a, const ConvexHull& b, const Transform& bInA,
+                               float speculativeMarginMeters)
+{
+    const BoxAsHull hullA = boxAsHull(a);
+    const HullView viewA = hullA.view();
+    const HullView viewB = viewOf(b);
+    const SatResult sat = satHulls(viewA, viewB, bInA, speculativeMarginMeters);
+    return manifoldFromSat(viewA, viewB, bInA, sat, speculativeMarginMeters);
+}
+
+ContactManifold collideHullBox(const ConvexHull& a, const BoxShape& b, const Transform& bInA,
+                               float speculativeMarginMeters)
+{
+    const HullView viewA = viewOf(a);
+    const BoxAsHull hullB = boxAsHull(b);
+    const HullView viewB = hullB.view();
+    const SatResult sat = satHulls(viewA, viewB, bInA, speculativeMarginMeters);
+    return manifoldFromSat(viewA, viewB, bInA, sat, speculativeMarginMeters);
+}
+
+ContactManifold collideBoxPlane(const BoxShape& a, const PlaneShape& b, const Transform& bInA,
+                                float speculativeMarginMeters)
+{
+    const BoxAsHull hullA = boxAsHull(a);
+    return polyhedronPlane(hullA.view(), b, bInA, speculativeMarginMeters);
+}
+
+ContactManifold collideHullPlane(const ConvexHull& a, const PlaneShape& b, const Transform& bInA,
+                                 float speculativeMarginMeters)
+{
+    return polyhedronPlane(viewOf(a), b, bInA, speculativeMarginMeters);
+}
+
+SegmentClosestPoints closestPointsOnSegments(const Vec3& p0, const Vec3& p1, const Vec3& q0, const Vec3& q1)
+{
+    // Minimise |p0 + s d1 - (q0 + t d2)|^2 over the unit square (the usual derivation, e.g. Ericson,
+    // Real-Time Collision Detection, 5.1.9), with relative thresholds for point-like and parallel segments.
+    const Vec3 d1 = p1 - p0;
+    const Vec3 d2 = q1 - q0;
+    const Vec3 r = p0 - q0;
+    const float a = dot(d1, d1);
+    const float e = dot(d2, d2);
+    const float f = dot(d2, r);
+    const float tiny = 1e-12f;
+    float s = 0.0f;
+    float t = 0.0f;
+    if (a <= tiny && e <= tiny)
+    {
+        // both are points
+    }
+    else if (a <= tiny)
+    {
+        t = std::clamp(f / e, 0.0f, 1.0f);
+    }
+    else
+    {
+        const float c = dot(d1, r);
+        if (e <= tiny)
+        {
+            s = std::clamp(-c / a, 0.0f, 1.0f);
+        }
+        else
+        {
+            const float b = dot(d1, d2);
+            const float denominator = a * e - b * b; // >= 0, = |d1 x d2|^2
+            if (denominator > 1e-7f * a * e)
+            {
+                s = std::clamp((b * f - c * e) / denominator, 0.0f, 1.0f);
+            }
+            else
+            {
+                // Parallel: any s works for the lines; take the middle of the overlap seen from P.
+                const float tq0 = std::clamp(-c / a, 0.0f, 1.0f);      // q0 projected on P
+                const float tq1 = std::clamp((b - c) / a, 0.0f, 1.0f); // q1 projected on P
+                s = 0.5f * (tq0 + tq1);
+            }
+            t = (b * s + f) / e;
+            if (t < 0.0f)
+            {
+                t = 0.0f;
+                s = std::clamp(-c / a, 0.0f, 1.0f);
+            }
+            else if (t > 1.0f)
+            {
+                t = 1.0f;
+                s = std::clamp((b - c) / a, 0.0f, 1.0f);
+            }
+        }
+    }
+    return {s, t, p0 + d1 * s, q0 + d2 * t};
+}
+
+} // namespace polytope::physics
