@@ -6,11 +6,14 @@
 namespace polytope::bench
 {
 
-void runWorldSuite(Report& report);
+void runWorldSuite(Report& report, const SuiteOptions& options);
+void runNarrowphaseSuite(Report& report, const SuiteOptions& options);
 
 namespace
 {
 const Suite kSuites[] = {
+    {"narrowphase", "box-box and hull-hull queries: Polytope, libccd and Bullet, speed and accuracy",
+     &runNarrowphaseSuite},
     {"world", "World::step on the built-in scenes (ms per step)", &runWorldSuite},
 };
 } // namespace

@@ -41,11 +41,18 @@ private:
     std::vector<Record> m_records;
 };
 
+/// Options every suite may read; 0 means "the suite's default".
+struct SuiteOptions
+{
+    std::int64_t count = 0; ///< --count N: problem size (e.g. pairs per class for narrowphase)
+    std::uint64_t seed = 1; ///< --seed S
+};
+
 struct Suite
 {
     const char* name;
     const char* description;
-    void (*run)(Report& report);
+    void (*run)(Report& report, const SuiteOptions& options);
 };
 
 std::span<const Suite> suites();

@@ -5,6 +5,7 @@
 #include "bench_common.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -13,11 +14,31 @@ int main(int argc, char** argv)
     using namespace polytope::bench;
     std::string suiteName;
     bool json = false;
+    SuiteOptions options;
     for (int i = 1; i < argc; ++i)
     {
         if (std::strcmp(argv[i], "--json") == 0)
         {
             json = true;
+        }
+        else if ((std::strcmp(argv[i], "--count") == 0 || std::strcmp(argv[i], "--seed") == 0) && i + 1 < argc)
+        {
+            char* end = nullptr;
+            const long long value = std::strtoll(argv[i + 1], &end, 10);
+            if (!end || *end != '\0' || value <= 0)
+            {
+                std::fprintf(stderr, "polytope-bench: %s takes a positive whole number, got '%s'\n", argv[i], argv[i + 1]);
+                return 1;
+            }
+            if (std::strcmp(argv[i], "--count") == 0)
+            {
+                options.count = value;
+            }
+            else
+            {
+                options.seed = static_cast<std::uint64_t>(value);
+            }
+            ++i;
         }
         else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0)
         {
@@ -42,7 +63,7 @@ int main(int argc, char** argv)
     const Suite* suite = suiteName.empty() ? nullptr : findSuite(suiteName);
     if (!suite)
     {
-        std::fprintf(stderr, "usage: polytope-bench SUITE [--json]\nsuites:\n");
+        std::fprintf(stderr, "usage: polytope-bench SUITE [--json] [--count N] [--seed S]\nsuites:\n");
         for (const Suite& s : suites())
         {
             std::fprintf(stderr, "  %-14s %s\n", s.name, s.description);
@@ -50,7 +71,7 @@ int main(int argc, char** argv)
         return suiteName.empty() ? 1 : 2;
     }
     Report report(suite->name);
-    suite->run(report);
+    suite->run(report, options);
     if (json)
     {
         report.printJson(stdout);

@@ -6,7 +6,7 @@
 namespace polytope::bench
 {
 
-void runWorldSuite(Report& report)
+void runWorldSuite(Report& report, const SuiteOptions& /*options*/)
 {
     constexpr float kDt = 1.0f / 60.0f;
     constexpr int kWarmupSteps = 60;
