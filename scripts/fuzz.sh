@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (build/fuzz) and runs each for SECONDS (default 30) on its seed
+# corpus. Exits non-zero when a target finds a crash (the reproducer is left in build/fuzz/crashes/).
+#   scripts/fuzz.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/common.sh
+seconds="${1:-30}"
+
+polytope_ensure_packages "${POLYTOPE_PACKAGES[@]}" clang libclang-rt-14-dev
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DPOLYTOPE_FUZZ=ON -DPOLYTOPE_BUILD_TESTS=OFF -DPOLYTOPE_BUILD_BENCH=OFF -DPOLYTOPE_WERROR=ON >/dev/null
+cmake --build build/fuzz --target fuzz_packet make_packet_corpus
+
+mkdir -p build/fuzz/corpus/packet build/fuzz/crashes
+build/fuzz/bin/make_packet_corpus build/fuzz/corpus/packet
+
+status=0
+for target in packet; do
+  echo "== fuzz_$target for ${seconds}s"
+  if ! build/fuzz/bin/fuzz_$target build/fuzz/corpus/$target -max_total_time="$seconds" -max_len=1300 \
+      -artifact_prefix=build/fuzz/crashes/$target- -print_final_stats=1 2>build/fuzz/fuzz_$target.log; then
+    status=1
+    echo "fuzz_$target FAILED; see build/fuzz/fuzz_$target.log and build/fuzz/crashes/" >&2
+  fi
+  grep -E "^stat::number_of_executed_units|^Done" build/fuzz/fuzz_$target.log || tail -5 build/fuzz/fuzz_$target.log
+done
+exit "$status"
