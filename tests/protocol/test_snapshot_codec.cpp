@@ -1,0 +1,1367 @@
+// Snapshot delta codec: bit-exact round trips against baselines of every age, created/removed bodies,
+// independent slices, rejection of bad payloads, and (hidden, [.codec_bandwidth]) the bandwidth of Fiedler's
+// "Snapshot Compression" scene streamed through the network simulator.
+//
+// The scene is a test-only caricature of physics, not a physics engine: 900 small cubes on a 30 x 30 grid
+// and a large cube pushed along a scripted figure-eight through them. Cubes it strikes are thrown up and
+// set tumbling (constant spin in flight, gravity), bounce on landing (losing energy, gaining a new tumble),
+// slide with Coulomb friction while their tilt relaxes to the nearest face and their yaw spin decays,
+// jitter by a tenth of a millimetre while awake (solver noise), push each other (as spheres), and fall
+// asleep after half a second of stillness. It is deterministic (seeded, fixed order).
+#include "polytope/protocol/network_simulator.h"
+#include "polytope/protocol/snapshot_codec.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <random>
+#include <vector>
+
+using namespace polytope::protocol;
+
+namespace
+{
+
+// ------------------------------------------------------------------------------------- the cube scene
+
+using V3 = std::array<double, 3>;
+using Q4 = std::array<double, 4>; // x, y, z, w
+
+V3 add(V3 a, V3 b)
+{
+    return {a[0] + b[0], a[1] + b[1], a[2] + b[2]};
+}
+V3 sub(V3 a, V3 b)
+{
+    return {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+}
+V3 scale(V3 a, double s)
+{
+    return {a[0] * s, a[1] * s, a[2] * s};
+}
+double dot(V3 a, V3 b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+double length(V3 a)
+{
+    return std::sqrt(dot(a, a));
+}
+V3 cross(V3 a, V3 b)
+{
+    return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+}
+
+Q4 multiply(Q4 a, Q4 b)
+{
+    return {a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1],
+            a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0],
+            a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3],
+            a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2]};
+}
+Q4 normalize(Q4 q)
+{
+    const double l = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    return {q[0] / l, q[1] / l, q[2] / l, q[3] / l};
+}
+Q4 axisAngle(V3 axis, double angle)
+{
+    const double l = length(axis);
+    if (l < 1e-12)
+    {
+        return {0, 0, 0, 1};
+    }
+    const double s = std::sin(angle / 2) / l;
+    return {axis[0] * s, axis[1] * s, axis[2] * s, std::cos(angle / 2)};
+}
+/// Where the body's local axis (0 x, 1 y, 2 z) points in the world.
+V3 localAxis(Q4 q, int axis)
+{
+    const double x = q[0], y = q[1], z = q[2], w = q[3];
+    switch (axis)
+    {
+    case 0:
+        return {1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)};
+    case 1:
+        return {2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)};
+    default:
+        return {2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)};
+    }
+}
+
+struct Cube
+{
+    enum class Mode : std::uint8_t
+    {
+        Flying,
+        Ground,
+        Asleep
+    };
+    V3 position{};
+    V3 velocity{};
+    Q4 orientation{0, 0, 0, 1};
+    V3 angularVelocity{};
+    double halfExtent = 0.25;
+    Mode mode = Mode::Asleep;
+    int stillTicks = 0;
+    V3 jitter{}; ///< shown position = position + jitter (solver noise while awake)
+};
+
+struct CubeSceneConfig
+{
+    int gridSide = 30;
+    double spacing = 1.0;
+    double smallHalfExtent = 0.25;
+    double bigHalfExtent = 1.5;
+    double pathRadiusX = 11.0;
+    double pathRadiusZ = 9.0;
+    double pathRate = 0.16; ///< rad/s of the figure-eight's phase: 2-4 m/s along the path
+    double jitterMetres = 0.0001;
+    std::uint64_t seed = 7;
+};
+
+class CubeScene
+{
+  public:
+    static constexpr double kDt = 1.0 / 60.0;
+    static constexpr double kGravity = 9.81;
+
+    explicit CubeScene(const CubeSceneConfig& config = {}) : m_config(config), m_random(config.seed)
+    {
+        Cube big;
+        big.halfExtent = config.bigHalfExtent;
+        big.mode = Cube::Mode::Flying;
+        m_cubes.push_back(big);
+        const double origin = -0.5 * (config.gridSide - 1) * config.spacing;
+        for (int i = 0; i < config.gridSide; ++i)
+        {
+            for (int j = 0; j < config.gridSide; ++j)
+            {
+                Cube c;
+                c.halfExtent = config.smallHalfExtent;
+                c.position = {origin + i * config.spacing, config.smallHalfExtent,
+                              origin + j * config.spacing};
+                m_cubes.push_back(c);
+            }
+        }
+        placeBig();
+    }
+
+    std::size_t size() const { return m_cubes.size(); }
+
+    void step()
+    {
+        m_time += kDt;
+        const V3 bigBefore = m_cubes[0].position;
+        placeBig();
+        m_bigVelocity = scale(sub(m_cubes[0].position, bigBefore), 1.0 / kDt);
+        for (std::size_t i = 1; i < m_cubes.size(); ++i)
+        {
+            integrate(m_cubes[i]);
+        }
+        pushByBig();
+        collideSmall();
+        for (std::size_t i = 1; i < m_cubes.size(); ++i)
+        {
+            fallAsleep(m_cubes[i]);
+        }
+    }
+
+    /// Body 0 is the large cube, 1..900 the small ones; all generation 1.
+    std::vector<QuantizedBody> snapshot(const PositionQuantization& quantization) const
+    {
+        std::vector<QuantizedBody> bodies;
+        bodies.reserve(m_cubes.size());
+        for (std::size_t i = 0; i < m_cubes.size(); ++i)
+        {
+            const Cube& c = m_cubes[i];
+            const V3 p = add(c.position, c.jitter);
+            bodies.push_back(
+                quantizeBody(quantization, static_cast<std::uint32_t>(i), 1, c.mode == Cube::Mode::Asleep,
+                             {static_cast<float>(p[0]), static_cast<float>(p[1]), static_cast<float>(p[2])},
+                             {static_cast<float>(c.orientation[0]), static_cast<float>(c.orientation[1]),
+                              static_cast<float>(c.orientation[2]), static_cast<float>(c.orientation[3])}));
+        }
+        return bodies;
+    }
+
+  private:
+    double uniform(double lo, double hi)
+    {
+        return lo + (hi - lo) * static_cast<double>(m_random() >> 11) * (1.0 / 9007199254740992.0);
+    }
+    V3 randomVector(double magnitude)
+    {
+        return {uniform(-magnitude, magnitude), uniform(-magnitude, magnitude),
+                uniform(-magnitude, magnitude)};
+    }
+
+    void placeBig()
+    {
+        Cube& big = m_cubes[0];
+        const double phase = m_config.pathRate * m_time;
+        big.position = {m_config.pathRadiusX * std::sin(phase), m_config.bigHalfExtent,
+                        m_config.pathRadiusZ * std::sin(2.0 * phase)};
+        const V3 heading = {m_config.pathRadiusX * std::cos(phase), 0.0,
+                            2.0 * m_config.pathRadiusZ * std::cos(2.0 * phase)};
+        big.orientation = axisAngle({0, 1, 0}, std::atan2(heading[0], heading[2]));
+    }
+
+    /// Height of the centre above the lowest corner: the half extent projected on the world's up axis.
+    static double supportHeight(const Cube& c)
+    {
+        return c.halfExtent *
+               (std::fabs(localAxis(c.orientation, 0)[1]) + std::fabs(localAxis(c.orientation, 1)[1]) +
+                std::fabs(localAxis(c.orientation, 2)[1]));
+    }
+
+    void integrate(Cube& c)
+    {
+        c.jitter = {0, 0, 0};
+        if (c.mode == Cube::Mode::Asleep)
+        {
+            return;
+        }
+        if (c.mode == Cube::Mode::Flying)
+        {
+            c.velocity[1] -= kGravity * kDt;
+            c.position = add(c.position, scale(c.velocity, kDt));
+            c.orientation = normalize(
+                multiply(axisAngle(c.angularVelocity, length(c.angularVelocity) * kDt), c.orientation));
+            const double support = supportHeight(c);
+            if (c.position[1] < support)
+            {
+                c.position[1] = support;
+                if (c.velocity[1] < -1.5)
+                {
+                    // A bounce on a corner or an edge: energy lost, some turned into a new tumble.
+                    const double impact = -c.velocity[1];
+                    c.velocity[1] = 0.3 * impact;
+                    c.velocity[0] *= 0.7;
+                    c.velocity[2] *= 0.7;
+                    c.angularVelocity = add(scale(c.angularVelocity, 0.4), randomVector(1.5 * impact));
+                }
+                else
+                {
+                    c.mode = Cube::Mode::Ground;
+                    c.velocity[1] = 0.0;
+                    c.angularVelocity = {0.0, c.angularVelocity[1] * 0.5, 0.0};
+                }
+            }
+            return;
+        }
+        // On the ground: Coulomb friction, decaying yaw spin, tilt relaxing to the nearest face.
+        const double speed = std::hypot(c.velocity[0], c.velocity[2]);
+        const double slowed = std::max(0.0, speed - 0.5 * kGravity * kDt);
+        if (speed > 0.0)
+        {
+            c.velocity[0] *= slowed / speed;
+            c.velocity[2] *= slowed / speed;
+        }
+        if (slowed < 0.03)
+        {
+            c.velocity = {0, 0, 0};
+        }
+        c.position = add(c.position, scale(c.velocity, kDt));
+        c.angularVelocity[1] *= 0.95;
+        if (std::fabs(c.angularVelocity[1]) < 0.1)
+        {
+            c.angularVelocity[1] = 0.0;
+        }
+        c.orientation = normalize(multiply(axisAngle({0, 1, 0}, c.angularVelocity[1] * kDt), c.orientation));
+        int up = 0;
+        for (int a = 1; a < 3; ++a)
+        {
+            if (std::fabs(localAxis(c.orientation, a)[1]) > std::fabs(localAxis(c.orientation, up)[1]))
+            {
+                up = a;
+            }
+        }
+        V3 axis = localAxis(c.orientation, up);
+        if (axis[1] < 0)
+        {
+            axis = scale(axis, -1.0);
+        }
+        const V3 tiltAxis = cross(axis, {0, 1, 0});
+        const double tilt = std::asin(std::min(1.0, length(tiltAxis)));
+        if (tilt > 0.0)
+        {
+            c.orientation =
+                normalize(multiply(axisAngle(tiltAxis, tilt > 1e-3 ? 0.2 * tilt : tilt), c.orientation));
+        }
+        c.position[1] = supportHeight(c);
+        c.jitter = randomVector(m_config.jitterMetres);
+    }
+
+    static void wake(Cube& c)
+    {
+        if (c.mode == Cube::Mode::Asleep)
+        {
+            c.mode = Cube::Mode::Ground;
+        }
+        c.stillTicks = 0;
+    }
+
+    void pushByBig()
+    {
+        const Cube& big = m_cubes[0];
+        const V3 forward = localAxis(big.orientation, 2);
+        const V3 side = localAxis(big.orientation, 0);
+        for (std::size_t i = 1; i < m_cubes.size(); ++i)
+        {
+            Cube& c = m_cubes[i];
+            const V3 relative = sub(c.position, big.position);
+            const double reach = big.halfExtent + c.halfExtent;
+            const double f = dot(relative, forward);
+            const double s = dot(relative, side);
+            if (std::fabs(f) >= reach || std::fabs(s) >= reach || relative[1] >= reach)
+            {
+                continue;
+            }
+            const bool alongForward = std::fabs(f) > std::fabs(s); // out through the nearer face
+            const V3 normal =
+                alongForward ? scale(forward, f < 0 ? -1.0 : 1.0) : scale(side, s < 0 ? -1.0 : 1.0);
+            c.position = add(c.position, scale(normal, reach - std::fabs(alongForward ? f : s)));
+            const double approach = dot(m_bigVelocity, normal) - dot(c.velocity, normal);
+            if (approach > 0.0)
+            {
+                c.velocity = add(c.velocity, scale(normal, approach * uniform(1.0, 1.6)));
+                if (approach > 1.0 || c.mode == Cube::Mode::Asleep)
+                {
+                    // A real hit: thrown up and set tumbling.
+                    c.velocity[1] += uniform(0.5, 2.5) * std::min(approach, 3.0);
+                    c.velocity = add(c.velocity, scale(randomVector(0.5), approach));
+                    c.angularVelocity = add(c.angularVelocity, randomVector(3.0 * approach + 2.0));
+                    c.mode = Cube::Mode::Flying;
+                }
+            }
+            wake(c);
+        }
+    }
+
+    void collideSmall()
+    {
+        const double radius = 0.3;
+        for (std::size_t i = 1; i < m_cubes.size(); ++i)
+        {
+            if (m_cubes[i].mode == Cube::Mode::Asleep)
+            {
+                continue;
+            }
+            for (std::size_t j = 1; j < m_cubes.size(); ++j)
+            {
+                if (j == i || (j < i && m_cubes[j].mode != Cube::Mode::Asleep))
+                {
+                    continue; // each awake pair once, from its lower index; sleeping partners always
+                }
+                Cube& a = m_cubes[i];
+                Cube& b = m_cubes[j];
+                const V3 d = sub(b.position, a.position);
+                if (std::fabs(d[0]) >= 2 * radius || std::fabs(d[1]) >= 2 * radius ||
+                    std::fabs(d[2]) >= 2 * radius)
+                {
+                    continue;
+                }
+                const double distance = length(d);
+                if (distance >= 2.0 * radius || distance < 1e-9)
+                {
+                    continue;
+                }
+                const V3 normal = scale(d, 1.0 / distance);
+                const double depth = 2.0 * radius - distance;
+                a.position = add(a.position, scale(normal, -0.5 * depth));
+                b.position = add(b.position, scale(normal, 0.5 * depth));
+                const double closing = dot(sub(a.velocity, b.velocity), normal);
+                if (closing > 0.0)
+                {
+                    const double impulse = 0.6 * closing; // equal masses, restitution 0.2
+                    a.velocity = sub(a.velocity, scale(normal, impulse));
+                    b.velocity = add(b.velocity, scale(normal, impulse));
+                    if (closing > 1.0)
+                    {
+                        b.velocity[1] += uniform(0.0, 0.8) * closing;
+                        b.angularVelocity = add(b.angularVelocity, randomVector(2.0 * closing));
+                        a.angularVelocity = add(a.angularVelocity, randomVector(1.0 * closing));
+                        b.mode = Cube::Mode::Flying;
+                    }
+                }
+                wake(a);
+                wake(b);
+            }
+        }
+    }
+
+    static void fallAsleep(Cube& c)
+    {
+        if (c.mode != Cube::Mode::Ground)
+        {
+            return;
+        }
+        const bool still = c.velocity[0] == 0.0 && c.velocity[2] == 0.0 && c.angularVelocity[1] == 0.0;
+        c.stillTicks = still ? c.stillTicks + 1 : 0;
+        if (c.stillTicks >= 30)
+        {
+            c.mode = Cube::Mode::Asleep;
+            c.jitter = {0, 0, 0};
+        }
+    }
+
+    CubeSceneConfig m_config;
+    std::mt19937_64 m_random;
+    std::vector<Cube> m_cubes;
+    V3 m_bigVelocity{};
+    double m_time = 0.0;
+};
+
+/// The scene's quantized snapshots, tick 0 first.
+std::vector<std::vector<QuantizedBody>> sceneHistory(int ticks, const PositionQuantization& quantization = {})
+{
+    CubeScene scene;
+    std::vector<std::vector<QuantizedBody>> history;
+    for (int t = 0; t < ticks; ++t)
+    {
+        history.push_back(scene.snapshot(quantization));
+        scene.step();
+    }
+    return history;
+}
+
+bool validDecodedBody(const SnapshotCodecConfig& config, const QuantizedBody& body)
+{
+    for (int a = 0; a < 3; ++a)
+    {
+        if (body.position[static_cast<std::size_t>(a)] > config.position.maxCode(a))
+        {
+            return false;
+        }
+    }
+    return body.generation != 0 && isValidOrientation({body.largest, body.orientation});
+}
+
+/// Decodes every slice of the encoder's last output with a fresh decoder each, in the given order, and
+/// reassembles the snapshot; checks the slices partition the id space.
+std::vector<QuantizedBody> decodeAllSlices(const SnapshotCodecConfig& config, const SnapshotEncoder& encoder,
+                                           std::uint64_t tick, const SnapshotFrame* baseline,
+                                           const SnapshotFrame* reference, std::mt19937_64* shuffle = nullptr)
+{
+    std::vector<EncodedSlice> slices(encoder.slices().begin(), encoder.slices().end());
+    if (shuffle != nullptr)
+    {
+        std::shuffle(slices.begin(), slices.end(), *shuffle);
+    }
+    std::vector<QuantizedBody> all;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+    for (const EncodedSlice& slice : slices)
+    {
+        REQUIRE(slice.payload.size() <= config.maxSlicePayloadBytes);
+        SnapshotDecoder decoder(config);
+        const CodecError error = decoder.decode(slice.payload, tick, baseline, reference);
+        INFO("decode error: " << codecErrorName(error));
+        REQUIRE(error == CodecError::None);
+        REQUIRE(decoder.header().firstId == slice.firstId);
+        REQUIRE(decoder.header().endId == slice.endId);
+        REQUIRE(decoder.bodies().size() == slice.bodyCount);
+        ranges.push_back({decoder.header().firstId, decoder.header().endId});
+        all.insert(all.end(), decoder.bodies().begin(), decoder.bodies().end());
+    }
+    std::sort(ranges.begin(), ranges.end());
+    std::uint64_t next = 0;
+    for (const auto& range : ranges)
+    {
+        REQUIRE(range.first == next);
+        REQUIRE(range.second > range.first);
+        next = range.second;
+    }
+    REQUIRE(next == (1ull << 32));
+    std::sort(all.begin(), all.end(),
+              [](const QuantizedBody& a, const QuantizedBody& b) { return a.id < b.id; });
+    return all;
+}
+
+// ---------------------------------------------------------------------------- a client/server stream
+
+/// A server and one client over the network simulator: the server quantizes each tick, encodes it against
+/// the newest snapshot the client acknowledged (with the acknowledged one before it as reference), skips
+/// snapshots the client already has (sending one at most every idleHeartbeatTicks), and sends the slices;
+/// the client decodes, reassembles ticks whose slices all arrived, and acknowledges every tick with its
+/// newest complete tick and a 64-bit mask of the ones before (through the simulator too).
+struct StreamSettings
+{
+    double seconds = 12.0;
+    int tickRateHz = 60;
+    NetworkConditions network;
+    std::uint64_t networkSeed = 1;
+    std::size_t ipUdpBytes = 28;
+    std::size_t envelopeBytes = 72; ///< the FlatBuffers Packet around the payload (assumed)
+    int idleHeartbeatTicks = 15;
+    double warmupSeconds = 1.0; ///< excluded from the steady-state figure
+    SnapshotCodecConfig codec;
+};
+
+struct StreamResult
+{
+    double kbps = 0.0;       ///< all datagrams, with IP/UDP and envelope bytes, over the whole run
+    double steadyKbps = 0.0; ///< the same after the warm-up
+    double payloadKbps = 0.0;
+    std::size_t datagrams = 0;
+    std::size_t largestPayload = 0;
+    std::size_t largestDatagram = 0; ///< UDP payload: envelope + payload
+    double changedShare = 0.0; ///< share of bodies whose quantized state changed since the previous tick
+    double awakeShare = 0.0;
+    double meanEncodeMicros = 0.0; ///< wall clock, first client of the tick (checks the frame)
+    double medianEncodeMicros = 0.0;
+    double maxEncodeMicros = 0.0;
+    double cpuEncodeMicros = 0.0; ///< processor time, mean, first client of the tick
+    double cpuExtraClientMicros =
+        0.0; ///< processor time, mean, each further client (same frame, checked once)
+    double meanBaselineAge = 0.0;
+    std::size_t maxBaselineAge = 0;
+    std::size_t fullSnapshots = 0;
+    std::size_t ticksDecoded = 0;
+    std::size_t mismatches = 0;
+    std::size_t decodeErrors = 0;
+};
+
+StreamResult runStream(const StreamSettings& s,
+                       const std::function<std::vector<QuantizedBody>()>& nextSnapshot)
+{
+    StreamResult result;
+    NetworkSimulator network(s.network, s.networkSeed);
+    const Address server = Address::ipv4(10, 0, 0, 1, 4000);
+    const Address client = Address::ipv4(10, 0, 0, 2, 5000);
+    SnapshotEncoder encoder(s.codec);
+    SnapshotDecoder decoder(s.codec);
+
+    struct Stored
+    {
+        std::vector<QuantizedBody> bodies;
+        std::vector<std::uint64_t> unchangedSince;
+    };
+    std::map<std::uint64_t, Stored> serverHistory;
+    std::map<std::uint64_t, bool> acked;
+    std::map<std::uint64_t, std::vector<QuantizedBody>> clientStore;
+    struct Partial
+    {
+        std::vector<std::uint32_t> firstIds;
+        std::uint64_t covered = 0;
+        std::vector<QuantizedBody> bodies;
+    };
+    std::map<std::uint64_t, Partial> partials;
+    std::uint64_t newestComplete = 0;
+    bool anyComplete = false;
+    std::uint64_t lastSentTick = 0;
+    bool sentAny = false;
+
+    const int ticks = static_cast<int>(s.seconds * s.tickRateHz);
+    const int warmupTicks = static_cast<int>(s.warmupSeconds * s.tickRateHz);
+    const double dt = 1.0 / s.tickRateHz;
+    double totalBytes = 0.0, steadyBytes = 0.0, payloadBytes = 0.0, ageSum = 0.0;
+    std::size_t ageCount = 0;
+    double changed = 0.0, awake = 0.0;
+    std::vector<double> encodeMicros;
+    double cpuFirst = 0.0, cpuExtra = 0.0;
+    std::vector<std::uint8_t> datagram;
+    const std::vector<QuantizedBody>* previous = nullptr;
+
+    for (int t = 0; t < ticks; ++t)
+    {
+        const double now = t * dt;
+        const auto tick = static_cast<std::uint64_t>(t) + 1000; // not 0: ticks are arbitrary
+        Stored& stored = serverHistory[tick];
+        stored.bodies = nextSnapshot();
+        if (previous != nullptr)
+        {
+            // Once per tick, for every client: how long each body has been unchanged.
+            const Stored& before = serverHistory[tick - 1];
+            updateUnchangedSince(SnapshotFrame(tick - 1, before.bodies, before.unchangedSince),
+                                 SnapshotFrame(tick, stored.bodies), stored.unchangedSince);
+            std::size_t c = 0, a = 0;
+            for (std::size_t i = 0; i < stored.bodies.size() && i < previous->size(); ++i)
+            {
+                c += stored.bodies[i].sameState((*previous)[i]) ? 0 : 1;
+                a += stored.bodies[i].atRest ? 0 : 1;
+            }
+            changed += static_cast<double>(c) / static_cast<double>(stored.bodies.size());
+            awake += static_cast<double>(a) / static_cast<double>(stored.bodies.size());
+        }
+        else
+        {
+            stored.unchangedSince.assign(stored.bodies.size(), tick);
+        }
+        previous = &stored.bodies;
+        while (serverHistory.begin()->first + s.codec.maxBaselineAgeTicks < tick)
+        {
+            serverHistory.erase(serverHistory.begin());
+        }
+
+        // Server: acknowledgements in, then encode and send.
+        for (const SimulatedDatagram& d : network.receive(server, now))
+        {
+            std::uint64_t newest = 0, mask = 0;
+            std::memcpy(&newest, d.bytes.data(), 8);
+            std::memcpy(&mask, d.bytes.data() + 8, 8);
+            acked[newest] = true;
+            for (std::uint64_t i = 0; i < 64; ++i)
+            {
+                if ((mask >> i) & 1u)
+                {
+                    acked[newest - 1 - i] = true;
+                }
+            }
+        }
+        while (!acked.empty() && acked.begin()->first + s.codec.maxBaselineAgeTicks <= tick)
+        {
+            acked.erase(acked.begin());
+        }
+        SnapshotFrame baselineFrame, referenceFrame;
+        const SnapshotFrame* baseline = nullptr;
+        const SnapshotFrame* reference = nullptr;
+        for (auto it = acked.rbegin(); it != acked.rend(); ++it)
+        {
+            const auto found = serverHistory.find(it->first);
+            if (found == serverHistory.end() || it->first >= tick)
+            {
+                continue;
+            }
+            if (baseline == nullptr)
+            {
+                baselineFrame = SnapshotFrame(it->first, found->second.bodies);
+                baseline = &baselineFrame;
+            }
+            else
+            {
+                referenceFrame = SnapshotFrame(it->first, found->second.bodies);
+                reference = &referenceFrame;
+                break;
+            }
+        }
+        const SnapshotFrame currentFrame(tick, stored.bodies, stored.unchangedSince);
+        // A second client with the same acknowledgements, encoded first and timed apart: the frame is then
+        // already checked, as it is for every client of a tick after the first.
+        const std::clock_t cpuStart = std::clock();
+        const auto start = std::chrono::steady_clock::now();
+        const CodecError error = encoder.encode(currentFrame, baseline, reference);
+        encodeMicros.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+        const std::clock_t cpuMiddle = std::clock();
+        REQUIRE(encoder.encode(currentFrame, baseline, reference) == error);
+        const std::clock_t cpuEnd = std::clock();
+        cpuFirst += static_cast<double>(cpuMiddle - cpuStart);
+        cpuExtra += static_cast<double>(cpuEnd - cpuMiddle);
+        REQUIRE(error == CodecError::None);
+        if (baseline != nullptr)
+        {
+            ageSum += static_cast<double>(tick - baseline->tick);
+            ++ageCount;
+            result.maxBaselineAge = std::max<std::size_t>(result.maxBaselineAge, tick - baseline->tick);
+        }
+        else
+        {
+            ++result.fullSnapshots;
+        }
+        const bool skip = encoder.stats().identicalToBaseline && sentAny &&
+                          tick - lastSentTick < static_cast<std::uint64_t>(s.idleHeartbeatTicks);
+        if (!skip)
+        {
+            lastSentTick = tick;
+            sentAny = true;
+            for (const EncodedSlice& slice : encoder.slices())
+            {
+                datagram.assign(8, 0); // the envelope, reduced to the tick for this test
+                std::memcpy(datagram.data(), &tick, 8);
+                datagram.insert(datagram.end(), slice.payload.begin(), slice.payload.end());
+                network.send(server, client, datagram, now);
+                const double bytes =
+                    static_cast<double>(slice.payload.size() + s.envelopeBytes + s.ipUdpBytes);
+                totalBytes += bytes;
+                steadyBytes += t >= warmupTicks ? bytes : 0.0;
+                payloadBytes += static_cast<double>(slice.payload.size());
+                ++result.datagrams;
+                result.largestPayload = std::max(result.largestPayload, slice.payload.size());
+            }
+        }
+
+        // Client: decode what arrived, reassemble, acknowledge.
+        for (const SimulatedDatagram& d : network.receive(client, now))
+        {
+            std::uint64_t sliceTick = 0;
+            std::memcpy(&sliceTick, d.bytes.data(), 8);
+            const auto payload = d.bytes.subspan(8);
+            const SliceHeaderResult header = readSliceHeader(s.codec, payload);
+            if (!header.ok() || clientStore.count(sliceTick) != 0)
+            {
+                result.decodeErrors += header.ok() ? 0 : 1;
+                continue; // a duplicate of a tick already complete
+            }
+            SnapshotFrame b, r;
+            const SnapshotFrame* bp = nullptr;
+            const SnapshotFrame* rp = nullptr;
+            if (header.header.hasBaseline)
+            {
+                const auto it = clientStore.find(sliceTick - header.header.baselineAge);
+                if (it == clientStore.end())
+                {
+                    ++result.decodeErrors;
+                    continue;
+                }
+                b = SnapshotFrame(it->first, it->second);
+                bp = &b;
+            }
+            if (header.header.hasReference)
+            {
+                const auto it =
+                    clientStore.find(sliceTick - header.header.baselineAge - header.header.referenceGap);
+                if (it == clientStore.end())
+                {
+                    ++result.decodeErrors;
+                    continue;
+                }
+                r = SnapshotFrame(it->first, it->second);
+                rp = &r;
+            }
+            if (decoder.decode(payload, sliceTick, bp, rp) != CodecError::None)
+            {
+                ++result.decodeErrors;
+                continue;
+            }
+            Partial& part = partials[sliceTick];
+            if (std::find(part.firstIds.begin(), part.firstIds.end(), decoder.header().firstId) !=
+                part.firstIds.end())
+            {
+                continue; // a duplicated slice
+            }
+            part.firstIds.push_back(decoder.header().firstId);
+            part.covered += decoder.header().endId - decoder.header().firstId;
+            part.bodies.insert(part.bodies.end(), decoder.bodies().begin(), decoder.bodies().end());
+            if (part.covered == (1ull << 32))
+            {
+                std::sort(part.bodies.begin(), part.bodies.end(),
+                          [](const QuantizedBody& x, const QuantizedBody& y) { return x.id < y.id; });
+                const auto server_it = serverHistory.find(sliceTick);
+                if (server_it != serverHistory.end() && server_it->second.bodies != part.bodies)
+                {
+                    ++result.mismatches;
+                }
+                clientStore[sliceTick] = std::move(part.bodies);
+                partials.erase(sliceTick);
+                ++result.ticksDecoded;
+                newestComplete = anyComplete ? std::max(newestComplete, sliceTick) : sliceTick;
+                anyComplete = true;
+            }
+        }
+        while (!clientStore.empty() && clientStore.begin()->first + s.codec.maxBaselineAgeTicks + 1 < tick)
+        {
+            clientStore.erase(clientStore.begin());
+        }
+        while (!partials.empty() && partials.begin()->first + 64 < tick)
+        {
+            partials.erase(partials.begin());
+        }
+        if (anyComplete)
+        {
+            std::uint64_t mask = 0;
+            for (std::uint64_t i = 0; i < 64; ++i)
+            {
+                mask |= clientStore.count(newestComplete - 1 - i) != 0 ? (1ull << i) : 0;
+            }
+            std::uint8_t ack[16];
+            std::memcpy(ack, &newestComplete, 8);
+            std::memcpy(ack + 8, &mask, 8);
+            network.send(client, server, ack, now);
+        }
+    }
+    result.kbps = totalBytes * 8.0 / s.seconds / 1000.0;
+    result.steadyKbps = steadyBytes * 8.0 / (s.seconds - s.warmupSeconds) / 1000.0;
+    result.payloadKbps = payloadBytes * 8.0 / s.seconds / 1000.0;
+    result.largestDatagram = result.largestPayload + s.envelopeBytes;
+    result.changedShare = changed / std::max(1, ticks - 1);
+    result.awakeShare = awake / std::max(1, ticks - 1);
+    result.meanBaselineAge = ageSum / static_cast<double>(std::max<std::size_t>(ageCount, 1));
+    double sum = 0.0;
+    for (double micros : encodeMicros)
+    {
+        sum += micros;
+        result.maxEncodeMicros = std::max(result.maxEncodeMicros, micros);
+    }
+    result.meanEncodeMicros = sum / static_cast<double>(encodeMicros.size());
+    const double microsPerClock = 1e6 / static_cast<double>(CLOCKS_PER_SEC);
+    result.cpuEncodeMicros = cpuFirst * microsPerClock / static_cast<double>(encodeMicros.size());
+    result.cpuExtraClientMicros = cpuExtra * microsPerClock / static_cast<double>(encodeMicros.size());
+    std::nth_element(encodeMicros.begin(), encodeMicros.begin() + encodeMicros.size() / 2,
+                     encodeMicros.end());
+    result.medianEncodeMicros = encodeMicros[encodeMicros.size() / 2];
+    return result;
+}
+
+void printStream(const char* title, const StreamResult& r)
+{
+    std::printf("%s\n"
+                "  average %.1f kbps (steady state %.1f kbps; payload alone %.1f kbps), %zu datagrams\n"
+                "  largest payload %zu bytes (datagram %zu bytes)\n"
+                "  bodies changed per tick %.1f%%, awake %.1f%%\n"
+                "  baseline age mean %.2f ticks, max %zu; %zu full snapshots\n"
+                "  encode per tick, wall clock: mean %.1f us, median %.1f us, max %.1f us\n"
+                "  encode per tick, processor time: %.1f us (first client), %.1f us (each further client)\n"
+                "  ticks decoded %zu, mismatches %zu, decode errors %zu\n",
+                title, r.kbps, r.steadyKbps, r.payloadKbps, r.datagrams, r.largestPayload, r.largestDatagram,
+                100.0 * r.changedShare, 100.0 * r.awakeShare, r.meanBaselineAge, r.maxBaselineAge,
+                r.fullSnapshots, r.meanEncodeMicros, r.medianEncodeMicros, r.maxEncodeMicros,
+                r.cpuEncodeMicros, r.cpuExtraClientMicros, r.ticksDecoded, r.mismatches, r.decodeErrors);
+}
+
+} // namespace
+
+// ------------------------------------------------------------------------------------------------ tests
+
+TEST_CASE("round trips are bit-exact against baselines of every age, with and without a reference", "[codec]")
+{
+    const auto history = sceneHistory(170);
+    const SnapshotCodecConfig config;
+    SnapshotEncoder encoder(config);
+    std::size_t deltaBytes = 0, deltas = 0;
+    for (const std::size_t now : {100u, 169u})
+    {
+        const SnapshotFrame current(now, history[now]);
+        for (std::size_t age = 0; age <= 60; ++age) // 0: no baseline
+        {
+            for (const std::size_t gap : {0u, 1u, 3u, 17u}) // 0: no reference
+            {
+                if (age == 0 && gap != 0)
+                {
+                    continue;
+                }
+                const SnapshotFrame baseline(now - age, history[now - age]);
+                const SnapshotFrame reference(now - age - gap, history[now - age - gap]);
+                const SnapshotFrame* b = age > 0 ? &baseline : nullptr;
+                const SnapshotFrame* r = gap > 0 ? &reference : nullptr;
+                INFO("tick " << now << " age " << age << " gap " << gap);
+                REQUIRE(encoder.encode(current, b, r) == CodecError::None);
+                CHECK(decodeAllSlices(config, encoder, now, b, r) == history[now]);
+                if (age > 0)
+                {
+                    deltaBytes += encoder.stats().payloadBytes;
+                    ++deltas;
+                }
+            }
+        }
+    }
+    // Delta coding does what it is for: far smaller than 28 bytes a body.
+    CHECK(deltaBytes / deltas < 2000);
+}
+
+TEST_CASE("a snapshot too big for one datagram is cut into slices that decode alone, in any order", "[codec]")
+{
+    const auto history = sceneHistory(130);
+    std::mt19937_64 random(5);
+    for (const std::size_t budget : {64u, 200u, 1100u})
+    {
+        SnapshotCodecConfig config;
+        config.maxSlicePayloadBytes = budget;
+        SnapshotEncoder encoder(config);
+        const SnapshotFrame current(129, history[129]);
+        const SnapshotFrame baseline(120, history[120]);
+        const SnapshotFrame reference(119, history[119]);
+
+        REQUIRE(encoder.encode(current, nullptr, nullptr) == CodecError::None); // full: ~2.5 KB
+        CHECK(encoder.slices().size() >= 2);
+        std::size_t bodies = 0;
+        for (const EncodedSlice& slice : encoder.slices())
+        {
+            CHECK(slice.payload.size() <= budget);
+            bodies += slice.bodyCount;
+        }
+        CHECK(bodies == history[129].size());
+        CHECK(decodeAllSlices(config, encoder, 129, nullptr, nullptr, &random) == history[129]);
+
+        REQUIRE(encoder.encode(current, &baseline, &reference) == CodecError::None);
+        if (budget < 200)
+        {
+            CHECK(encoder.slices().size() >= 2);
+        }
+        CHECK(decodeAllSlices(config, encoder, 129, &baseline, &reference, &random) == history[129]);
+    }
+}
+
+TEST_CASE("created, removed and replaced bodies round-trip", "[codec]")
+{
+    const auto history = sceneHistory(40);
+    std::mt19937_64 random(17);
+    const SnapshotCodecConfig config;
+    SnapshotEncoder encoder(config);
+    for (int trial = 0; trial < 60; ++trial)
+    {
+        // Baseline: the scene at some tick, with a few extra bodies and some missing.
+        const std::size_t baseTick = 5 + random() % 20;
+        std::vector<QuantizedBody> before;
+        for (const QuantizedBody& b : history[baseTick])
+        {
+            if (random() % 10 != 0)
+            {
+                before.push_back(b);
+            }
+        }
+        std::vector<QuantizedBody> now;
+        std::uint32_t removed = 0, created = 0, replaced = 0;
+        std::size_t j = 0;
+        for (const QuantizedBody& b : history[baseTick + 10])
+        {
+            while (j < before.size() && before[j].id < b.id)
+            {
+                ++j;
+            }
+            const bool inBaseline = j < before.size() && before[j].id == b.id;
+            const int fate = static_cast<int>(random() % 20);
+            if (fate == 0)
+            {
+                removed += inBaseline ? 1 : 0; // gone now
+                continue;
+            }
+            QuantizedBody body = b;
+            if (fate == 1 && inBaseline)
+            {
+                body.generation =
+                    before[j].generation + 1 + static_cast<std::uint32_t>(random() % 3); // slot reused
+                ++replaced;
+            }
+            else if (!inBaseline)
+            {
+                ++created;
+            }
+            now.push_back(body);
+        }
+        // New ids beyond anything the baseline had, including the very last id.
+        for (const std::uint32_t id : {5000u, 70000u, 0xFFFFFFFEu, 0xFFFFFFFFu})
+        {
+            if (random() % 2)
+            {
+                QuantizedBody body = history[baseTick][1 + random() % 900];
+                body.id = id;
+                body.generation = 1 + static_cast<std::uint32_t>(random() % 100000);
+                now.push_back(body);
+                ++created;
+            }
+        }
+        const SnapshotFrame current(baseTick + 10, now);
+        const SnapshotFrame baseline(baseTick, before);
+        const SnapshotFrame reference(baseTick - 1, history[baseTick - 1]);
+        REQUIRE(encoder.encode(current, &baseline, &reference) == CodecError::None);
+        CHECK(encoder.stats().createdBodies == created + replaced);
+        CHECK(encoder.stats().removedBodies ==
+              before.size() - (now.size() - created - replaced)); // every baseline body not kept
+        CHECK(decodeAllSlices(config, encoder, baseTick + 10, &baseline, &reference) == now);
+        (void)removed;
+    }
+}
+
+TEST_CASE("an unchanged snapshot is flagged and costs a few bytes; an empty one too", "[codec]")
+{
+    const auto history = sceneHistory(2);
+    const SnapshotCodecConfig config;
+    SnapshotEncoder encoder(config);
+    const SnapshotFrame baseline(10, history[0]);
+    const SnapshotFrame reference(9, history[0]);
+    const SnapshotFrame current(20, history[0]);
+    REQUIRE(encoder.encode(current, &baseline, &reference) == CodecError::None);
+    CHECK(encoder.stats().identicalToBaseline);
+    CHECK(encoder.stats().payloadBytes <= 8);
+    CHECK(decodeAllSlices(config, encoder, 20, &baseline, &reference) == history[0]);
+
+    const std::vector<QuantizedBody> none;
+    REQUIRE(encoder.encode(SnapshotFrame(21, none), nullptr, nullptr) == CodecError::None);
+    CHECK(encoder.slices().size() == 1);
+    CHECK(decodeAllSlices(config, encoder, 21, nullptr, nullptr).empty());
+    REQUIRE(encoder.encode(SnapshotFrame(22, none), &baseline, nullptr) == CodecError::None);
+    CHECK(encoder.stats().removedBodies == history[0].size());
+    CHECK(decodeAllSlices(config, encoder, 22, &baseline, nullptr).empty());
+}
+
+TEST_CASE("the unchanged-since hint makes encoding faster, not different", "[codec]")
+{
+    const auto history = sceneHistory(200);
+    std::vector<std::vector<std::uint64_t>> since(history.size());
+    since[0].assign(history[0].size(), 0);
+    for (std::size_t t = 1; t < history.size(); ++t)
+    {
+        updateUnchangedSince(SnapshotFrame(t - 1, history[t - 1], since[t - 1]), SnapshotFrame(t, history[t]),
+                             since[t]);
+    }
+    // The hint agrees with the history it summarises.
+    for (std::size_t t = 150; t < history.size(); t += 7)
+    {
+        for (std::size_t i = 0; i < history[t].size(); ++i)
+        {
+            const std::uint64_t s = since[t][i];
+            REQUIRE(history[s][i].sameState(history[t][i]));
+            REQUIRE((s == 0 || !history[s - 1][i].sameState(history[t][i])));
+        }
+    }
+    const SnapshotCodecConfig config;
+    SnapshotEncoder plain(config), hinted(config);
+    for (std::size_t t = 60; t < history.size(); t += 3)
+    {
+        for (const std::size_t age : {1u, 7u, 30u})
+        {
+            const SnapshotFrame baseline(t - age, history[t - age]);
+            const SnapshotFrame reference(t - age - 1, history[t - age - 1]);
+            REQUIRE(plain.encode(SnapshotFrame(t, history[t]), &baseline, &reference) == CodecError::None);
+            REQUIRE(hinted.encode(SnapshotFrame(t, history[t], since[t]), &baseline, &reference) ==
+                    CodecError::None);
+            REQUIRE(plain.slices().size() == hinted.slices().size());
+            for (std::size_t s = 0; s < plain.slices().size(); ++s)
+            {
+                const auto a = plain.slices()[s].payload;
+                const auto b = hinted.slices()[s].payload;
+                REQUIRE(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+            }
+        }
+    }
+}
+
+TEST_CASE("prediction: a body in steady motion costs almost nothing", "[codec]")
+{
+    // One body moving at a constant 5 codes per tick along x and turning steadily: with a reference the
+    // decoder extrapolates it; without, it is coded as a 35-code jump.
+    const SnapshotCodecConfig config;
+    auto bodyAt = [](int tick)
+    {
+        QuantizedBody b;
+        b.id = 3;
+        b.position = {static_cast<std::uint32_t>(100000 + 5 * tick), 70000, 90000};
+        b.orientation = {static_cast<std::uint16_t>(kOrientationZeroCode + 3 * tick), kOrientationZeroCode,
+                         kOrientationZeroCode};
+        return b;
+    };
+    const std::vector<QuantizedBody> r{bodyAt(92)}, b{bodyAt(93)}, c{bodyAt(100)};
+    const SnapshotFrame current(100, c), baseline(93, b), reference(92, r);
+    SnapshotEncoder encoder(config);
+    REQUIRE(encoder.encode(current, &baseline, &reference) == CodecError::None);
+    const std::size_t predicted = encoder.stats().payloadBytes;
+    CHECK(decodeAllSlices(config, encoder, 100, &baseline, &reference) == c);
+    REQUIRE(encoder.encode(current, &baseline, nullptr) == CodecError::None);
+    const std::size_t unpredicted = encoder.stats().payloadBytes;
+    CHECK(decodeAllSlices(config, encoder, 100, &baseline, nullptr) == c);
+    CHECK(predicted + 2 <= unpredicted);
+    CHECK(predicted <= 4);
+}
+
+TEST_CASE("re-expressing an orientation with another dropped component keeps the rotation", "[codec]")
+{
+    std::mt19937_64 random(31);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    double worst = 0.0;
+    for (int i = 0; i < 50000; ++i)
+    {
+        std::array<double, 4> q{normal(random), normal(random), normal(random), normal(random)};
+        const double l = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+        for (double& c : q)
+        {
+            c /= l;
+        }
+        const QuantizedOrientation o =
+            quantizeOrientation({static_cast<float>(q[0]), static_cast<float>(q[1]), static_cast<float>(q[2]),
+                                 static_cast<float>(q[3])});
+        CHECK(reexpressOrientation(o, o.largest) == o);
+        // Re-express with the second largest component dropped (as when a rotation crosses over).
+        std::array<std::size_t, 4> order{0, 1, 2, 3};
+        std::sort(order.begin(), order.end(),
+                  [&](std::size_t a, std::size_t b) { return std::fabs(q[a]) > std::fabs(q[b]); });
+        const auto second = static_cast<std::uint8_t>(order[1]);
+        if (std::fabs(q[order[0]]) > 0.7)
+        {
+            continue; // far from a crossing: the old largest would not fit in [-K, K]
+        }
+        const QuantizedOrientation moved = reexpressOrientation(o, second);
+        REQUIRE(moved.largest == second);
+        REQUIRE(isValidOrientation(moved));
+        const auto a = dequantizeOrientation(o);
+        const auto b = dequantizeOrientation(moved);
+        worst = std::max(worst, rotationAngleDegrees({a[0], a[1], a[2], a[3]}, {b[0], b[1], b[2], b[3]}));
+    }
+    INFO("worst re-expression error, degrees: " << worst);
+    CHECK(worst < 0.06);
+}
+
+TEST_CASE("the decoder refuses payloads whose baseline it lacks, and bad headers", "[codec]")
+{
+    const auto history = sceneHistory(20);
+    const SnapshotCodecConfig config;
+    SnapshotEncoder encoder(config);
+    const SnapshotFrame current(19, history[19]), baseline(12, history[12]), reference(11, history[11]);
+    REQUIRE(encoder.encode(current, &baseline, &reference) == CodecError::None);
+    REQUIRE(encoder.slices().size() == 1);
+    const auto payload = encoder.slices()[0].payload;
+    SnapshotDecoder decoder(config);
+    CHECK(decoder.decode(payload, 19, &baseline, &reference) == CodecError::None);
+    CHECK(decoder.decode(payload, 19, nullptr, nullptr) == CodecError::MissingBaseline);
+    CHECK(decoder.decode(payload, 19, &baseline, nullptr) == CodecError::MissingBaseline);
+    CHECK(decoder.decode(payload, 20, &baseline, &reference) ==
+          CodecError::MissingBaseline); // baseline is 12, not 13
+    CHECK(decoder.decode(payload, 5, &baseline, &reference) ==
+          CodecError::MissingBaseline); // tick before the age
+    CHECK(decoder.decode(std::span<const std::uint8_t>{}, 19, nullptr, nullptr) == CodecError::Truncated);
+
+    const SliceHeaderResult header = readSliceHeader(config, payload);
+    REQUIRE(header.ok());
+    CHECK(header.header.baselineAge == 7);
+    CHECK(header.header.referenceGap == 1);
+    CHECK(header.header.isLastSlice());
+
+    // Ages beyond the configured window are refused.
+    SnapshotCodecConfig strict = config;
+    strict.maxBaselineAgeTicks = 7;
+    CHECK(readSliceHeader(strict, payload).error == CodecError::BadHeader);
+
+    // A reference without a baseline (hand-made header: no baseline, reference, last slice, gap 1, first id
+    // 0).
+    const std::vector<std::uint8_t> referenceOnly{0b01111000, 0, 0, 0};
+    CHECK(readSliceHeader(config, referenceOnly).error == CodecError::BadHeader);
+}
+
+TEST_CASE("the encoder refuses invalid input without crashing", "[codec]")
+{
+    const auto history = sceneHistory(3);
+    const SnapshotCodecConfig config;
+    SnapshotEncoder encoder(config);
+    const SnapshotFrame baseline(5, history[0]);
+    auto broken = history[1];
+    std::swap(broken[3], broken[4]);
+    CHECK(encoder.encode(SnapshotFrame(6, broken), &baseline, nullptr) == CodecError::InvalidInput);
+    broken = history[1];
+    broken[7].id = broken[6].id;
+    CHECK(encoder.encode(SnapshotFrame(6, broken), &baseline, nullptr) == CodecError::InvalidInput);
+    broken = history[1];
+    broken[8].generation = 0;
+    CHECK(encoder.encode(SnapshotFrame(6, broken), &baseline, nullptr) == CodecError::InvalidInput);
+    broken = history[1];
+    broken[9].position[1] = config.position.maxCode(1) + 1;
+    CHECK(encoder.encode(SnapshotFrame(6, broken), &baseline, nullptr) == CodecError::InvalidInput);
+    broken = history[1];
+    broken[9].orientation = {0, 0, 0};
+    CHECK(encoder.encode(SnapshotFrame(6, broken), &baseline, nullptr) == CodecError::InvalidInput);
+    CHECK(encoder.slices().empty());
+
+    const SnapshotFrame current(6, history[1]);
+    CHECK(encoder.encode(current, nullptr, &baseline) == CodecError::InvalidInput); // reference, no baseline
+    CHECK(encoder.encode(SnapshotFrame(5, history[1]), &baseline, nullptr) ==
+          CodecError::InvalidInput); // not older
+    const SnapshotFrame ancient(2000 - config.maxBaselineAgeTicks - 1, history[0]);
+    CHECK(encoder.encode(SnapshotFrame(2000, history[1]), &ancient, nullptr) == CodecError::InvalidInput);
+    const std::vector<std::uint64_t> shortHint(3, 0);
+    CHECK(encoder.encode(SnapshotFrame(6, history[1], shortHint), &baseline, nullptr) ==
+          CodecError::InvalidInput);
+    CHECK(encoder.encode(current, &baseline, nullptr) == CodecError::None);
+}
+
+TEST_CASE("a decoder never holds more bodies than its configuration allows", "[codec]")
+{
+    const auto history = sceneHistory(2);
+    const SnapshotCodecConfig config;
+    SnapshotEncoder encoder(config);
+    REQUIRE(encoder.encode(SnapshotFrame(1, history[1]), nullptr, nullptr) == CodecError::None);
+    SnapshotCodecConfig small = config;
+    small.maxBodies = 100;
+    SnapshotDecoder decoder(small);
+    bool refused = false;
+    for (const EncodedSlice& slice : encoder.slices())
+    {
+        const CodecError error = decoder.decode(slice.payload, 1, nullptr, nullptr);
+        refused = refused || error == CodecError::TooManyBodies;
+        CHECK(decoder.bodies().size() <= 100);
+    }
+    CHECK(refused);
+}
+
+TEST_CASE("random and mutated payloads are refused or decode to in-range bodies", "[codec]")
+{
+    const auto history = sceneHistory(80);
+    SnapshotCodecConfig config;
+    config.maxSlicePayloadBytes = 400;
+    SnapshotEncoder encoder(config);
+    // The client's store: every tick of the history, so a mutated header naming another age finds one.
+    auto frameAt = [&](std::uint64_t tick) -> const std::vector<QuantizedBody>*
+    { return tick < history.size() ? &history[tick] : nullptr; };
+    std::vector<std::vector<std::uint8_t>> valid;
+    for (const std::size_t age : {0u, 1u, 6u, 9u, 40u})
+    {
+        const SnapshotFrame b(79 - age, history[79 - age]), r(78 - age, history[78 - age]);
+        REQUIRE(encoder.encode(SnapshotFrame(79, history[79]), age > 0 ? &b : nullptr,
+                               age > 0 ? &r : nullptr) == CodecError::None);
+        for (const EncodedSlice& slice : encoder.slices())
+        {
+            valid.emplace_back(slice.payload.begin(), slice.payload.end());
+        }
+    }
+
+    std::mt19937_64 random(2718);
+    SnapshotDecoder decoder(config);
+    std::array<std::size_t, kCodecErrorCount> outcomes{};
+    for (int trial = 0; trial < 6000; ++trial)
+    {
+        std::vector<std::uint8_t> bytes = valid[random() % valid.size()];
+        switch (random() % 6)
+        {
+        case 0: // flip a few bits
+            for (int flips = 1 + static_cast<int>(random() % 4); flips > 0 && !bytes.empty(); --flips)
+            {
+                bytes[random() % bytes.size()] ^= static_cast<std::uint8_t>(1u << (random() % 8));
+            }
+            break;
+        case 1: // truncate
+            bytes.resize(random() % (bytes.size() + 1));
+            break;
+        case 2: // overwrite a run with random bytes
+            for (std::size_t i = random() % (bytes.size() + 1), n = random() % 16; n > 0 && i < bytes.size();
+                 --n, ++i)
+            {
+                bytes[i] = static_cast<std::uint8_t>(random());
+            }
+            break;
+        case 3: // append garbage
+            for (int n = static_cast<int>(random() % 64); n > 0; --n)
+            {
+                bytes.push_back(static_cast<std::uint8_t>(random()));
+            }
+            break;
+        case 4: // entirely random
+            bytes.resize(random() % 200);
+            for (auto& b : bytes)
+            {
+                b = static_cast<std::uint8_t>(random());
+            }
+            break;
+        default: // splice two payloads
+        {
+            const auto& other = valid[random() % valid.size()];
+            const std::size_t cut = random() % (bytes.size() + 1);
+            bytes.resize(cut);
+            bytes.insert(bytes.end(),
+                         other.begin() + static_cast<std::ptrdiff_t>(random() % (other.size() + 1)),
+                         other.end());
+            break;
+        }
+        }
+        // Give the decoder what the (possibly mutated) header asks for, when the store has it.
+        const std::uint64_t tick = 79;
+        const SliceHeaderResult header = readSliceHeader(config, bytes);
+        SnapshotFrame b, r;
+        const SnapshotFrame* bp = nullptr;
+        const SnapshotFrame* rp = nullptr;
+        if (header.ok() && header.header.hasBaseline && header.header.baselineAge <= tick)
+        {
+            if (const auto* f = frameAt(tick - header.header.baselineAge))
+            {
+                b = SnapshotFrame(tick - header.header.baselineAge, *f);
+                bp = &b;
+            }
+            const std::uint64_t referenceAge =
+                static_cast<std::uint64_t>(header.header.baselineAge) + header.header.referenceGap;
+            if (header.header.hasReference && referenceAge <= tick)
+            {
+                if (const auto* f = frameAt(tick - referenceAge))
+                {
+                    r = SnapshotFrame(tick - referenceAge, *f);
+                    rp = &r;
+                }
+            }
+        }
+        const CodecError error = decoder.decode(bytes, tick, bp, rp);
+        ++outcomes[static_cast<std::size_t>(error)];
+        if (error != CodecError::None)
+        {
+            continue;
+        }
+        const auto bodies = decoder.bodies();
+        REQUIRE(bodies.size() <= config.maxBodies);
+        for (std::size_t i = 0; i < bodies.size(); ++i)
+        {
+            REQUIRE(validDecodedBody(config, bodies[i]));
+            REQUIRE(bodies[i].id >= decoder.header().firstId);
+            REQUIRE(bodies[i].id < decoder.header().endId);
+            REQUIRE((i == 0 || bodies[i - 1].id < bodies[i].id));
+        }
+    }
+    // Both outcomes happen: most mutations are caught, some decode (to other, in-range, bodies).
+    CHECK(outcomes[static_cast<std::size_t>(CodecError::None)] > 0);
+    CHECK(outcomes[static_cast<std::size_t>(CodecError::None)] < 6000);
+    CHECK(outcomes[static_cast<std::size_t>(CodecError::ValueOutOfRange)] > 0);
+    CHECK(outcomes[static_cast<std::size_t>(CodecError::MissingBaseline)] > 0);
+}
+
+TEST_CASE("a lossy stream through the simulator decodes every complete tick bit-exactly", "[codec]")
+{
+    StreamSettings settings;
+    settings.seconds = 3.0;
+    settings.network.latencySeconds = 0.05;
+    settings.network.jitterSeconds = 0.01;
+    settings.network.lossProbability = 0.1;
+    settings.network.duplicateProbability = 0.02;
+    settings.network.reorderProbability = 0.05;
+    settings.codec.maxSlicePayloadBytes = 300; // force slices now and then
+    CubeScene scene;
+    const StreamResult result = runStream(settings,
+                                          [&]
+                                          {
+                                              auto bodies = scene.snapshot(settings.codec.position);
+                                              scene.step();
+                                              return bodies;
+                                          });
+    CHECK(result.mismatches == 0);
+    CHECK(result.decodeErrors == 0);
+    CHECK(result.ticksDecoded > 120);
+    CHECK(result.largestPayload <= 300);
+    CHECK(result.maxBaselineAge >= 4);
+}
+
+TEST_CASE("bandwidth of Fiedler's cube scene at 60 Hz, 5% loss", "[.codec_bandwidth]")
+{
+    const SnapshotCodecConfig codec;
+    for (const double oneWaySeconds : {0.05, 0.1})
+    {
+        StreamSettings settings;
+        settings.seconds = 12.0;
+        settings.network.latencySeconds = oneWaySeconds;
+        settings.network.lossProbability = 0.05;
+        CubeScene scene;
+        const StreamResult result = runStream(settings,
+                                              [&]
+                                              {
+                                                  auto bodies = scene.snapshot(codec.position);
+                                                  scene.step();
+                                                  return bodies;
+                                              });
+        char title[128];
+        std::snprintf(title, sizeof title,
+                      "cube scene, 901 bodies, %.0f ms each way (%.0f ms round trip):", oneWaySeconds * 1000,
+                      oneWaySeconds * 2000);
+        printStream(title, result);
+        CHECK(result.mismatches == 0);
+        CHECK(result.largestDatagram <= 1200);
+        if (oneWaySeconds == 0.05)
+        {
+            CHECK(result.kbps <= 190.0); // the target: baselines 6-10 snapshots old
+        }
+    }
+    {
+        StreamSettings settings;
+        settings.seconds = 12.0;
+        settings.network.latencySeconds = 0.05;
+        settings.network.lossProbability = 0.05;
+        CubeScene scene; // never stepped: the grid at rest
+        std::vector<QuantizedBody> still = scene.snapshot(codec.position);
+        for (QuantizedBody& b : still)
+        {
+            b.atRest = true;
+        }
+        const StreamResult result = runStream(settings, [&] { return still; });
+        printStream("idle scene, 901 bodies at rest, 50 ms each way:", result);
+        CHECK(result.mismatches == 0);
+        CHECK(result.steadyKbps <= 10.0);
+    }
+}
