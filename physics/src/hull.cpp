@@ -1234,6 +1234,7 @@ HullResult buildConvexHull(std::span<const Vec3> points)
         {
             continue;
         }
+        buildHullAdjacency(hull);
         result.toleranceMeters = static_cast<float>(toleranceMeters);
         return result;
     }
@@ -1282,7 +1283,62 @@ ConvexHull makeBoxHull(const Vec3& halfExtents)
     std::sort(hull.edges.begin(), hull.edges.end(),
               [&](const HullEdge& a, const HullEdge& b) { return edgeSlot(a) < edgeSlot(b); });
     hull.centroid = {};
+    buildHullAdjacency(hull);
     return hull;
+}
+
+bool buildHullAdjacency(ConvexHull& hull)
+{
+    hull.faceEdges.clear();
+    hull.vertexEdgeStart.clear();
+    hull.vertexEdges.clear();
+    const std::size_t vertexCount = hull.vertices.size();
+    // Vertex -> edges by counting sort; face sides -> edges through the edges at the side's start vertex.
+    std::vector<std::uint16_t> start(vertexCount + 1, 0);
+    for (const HullEdge& e : hull.edges)
+    {
+        if (e.v0 >= vertexCount || e.v1 >= vertexCount)
+        {
+            return false;
+        }
+        ++start[e.v0 + 1];
+        ++start[e.v1 + 1];
+    }
+    for (std::size_t v = 0; v < vertexCount; ++v)
+    {
+        start[v + 1] = static_cast<std::uint16_t>(start[v + 1] + start[v]);
+    }
+    std::vector<std::uint16_t> edgesAt(2 * hull.edges.size());
+    std::vector<std::uint16_t> cursor(start.begin(), start.end() - 1);
+    for (std::size_t i = 0; i < hull.edges.size(); ++i)
+    {
+        edgesAt[cursor[hull.edges[i].v0]++] = static_cast<std::uint16_t>(i);
+        edgesAt[cursor[hull.edges[i].v1]++] = static_cast<std::uint16_t>(i);
+    }
+    std::vector<std::uint16_t> faceEdges(hull.faceVertices.size());
+    for (const HullFace& face : hull.faces)
+    {
+        for (int k = 0; k < face.indexCount; ++k)
+        {
+            const int from = hull.faceVertices[face.firstIndex + k];
+            const int to = hull.faceVertices[face.firstIndex + (k + 1) % face.indexCount];
+            int found = -1;
+            for (int s = start[from]; s < start[from + 1] && found < 0; ++s)
+            {
+                const HullEdge& e = hull.edges[edgesAt[s]];
+                found = ((e.v0 == from && e.v1 == to) || (e.v0 == to && e.v1 == from)) ? edgesAt[s] : -1;
+            }
+            if (found < 0)
+            {
+                return false;
+            }
+            faceEdges[face.firstIndex + k] = static_cast<std::uint16_t>(found);
+        }
+    }
+    hull.faceEdges = std::move(faceEdges);
+    hull.vertexEdgeStart = std::move(start);
+    hull.vertexEdges = std::move(edgesAt);
+    return true;
 }
 
 } // namespace polytope::physics

@@ -5,8 +5,8 @@
 // at most `speculativeMarginMeters` are kept (so the solver can make speculative contacts before shapes
 // touch); pointCount == 0 means the shapes are farther apart than that. No routine allocates.
 //
-// Convex polyhedra (boxes, hulls) go through SAT (sat.h) and then clip B's incident face against A's
-// reference face or the other way round (collide_convex.cpp); rounded shapes and planes have closed forms
+// Convex polyhedra (boxes, hulls) go through SAT (sat.h; for hulls, searched near the GJK/EPA direction)
+// and then clip B's incident face against A's reference face or the other way round (collide_convex.cpp); rounded shapes and planes have closed forms
 // (collide_round.cpp). A dispatcher serves the mirrored pairs (box-sphere, ...) with swapManifold.
 #pragma once
 
@@ -24,11 +24,13 @@ namespace polytope::physics
 ContactManifold collideBoxBox(const BoxShape& a, const BoxShape& b, const Transform& bInA,
                               float speculativeMarginMeters);
 
-/// Hull A against hull B: SAT with Gauss-map pruning, then face clipping or one edge-edge point.
+/// Hull A against hull B: GJK (apart) or EPA (overlapping) for the contact direction, SAT near it
+/// (satHullsNear, same axes and face bias as satHulls up to near-ties), then face clipping or one edge-edge
+/// point. Hulls without adjacency (see buildHullAdjacency) take the exhaustive satHulls.
 ContactManifold collideHullHull(const ConvexHull& a, const ConvexHull& b, const Transform& bInA,
                                 float speculativeMarginMeters);
 
-/// Box A against hull B (the box is treated as a hull without allocating).
+/// Box A against hull B (the box is treated as a hull without allocating), as collideHullHull.
 ContactManifold collideBoxHull(const BoxShape& a, const ConvexHull& b, const Transform& bInA,
                                float speculativeMarginMeters);
 

@@ -186,10 +186,12 @@ struct GjkCoreResult
     int iterations;
 };
 
-/// GJK on two cores. With `earlyOut`, stops as soon as the distance is proven <= margin or > margin.
+/// GJK on two cores. With `earlyOut`, stops as soon as the distance is proven > margin, and also, unless
+/// `convergeWithinMargin`, as soon as it is proven <= margin (with it, a distance within the margin is
+/// converged, for callers that need the closest-points direction of near pairs).
 template <class A, class B>
 GjkCoreResult gjkOnCores(const A& a, const B& b, const Vec3& initialDirection, double margin, bool earlyOut,
-                         const GjkSettings& settings)
+                         const GjkSettings& settings, bool convergeWithinMargin = false)
 {
     GjkCoreResult r;
     r.status = GjkStatus::Indeterminate;
@@ -225,7 +227,7 @@ GjkCoreResult gjkOnCores(const A& a, const B& b, const Vec3& initialDirection, d
             r.status = GjkStatus::Intersecting;
             break;
         }
-        if (earlyOut && r.closestSquared <= margin * margin)
+        if (earlyOut && !convergeWithinMargin && r.closestSquared <= margin * margin)
         {
             r.status = GjkStatus::Intersecting;
             break;

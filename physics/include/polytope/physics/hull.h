@@ -82,6 +82,12 @@ struct HullResult
 /// hull passes 8 * kMaxHullVertices vertices, to bound the work on huge clouds), NumericalFailure.
 HullResult buildConvexHull(std::span<const Vec3> points);
 
+/// Fills the adjacency arrays of `hull` (faceEdges, vertexEdgeStart, vertexEdges) from its faces and
+/// edges, which must be consistent (every side of every face loop is one of `edges`). buildConvexHull and
+/// makeBoxHull call it; call it on a hull assembled by hand to give it the narrowphase's fast path.
+/// Returns false (and leaves the adjacency empty) when a face side has no matching edge.
+bool buildHullAdjacency(ConvexHull& hull);
+
 /// The exact hull of a box centred on the origin with the given half extents (metres, each > 0; not
 /// checked, see validateShape): 8 vertices, 6 quad faces with axis normals and exact offsets, 12 edges,
 /// centroid at the origin. Numbering: vertex v is (v&1 ? +x : -x, v&2 ? +y : -y, v&4 ? +z : -z); faces

@@ -78,6 +78,11 @@ struct HullView
     /// Optional, parallel to faceVertices: the index of the edge from each loop vertex to the next. When
     /// null, the manifold builder finds the incident face's edges by a scan of `edges`.
     const std::uint16_t* faceEdges = nullptr;
+    /// Optional vertex -> edge adjacency (see ConvexHull::vertexEdgeStart): vertex v's edges are
+    /// vertexEdges[vertexEdgeStart[v] .. vertexEdgeStart[v + 1]). With it and faceEdges, satHullsNear can
+    /// search locally; without it, it falls back to satHulls.
+    const std::uint16_t* vertexEdgeStart = nullptr;
+    const std::uint16_t* vertexEdges = nullptr;
     int vertexCount = 0;
     int faceCount = 0;
     int edgeCount = 0;
@@ -120,5 +125,35 @@ SatResult satBoxes(const BoxShape& a, const BoxShape& b, const Transform& bInA, 
 /// SAT between two convex polyhedra: face axes of A and of B (O(faces x vertices)), then Gauss-map-pruned
 /// edge pairs (O(edgesA x edgesB)). `bInA`: B's transform in A's frame; `maxSeparation` as for satBoxes.
 SatResult satHulls(const HullView& a, const HullView& b, const Transform& bInA, float maxSeparation);
+
+/// Whether `view` carries the adjacency (faceEdges, vertexEdgeStart, vertexEdges) that satHullsNear needs.
+bool hasAdjacency(const HullView& view);
+
+/// What GJK and EPA tell satHullsNear about a pair: where to look, and how far the SAT separation (the
+/// largest over all axes) can be from what they measured.
+struct SatSearchHint
+{
+    Vec3 direction{1.0f, 0.0f, 0.0f}; ///< unit, A's frame, from A towards B; may be approximate
+    /// Metres: no axis separates the shapes by more than this (e.g. minus EPA's depth, which never
+    /// exceeds the true depth). Lets the search skip B's faces or the edge pairs when they cannot pass
+    /// chooseContactAxis's test against A's best face, or against the best face.
+    float separationUpperBound = std::numeric_limits<float>::infinity();
+    /// Metres: some axis separates the shapes by at least this (e.g. minus EPA's depth plus its error
+    /// bound). A face that reaches it is the best of its kind up to near-ties: its search stops there.
+    float separationLowerBound = std::numeric_limits<float>::infinity();
+};
+
+/// SAT between two convex polyhedra restricted to the features near `hint.direction` (the closest-points
+/// direction of GJK or the penetration normal of EPA). Candidates are the faces and edges at A's support
+/// vertex along the direction and at B's along its opposite, most aligned first; each kind is then
+/// improved by hill climbing over the adjacency (to a face or edge pair next to the current best while
+/// that separates more). Separations are computed exactly as in satHulls, so when the direction is the
+/// true contact normal the least-penetration axis is always found, and the choice agrees with satHulls
+/// except between axes that chooseContactAxis treats as tied (a face or edge that is a local optimum away
+/// from the direction can be missed). O(degree x vertices) instead of O(edgesA x edgesB). When the
+/// bounds show that B's faces or the edge pairs cannot be chosen, they are not searched and bestFaceB or
+/// bestEdge stays None. Both views need adjacency (hasAdjacency); otherwise this is satHulls.
+SatResult satHullsNear(const HullView& a, const HullView& b, const Transform& bInA, const SatSearchHint& hint,
+                       float maxSeparation);
 
 } // namespace polytope::physics

@@ -76,6 +76,14 @@ struct ConvexHull
     std::vector<std::uint16_t> faceVertices; ///< concatenated vertex loops of the faces
     std::vector<HullEdge> edges;             ///< unique edges
     Vec3 centroid{};                         ///< centre of the solid's volume (uniform density)
+
+    // Adjacency, optional: filled by buildConvexHull and makeBoxHull (see buildHullAdjacency in hull.h).
+    // Left empty on a hull put together by hand; the narrowphase then takes a slower, exhaustive path.
+    std::vector<std::uint16_t> faceEdges;       ///< parallel to faceVertices: the edge from each loop vertex
+                                                ///< to the next
+    std::vector<std::uint16_t> vertexEdgeStart; ///< vertices.size() + 1 entries: vertex v's edges are
+                                                ///< vertexEdges[vertexEdgeStart[v] .. vertexEdgeStart[v + 1])
+    std::vector<std::uint16_t> vertexEdges;     ///< edge indices, grouped by vertex, 2 * edges.size() entries
 };
 
 /// Mass, centre of mass and inertia of a shape of uniform density, in the shape's local frame.
