@@ -1,121 +1,261 @@
-// Polytope physics: the world.
+// Polytope physics: the world (see world.h for the shape of a step).
 //
-// The step is: integrate velocities (gravity), find contacts, solve contact velocity constraints with
-// sequential impulses (normal and two friction directions, clamped accumulated impulses), then integrate
-// positions. Contacts are speculative: a body closer than WorldConfig::speculativeDistance to a surface
-// gets a contact whose target velocity allows it to close exactly the remaining gap this step, so a fast
-// body stops on the surface instead of sinking into it. Penetration left over is removed gradually.
+// Contacts. A contact exists for every eligible body pair (at least one dynamic body) whose fat boxes
+// overlap, touching or not; it is created when the broadphase reports the overlap and destroyed when the
+// fat boxes part. Contacts live in a pool and are indexed by a vector of (pair key, pool index) sorted by
+// key: new pairs (sorted) are merged in linearly, so the iteration order is a function of the pairs alone.
+// Planes are infinite and stay out of the broadphase tree: a body whose fat box changed is tested against
+// each plane instead.
 //
-// This is the walking-skeleton solver: dynamic bodies collide with static planes only. The general
-// narrowphase (GJK/EPA/SAT) and the persistent, warm-started solver replace collectPlaneContacts and the
-// plain iteration below.
+// Speculative margin. A pair's narrowphase margin is speculativeDistance plus how far the two bodies can
+// travel in one step (|v| dt + |w| dt * extent, capped by maxSpeculativeDistance), so a fast body meets a
+// thin one as a speculative contact before it could pass through it; fat boxes are stretched by v dt for
+// the same reason.
 #include "polytope/physics/world.h"
+
+#include "polytope/physics/mass.h"
+#include "polytope/physics/narrowphase.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace polytope::physics
 {
 namespace
 {
 
-bool isValidShape(const Shape& s)
+constexpr std::uint32_t kStaticSolverIndex = 0;
+constexpr std::uint32_t kNotSolved = 0xFFFFFFFFu; ///< Contact::constraint of a contact not solved this step
+
+Vec3 linearMaskOf(std::uint8_t dofs)
 {
-    auto positive = [](float v) { return std::isfinite(v) && v > 0.0f; };
-    switch (s.type)
-    {
-    case ShapeType::Sphere:
-        return positive(s.sphere.radius);
-    case ShapeType::Capsule:
-        return positive(s.capsule.radius) && positive(s.capsule.halfHeight);
-    case ShapeType::Box:
-        return positive(s.box.halfExtents.x) && positive(s.box.halfExtents.y) && positive(s.box.halfExtents.z);
-    case ShapeType::Plane:
-        return isFinite(s.plane.normal) && std::isfinite(s.plane.offset) &&
-               std::fabs(length(s.plane.normal) - 1.0f) < 1e-3f;
-    case ShapeType::Hull:
-        return false; // not supported by the skeleton world yet
-    }
-    return false;
+    return {(dofs & kDofTranslationX) ? 1.0f : 0.0f, (dofs & kDofTranslationY) ? 1.0f : 0.0f,
+            (dofs & kDofTranslationZ) ? 1.0f : 0.0f};
 }
 
-/// Mass and local inverse inertia of a solid of the given density (closed forms).
-void solidMass(const Shape& s, float density, float& mass, Vec3& inertiaDiagonal)
+Vec3 angularMaskOf(std::uint8_t dofs)
+{
+    return {(dofs & kDofRotationX) ? 1.0f : 0.0f, (dofs & kDofRotationY) ? 1.0f : 0.0f,
+            (dofs & kDofRotationZ) ? 1.0f : 0.0f};
+}
+
+Vec3& column(Mat3& m, int j)
+{
+    return j == 0 ? m.c0 : (j == 1 ? m.c1 : m.c2);
+}
+
+/// Inverse of the world inertia restricted to the free rotation axes (zero rows and columns on locked
+/// axes): the block of free axes is inverted on its own, which is right even when the inertia couples a
+/// free axis to a locked one.
+Mat3 restrictedInverse(const Mat3& inertiaWorld, const Vec3& angularMask)
+{
+    Mat3 m = inertiaWorld;
+    for (int j = 0; j < 3; ++j)
+    {
+        for (int i = 0; i < 3; ++i)
+        {
+            if (angularMask[i] == 0.0f || angularMask[j] == 0.0f)
+            {
+                column(m, j)[i] = i == j ? 1.0f : 0.0f;
+            }
+        }
+    }
+    Mat3 inv = inverse(m);
+    for (int j = 0; j < 3; ++j)
+    {
+        for (int i = 0; i < 3; ++i)
+        {
+            if (angularMask[i] == 0.0f || angularMask[j] == 0.0f)
+            {
+                column(inv, j)[i] = 0.0f;
+            }
+        }
+    }
+    return inv;
+}
+
+bool isFiniteMat(const Mat3& m)
+{
+    return isFinite(m.c0) && isFinite(m.c1) && isFinite(m.c2);
+}
+
+/// `v` scaled down to length `maxLength` if longer.
+Vec3 clampedLength(const Vec3& v, float maxLength)
+{
+    const float l2 = lengthSquared(v);
+    return l2 > maxLength * maxLength ? v * (maxLength / std::sqrt(l2)) : v;
+}
+
+/// Finite and within kWorldBoundMeters on every axis.
+bool inWorld(const Vec3& p)
+{
+    return std::fabs(p.x) <= kWorldBoundMeters && std::fabs(p.y) <= kWorldBoundMeters &&
+           std::fabs(p.z) <= kWorldBoundMeters;
+}
+
+/// Farthest point of the shape from `center` (shape frame), metres.
+float shapeExtent(const Shape& s, const Vec3& center, std::span<const ConvexHull> hulls)
 {
     switch (s.type)
     {
     case ShapeType::Sphere:
-    {
-        const float r = s.sphere.radius;
-        mass = density * (4.0f / 3.0f) * kPi * r * r * r;
-        const float i = 0.4f * mass * r * r;
-        inertiaDiagonal = {i, i, i};
-        return;
-    }
-    case ShapeType::Box:
-    {
-        const Vec3 e = s.box.halfExtents * 2.0f;
-        mass = density * e.x * e.y * e.z;
-        const float k = mass / 12.0f;
-        inertiaDiagonal = {k * (e.y * e.y + e.z * e.z), k * (e.x * e.x + e.z * e.z), k * (e.x * e.x + e.y * e.y)};
-        return;
-    }
+        return s.sphere.radius + length(center);
     case ShapeType::Capsule:
-    {
-        // Cylinder plus two hemispheres, about the centre, axis along y.
-        const float r = s.capsule.radius, h = 2.0f * s.capsule.halfHeight;
-        const float mc = density * kPi * r * r * h;
-        const float ms = density * (4.0f / 3.0f) * kPi * r * r * r;
-        mass = mc + ms;
-        const float iy = mc * r * r * 0.5f + ms * 0.4f * r * r;
-        const float ix = mc * (r * r / 4.0f + h * h / 12.0f) +
-                         ms * (0.4f * r * r + h * h / 4.0f + 3.0f * h * r / 8.0f);
-        inertiaDiagonal = {ix, iy, ix};
-        return;
-    }
+        return s.capsule.halfHeight + s.capsule.radius + length(center);
+    case ShapeType::Box:
+        return length(s.box.halfExtents) + length(center);
     case ShapeType::Hull:
+    {
+        float r = 0.0f;
+        for (const Vec3& v : hulls[s.hullIndex].vertices)
+        {
+            r = std::max(r, length(v - center));
+        }
+        return r;
+    }
     case ShapeType::Plane:
         break;
     }
-    mass = 0.0f;
-    inertiaDiagonal = {};
+    return 0.0f;
 }
 
-/// FNV-1a, 64 bits, over explicit little pieces (never over structs with padding).
-struct Fnv64
+bool isIsotropic(const Mat3& inertia)
 {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    void bytes(const void* p, std::size_t n)
-    {
-        const auto* b = static_cast<const unsigned char*>(p);
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            h ^= b[i];
-            h *= 0x100000001b3ull;
-        }
-    }
-    void u32(std::uint32_t v) { bytes(&v, sizeof v); }
-    void u64(std::uint64_t v) { bytes(&v, sizeof v); }
-    void f32(float v)
-    {
-        std::uint32_t u;
-        std::memcpy(&u, &v, sizeof u);
-        u32(u);
-    }
-    void vec(const Vec3& v)
-    {
-        f32(v.x);
-        f32(v.y);
-        f32(v.z);
-    }
-};
+    const float d = inertia.c0.x;
+    const float tolerance = 1e-6f * std::fabs(d);
+    return std::fabs(inertia.c1.y - d) <= tolerance && std::fabs(inertia.c2.z - d) <= tolerance &&
+           inertia.c0.y == 0.0f && inertia.c0.z == 0.0f && inertia.c1.x == 0.0f && inertia.c1.z == 0.0f &&
+           inertia.c2.x == 0.0f && inertia.c2.y == 0.0f;
+}
+
+Aabb grownBox(const Aabb& box, float meters)
+{
+    const Vec3 d{meters, meters, meters};
+    return {box.min - d, box.max + d};
+}
+
+/// The world plane (unit normal n, offset d: dot(n, x) <= d is solid) of a plane body.
+void worldPlane(const Shape& shape, const Transform& xf, Vec3& normal, float& offset)
+{
+    normal = rotate(xf.q, shape.plane.normal);
+    offset = shape.plane.offset + dot(normal, xf.p);
+}
+
+bool boxTouchesPlane(const Aabb& box, const Vec3& normal, float offset)
+{
+    const Vec3 c = box.center();
+    const Vec3 e = box.extents();
+    return dot(normal, c) - dot(absPerElem(normal), e) <= offset;
+}
 
 } // namespace
 
-World::World(const WorldConfig& config) : m_config(config)
+Aabb tightBoxOf(const Shape& s, const Transform& xf, std::span<const ConvexHull> hulls)
 {
-    m_contacts.reserve(1024);
+    switch (s.type)
+    {
+    case ShapeType::Sphere:
+    {
+        const Vec3 r{s.sphere.radius, s.sphere.radius, s.sphere.radius};
+        return {xf.p - r, xf.p + r};
+    }
+    case ShapeType::Capsule:
+    {
+        const Vec3 axis = rotate(xf.q, Vec3{0.0f, s.capsule.halfHeight, 0.0f});
+        const Vec3 r{s.capsule.radius, s.capsule.radius, s.capsule.radius};
+        const Vec3 e = absPerElem(axis) + r;
+        return {xf.p - e, xf.p + e};
+    }
+    case ShapeType::Box:
+    {
+        const Mat3 m = toMat3(xf.q);
+        const Vec3 h = s.box.halfExtents;
+        const Vec3 e = absPerElem(m.c0) * h.x + absPerElem(m.c1) * h.y + absPerElem(m.c2) * h.z;
+        return {xf.p - e, xf.p + e};
+    }
+    case ShapeType::Hull:
+    {
+        const ConvexHull& hull = hulls[s.hullIndex];
+        Aabb box{transformPoint(xf, hull.vertices[0]), transformPoint(xf, hull.vertices[0])};
+        for (const Vec3& v : hull.vertices)
+        {
+            const Vec3 w = transformPoint(xf, v);
+            box.min = minPerElem(box.min, w);
+            box.max = maxPerElem(box.max, w);
+        }
+        return box;
+    }
+    case ShapeType::Plane:
+        break;
+    }
+    return {};
+}
+
+World::World(const WorldConfig& config)
+    : m_config(config),
+      m_broadphase(
+          [&]
+          {
+              BroadphaseConfig bp;
+              bp.fatMarginMeters = 0.0f; // the World computes fat boxes itself (see updateFatBox)
+              bp.displacementScale = 0.0f;
+              bp.shrinkSlackMeters = 0.0f; // any change of the given box re-inserts it
+              bp.initialProxyCapacity =
+                  static_cast<std::int32_t>(std::min<std::uint32_t>(config.maxBodies, 1024u));
+              return bp;
+          }())
+{
+    m_config.substeps = std::clamp(m_config.substeps, 1, 64);
+    m_config.relaxIterations = std::clamp(m_config.relaxIterations, 1, 16);
+    const std::size_t bodies = m_config.maxBodies;
+    const std::size_t contacts = m_config.maxContacts;
+    m_hulls.reserve(m_config.maxHulls);
+    m_bodies.reserve(bodies);
+    m_sims.reserve(bodies);
+    m_materials.reserve(bodies);
+    m_shapes.reserve(bodies);
+    m_fatBoxes.reserve(bodies);
+    m_freeSlots.reserve(bodies);
+    m_planes.reserve(bodies);
+    m_pairScratch.reserve(contacts);
+    m_newKeys.reserve(2 * contacts);
+    m_contactKeys.reserve(contacts);
+    m_contactKeysMerge.reserve(contacts);
+    m_contacts.reserve(contacts);
+    m_freeContacts.reserve(contacts);
+    m_contactUpdated.reserve(contacts);
+    m_solverIndex.reserve(bodies);
+    m_solverSlots.reserve(bodies + 1);
+    m_solverBodies.reserve(bodies + 1);
+    m_solverMasses.reserve(bodies + 1);
+    m_solverMotions.reserve(bodies + 1);
+    m_constraints.reserve(contacts);
+    m_islands.reserve(static_cast<std::uint32_t>(bodies));
+    m_islandSleep.reserve(bodies);
+    m_islandTail.reserve(bodies);
+}
+
+// ---- Hulls and bodies
+// --------------------------------------------------------------------------------------
+
+AddHullResult World::addHull(const ConvexHull& hull)
+{
+    if (m_hulls.size() >= m_config.maxHulls)
+    {
+        return {0, WorldStatus::HullCapacityReached};
+    }
+    Shape probe;
+    probe.type = ShapeType::Hull;
+    probe.hullIndex = 0;
+    const std::span<const ConvexHull> one(&hull, 1);
+    if (!validateShape(probe, one).ok() || !(computeMassProperties(probe, 1.0f, one).mass > 0.0f))
+    {
+        return {0, WorldStatus::InvalidHull};
+    }
+    m_hulls.push_back(hull);
+    return {static_cast<std::uint32_t>(m_hulls.size() - 1), WorldStatus::Ok};
 }
 
 CreateBodyResult World::createBody(const BodyDesc& desc)
@@ -124,15 +264,51 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     {
         return {{}, WorldStatus::BodyCapacityReached};
     }
-    const bool finite = isFinite(desc.transform.p) && isFinite(desc.transform.q) && isFinite(desc.linearVelocity) &&
-                        isFinite(desc.angularVelocity) && std::isfinite(desc.density) &&
-                        std::isfinite(desc.friction) && std::isfinite(desc.restitution);
+    const float qLength = std::sqrt(dot(desc.transform.q, desc.transform.q));
+    const bool finite = isFinite(desc.transform.p) && isFinite(desc.transform.q) &&
+                        isFinite(desc.linearVelocity) && isFinite(desc.angularVelocity) &&
+                        std::isfinite(desc.density) && std::isfinite(desc.friction) &&
+                        std::isfinite(desc.restitution) && std::isfinite(desc.linearDamping) &&
+                        std::isfinite(desc.angularDamping) && std::isfinite(desc.gravityScale);
+    const bool typeOk =
+        desc.type == BodyType::Static || desc.type == BodyType::Kinematic || desc.type == BodyType::Dynamic;
     const bool planeOk = desc.shape.type != ShapeType::Plane || desc.type == BodyType::Static;
     const bool densityOk = desc.type != BodyType::Dynamic || desc.density > 0.0f;
-    if (!finite || !planeOk || !densityOk || !isValidShape(desc.shape) || desc.friction < 0.0f ||
-        desc.restitution < 0.0f || desc.restitution > 1.0f)
+    if (!finite || !typeOk || !planeOk || !densityOk || !(qLength > 1e-6f) || !inWorld(desc.transform.p) ||
+        desc.friction < 0.0f || desc.restitution < 0.0f || desc.restitution > 1.0f ||
+        desc.linearDamping < 0.0f || desc.angularDamping < 0.0f || (desc.allowedDofs & ~kDofAll) != 0 ||
+        !validateShape(desc.shape, m_hulls).ok())
     {
         return {{}, WorldStatus::InvalidBodyDesc};
+    }
+
+    BodySim sim;
+    sim.transform = {desc.transform.p, normalize(desc.transform.q)};
+    if (desc.type == BodyType::Dynamic)
+    {
+        const MassProperties mp = computeMassProperties(desc.shape, desc.density, m_hulls);
+        const Mat3 inverseInertia = inverse(mp.inertia);
+        if (!(mp.mass > 0.0f) || !std::isfinite(1.0f / mp.mass) || !isFiniteMat(inverseInertia) ||
+            determinant(mp.inertia) <= 0.0f)
+        {
+            return {{}, WorldStatus::InvalidBodyDesc};
+        }
+        sim.inverseMass = 1.0f / mp.mass;
+        sim.localCenter = mp.centerOfMass;
+        sim.inertiaLocal = mp.inertia;
+        sim.inverseInertiaLocal = inverseInertia;
+        sim.isotropicInertia = isIsotropic(mp.inertia);
+    }
+    else if (desc.shape.type == ShapeType::Hull)
+    {
+        sim.localCenter = m_hulls[desc.shape.hullIndex].centroid;
+    }
+    sim.center = transformPoint(sim.transform, sim.localCenter);
+    sim.extent = shapeExtent(desc.shape, sim.localCenter, m_hulls);
+    if (desc.type != BodyType::Static)
+    {
+        sim.linearVelocity = mulPerElem(desc.linearVelocity, linearMaskOf(desc.allowedDofs));
+        sim.angularVelocity = mulPerElem(desc.angularVelocity, angularMaskOf(desc.allowedDofs));
     }
 
     std::uint32_t index;
@@ -143,41 +319,51 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     }
     else
     {
-        index = static_cast<std::uint32_t>(m_slots.size());
-        m_slots.emplace_back();
-        m_transforms.emplace_back();
-        m_linearVelocities.emplace_back();
-        m_angularVelocities.emplace_back();
-        m_mass.emplace_back();
+        index = static_cast<std::uint32_t>(m_bodies.size());
+        m_bodies.emplace_back();
+        m_sims.emplace_back();
         m_materials.emplace_back();
         m_shapes.emplace_back();
+        m_fatBoxes.emplace_back();
     }
 
-    Slot& slot = m_slots[index];
-    slot.generation = slot.generation + 1 == 0 ? 1 : slot.generation + 1;
-    slot.alive = true;
-    slot.type = desc.type;
-    slot.userData = desc.userData;
-
-    m_transforms[index] = {desc.transform.p, normalize(desc.transform.q)};
-    const bool moves = desc.type != BodyType::Static;
-    m_linearVelocities[index] = moves ? desc.linearVelocity : Vec3{};
-    m_angularVelocities[index] = moves ? desc.angularVelocity : Vec3{};
+    Body& body = m_bodies[index];
+    body.generation = body.generation + 1 == 0 ? 1 : body.generation + 1;
+    body.alive = true;
+    body.type = desc.type;
+    body.sleeping = false;
+    body.allowSleep = desc.allowSleep;
+    body.allowedDofs = desc.allowedDofs;
+    body.islandNext = kNoIsland;
+    body.userData = desc.userData;
+    body.proxy = kNullProxy;
+    m_sims[index] = sim;
+    m_materials[index] = {desc.friction, desc.restitution, desc.linearDamping, desc.angularDamping,
+                          desc.gravityScale};
     m_shapes[index] = desc.shape;
-    m_materials[index] = {desc.friction, desc.restitution};
 
-    MassData massData;
-    if (desc.type == BodyType::Dynamic)
+    if (desc.shape.type == ShapeType::Plane)
     {
-        float mass = 0.0f;
-        Vec3 inertia;
-        solidMass(desc.shape, desc.density, mass, inertia);
-        massData.inverseMass = 1.0f / mass;
-        massData.inverseInertiaLocal = Mat3::diagonal({1.0f / inertia.x, 1.0f / inertia.y, 1.0f / inertia.z});
+        m_planes.insert(std::upper_bound(m_planes.begin(), m_planes.end(), index), index);
+        body.pendingPlaneTest = false;
+        // Every existing body must be tested against the new plane.
+        for (std::uint32_t i = 0; i < m_bodies.size(); ++i)
+        {
+            if (m_bodies[i].alive && m_bodies[i].proxy != kNullProxy)
+            {
+                m_bodies[i].pendingPlaneTest = true;
+            }
+        }
     }
-    m_mass[index] = massData;
+    else
+    {
+        m_fatBoxes[index] = computeFatBox(index, 0.0f);
+        body.proxy = m_broadphase.createProxy(m_fatBoxes[index], index);
+        body.pendingPlaneTest = true;
+        body.proxyMoved = true;
+    }
     ++m_bodyCount;
-    return {{index, slot.generation}, WorldStatus::Ok};
+    return {{index, body.generation}, WorldStatus::Ok};
 }
 
 WorldStatus World::destroyBody(BodyId id)
@@ -186,29 +372,66 @@ WorldStatus World::destroyBody(BodyId id)
     {
         return WorldStatus::StaleBodyId;
     }
-    m_slots[id.index].alive = false;
-    m_freeSlots.push_back(id.index);
+    const std::uint32_t index = id.index;
+    wakeIsland(index);
+    // Remove its contacts, waking what it touched.
+    std::size_t out = 0;
+    for (std::size_t k = 0; k < m_contactKeys.size(); ++k)
+    {
+        const ContactKey entry = m_contactKeys[k];
+        Contact& c = m_contacts[entry.contact];
+        if (c.bodyA == index || c.bodyB == index)
+        {
+            if (c.manifold.pointCount > 0)
+            {
+                wakeIsland(c.bodyA == index ? c.bodyB : c.bodyA);
+            }
+            m_freeContacts.push_back(entry.contact);
+            continue;
+        }
+        m_contactKeys[out++] = entry;
+    }
+    m_contactKeys.resize(out);
+
+    Body& body = m_bodies[index];
+    if (body.proxy != kNullProxy)
+    {
+        m_broadphase.destroyProxy(body.proxy);
+    }
+    if (m_shapes[index].type == ShapeType::Plane)
+    {
+        m_planes.erase(std::find(m_planes.begin(), m_planes.end(), index));
+    }
+    body.alive = false;
+    body.proxy = kNullProxy;
+    body.sleeping = false;
+    body.pendingPlaneTest = false;
+    body.proxyMoved = false;
+    m_freeSlots.push_back(index);
     --m_bodyCount;
     return WorldStatus::Ok;
 }
 
 bool World::isValid(BodyId id) const
 {
-    return !id.isNull() && id.index < m_slots.size() && m_slots[id.index].alive &&
-           m_slots[id.index].generation == id.generation;
+    return !id.isNull() && id.index < m_bodies.size() && m_bodies[id.index].alive &&
+           m_bodies[id.index].generation == id.generation;
 }
 
 void World::fillState(std::uint32_t index, BodyState& out) const
 {
-    const Slot& slot = m_slots[index];
-    out.id = {index, slot.generation};
-    out.type = slot.type;
+    const Body& body = m_bodies[index];
+    const BodySim& sim = m_sims[index];
+    out.id = {index, body.generation};
+    out.type = body.type;
     out.shape = m_shapes[index];
-    out.transform = m_transforms[index];
-    out.linearVelocity = m_linearVelocities[index];
-    out.angularVelocity = m_angularVelocities[index];
-    out.mass = m_mass[index].inverseMass > 0.0f ? 1.0f / m_mass[index].inverseMass : 0.0f;
-    out.userData = slot.userData;
+    out.transform = sim.transform;
+    out.centerOfMass = sim.center;
+    out.linearVelocity = sim.linearVelocity;
+    out.angularVelocity = sim.angularVelocity;
+    out.mass = sim.inverseMass > 0.0f ? 1.0f / sim.inverseMass : 0.0f;
+    out.sleeping = body.sleeping;
+    out.userData = body.userData;
 }
 
 bool World::getBody(BodyId id, BodyState& out) const
@@ -221,6 +444,36 @@ bool World::getBody(BodyId id, BodyState& out) const
     return true;
 }
 
+void World::wakeIsland(std::uint32_t index)
+{
+    if (!m_bodies[index].sleeping)
+    {
+        return;
+    }
+    // Sleeping islands are circular lists through islandNext.
+    std::uint32_t i = index;
+    do
+    {
+        Body& body = m_bodies[i];
+        const std::uint32_t next = body.islandNext;
+        body.sleeping = false;
+        body.islandNext = kNoIsland;
+        m_sims[i].sleepTime = 0.0f;
+        i = next;
+    } while (i != index && i != kNoIsland);
+}
+
+WorldStatus World::wakeBody(BodyId id)
+{
+    if (!isValid(id))
+    {
+        return WorldStatus::StaleBodyId;
+    }
+    wakeIsland(id.index);
+    m_sims[id.index].sleepTime = 0.0f;
+    return WorldStatus::Ok;
+}
+
 WorldStatus World::setVelocity(BodyId id, const Vec3& linear, const Vec3& angular)
 {
     if (!isValid(id))
@@ -231,222 +484,844 @@ WorldStatus World::setVelocity(BodyId id, const Vec3& linear, const Vec3& angula
     {
         return WorldStatus::InvalidBodyDesc;
     }
-    if (m_slots[id.index].type != BodyType::Static)
+    const Body& body = m_bodies[id.index];
+    if (body.type == BodyType::Static)
     {
-        m_linearVelocities[id.index] = linear;
-        m_angularVelocities[id.index] = angular;
+        return WorldStatus::WrongBodyType;
     }
+    wakeIsland(id.index);
+    BodySim& sim = m_sims[id.index];
+    sim.linearVelocity = mulPerElem(linear, linearMaskOf(body.allowedDofs));
+    sim.angularVelocity = mulPerElem(angular, angularMaskOf(body.allowedDofs));
+    sim.sleepTime = 0.0f;
+    return WorldStatus::Ok;
+}
+
+WorldStatus World::setTransform(BodyId id, const Transform& transform)
+{
+    if (!isValid(id))
+    {
+        return WorldStatus::StaleBodyId;
+    }
+    const float qLength = std::sqrt(dot(transform.q, transform.q));
+    if (!isFinite(transform.p) || !isFinite(transform.q) || !(qLength > 1e-6f) || !inWorld(transform.p))
+    {
+        return WorldStatus::InvalidBodyDesc;
+    }
+    const std::uint32_t index = id.index;
+    if (m_shapes[index].type == ShapeType::Plane)
+    {
+        return WorldStatus::WrongBodyType;
+    }
+    wakeIsland(index);
+    BodySim& sim = m_sims[index];
+    sim.transform = {transform.p, normalize(transform.q)};
+    sim.center = transformPoint(sim.transform, sim.localCenter);
+    sim.sleepTime = 0.0f;
+    updateFatBox(index, 0.0f, true);
+    return WorldStatus::Ok;
+}
+
+WorldStatus World::applyForce(BodyId id, const Vec3& force, const Vec3& pointWorld)
+{
+    if (!isValid(id))
+    {
+        return WorldStatus::StaleBodyId;
+    }
+    if (!isFinite(force) || !isFinite(pointWorld))
+    {
+        return WorldStatus::InvalidBodyDesc;
+    }
+    if (m_bodies[id.index].type != BodyType::Dynamic)
+    {
+        return WorldStatus::WrongBodyType;
+    }
+    wakeIsland(id.index);
+    BodySim& sim = m_sims[id.index];
+    sim.force += force;
+    sim.torque += cross(pointWorld - sim.center, force);
+    sim.sleepTime = 0.0f;
+    return WorldStatus::Ok;
+}
+
+WorldStatus World::applyCentralForce(BodyId id, const Vec3& force)
+{
+    if (!isValid(id))
+    {
+        return WorldStatus::StaleBodyId;
+    }
+    return applyForce(id, force, m_sims[id.index].center);
+}
+
+WorldStatus World::applyTorque(BodyId id, const Vec3& torque)
+{
+    if (!isValid(id))
+    {
+        return WorldStatus::StaleBodyId;
+    }
+    if (!isFinite(torque))
+    {
+        return WorldStatus::InvalidBodyDesc;
+    }
+    if (m_bodies[id.index].type != BodyType::Dynamic)
+    {
+        return WorldStatus::WrongBodyType;
+    }
+    wakeIsland(id.index);
+    m_sims[id.index].torque += torque;
+    m_sims[id.index].sleepTime = 0.0f;
+    return WorldStatus::Ok;
+}
+
+WorldStatus World::applyImpulse(BodyId id, const Vec3& impulse, const Vec3& pointWorld)
+{
+    if (!isValid(id))
+    {
+        return WorldStatus::StaleBodyId;
+    }
+    if (!isFinite(impulse) || !isFinite(pointWorld))
+    {
+        return WorldStatus::InvalidBodyDesc;
+    }
+    const Body& body = m_bodies[id.index];
+    if (body.type != BodyType::Dynamic)
+    {
+        return WorldStatus::WrongBodyType;
+    }
+    wakeIsland(id.index);
+    BodySim& sim = m_sims[id.index];
+    const Vec3 angularMask = angularMaskOf(body.allowedDofs);
+    sim.linearVelocity += mulPerElem(linearMaskOf(body.allowedDofs), impulse * sim.inverseMass);
+    sim.angularVelocity += inverseInertiaWorld(id.index) * cross(pointWorld - sim.center, impulse);
+    sim.angularVelocity = mulPerElem(sim.angularVelocity, angularMask);
+    sim.sleepTime = 0.0f;
+    return WorldStatus::Ok;
+}
+
+WorldStatus World::applyAngularImpulse(BodyId id, const Vec3& angularImpulse)
+{
+    if (!isValid(id))
+    {
+        return WorldStatus::StaleBodyId;
+    }
+    if (!isFinite(angularImpulse))
+    {
+        return WorldStatus::InvalidBodyDesc;
+    }
+    if (m_bodies[id.index].type != BodyType::Dynamic)
+    {
+        return WorldStatus::WrongBodyType;
+    }
+    wakeIsland(id.index);
+    BodySim& sim = m_sims[id.index];
+    sim.angularVelocity += inverseInertiaWorld(id.index) * angularImpulse;
+    sim.sleepTime = 0.0f;
     return WorldStatus::Ok;
 }
 
 Mat3 World::inverseInertiaWorld(std::uint32_t index) const
 {
-    const Mat3 r = toMat3(m_transforms[index].q);
-    return r * m_mass[index].inverseInertiaLocal * transpose(r);
+    const BodySim& sim = m_sims[index];
+    if (m_bodies[index].type != BodyType::Dynamic)
+    {
+        return Mat3::zero();
+    }
+    const Mat3 r = toMat3(sim.transform.q);
+    const std::uint8_t dofs = m_bodies[index].allowedDofs;
+    if ((dofs & (kDofRotationX | kDofRotationY | kDofRotationZ)) ==
+        (kDofRotationX | kDofRotationY | kDofRotationZ))
+    {
+        return r * sim.inverseInertiaLocal * transpose(r);
+    }
+    return restrictedInverse(r * sim.inertiaLocal * transpose(r), angularMaskOf(dofs));
 }
 
-void World::addContact(std::uint32_t body, std::uint32_t plane, const Vec3& pointWorld, float separation,
-                       const Vec3& normal, float dt)
+// ---- Broadphase
+// ---------------------------------------------------------------------------------------------
+
+std::uint64_t World::pairKey(std::uint32_t a, std::uint32_t b)
 {
-    ContactPoint c;
-    c.body = body;
-    c.normal = normal;
-    c.arm = pointWorld - m_transforms[body].p;
-    c.separation = separation;
-    orthonormalBasis(normal, c.tangent1, c.tangent2);
-
-    const float invMass = m_mass[body].inverseMass;
-    const Mat3 invI = inverseInertiaWorld(body);
-    auto effectiveMass = [&](const Vec3& dir)
-    {
-        const Vec3 rxd = cross(c.arm, dir);
-        const float k = invMass + dot(rxd, invI * rxd);
-        return k > 0.0f ? 1.0f / k : 0.0f;
-    };
-    c.normalMass = effectiveMass(normal);
-    c.tangentMass1 = effectiveMass(c.tangent1);
-    c.tangentMass2 = effectiveMass(c.tangent2);
-
-    const Material& a = m_materials[body];
-    const Material& b = m_materials[plane];
-    c.friction = std::sqrt(a.friction * b.friction);
-    const float restitution = std::max(a.restitution, b.restitution);
-
-    const Vec3 v = m_linearVelocities[body] + cross(m_angularVelocities[body], c.arm);
-    const float vn = dot(v, normal);
-    if (separation > 0.0f)
-    {
-        // Speculative: approach no faster than closes the gap within this step.
-        c.bias = -separation / dt;
-    }
-    else
-    {
-        const float excess = std::max(-separation - m_config.contactSlop, 0.0f);
-        c.bias = m_config.positionCorrection * excess / dt;
-    }
-    if (restitution > 0.0f && vn < -m_config.restitutionThreshold && separation <= 0.0f + m_config.contactSlop)
-    {
-        c.bias = std::max(c.bias, -restitution * vn);
-    }
-    m_contacts.push_back(c);
+    return a < b ? (static_cast<std::uint64_t>(a) << 32) | b : (static_cast<std::uint64_t>(b) << 32) | a;
 }
 
-void World::collectPlaneContacts(float dt)
+Aabb World::computeTightBox(std::uint32_t index) const
 {
-    m_contacts.clear();
-    const auto slotCount = static_cast<std::uint32_t>(m_slots.size());
-    for (std::uint32_t p = 0; p < slotCount; ++p)
+    return tightBoxOf(m_shapes[index], m_sims[index].transform, m_hulls);
+}
+
+Aabb World::computeFatBox(std::uint32_t index, float dt) const
+{
+    Aabb fat = grownBox(computeTightBox(index), m_config.broadphaseMargin);
+    if (m_bodies[index].type != BodyType::Static)
     {
-        if (!m_slots[p].alive || m_shapes[p].type != ShapeType::Plane)
+        const Vec3 reach = clampedLength(m_sims[index].linearVelocity, m_config.maxLinearSpeed) * dt;
+        for (int axis = 0; axis < 3; ++axis)
         {
-            continue;
-        }
-        // The plane in world space.
-        const Vec3 n = rotate(m_transforms[p].q, m_shapes[p].plane.normal);
-        const float offset = m_shapes[p].plane.offset + dot(n, m_transforms[p].p);
-        for (std::uint32_t b = 0; b < slotCount; ++b)
-        {
-            if (!m_slots[b].alive || m_slots[b].type != BodyType::Dynamic)
+            if (reach[axis] < 0.0f)
             {
-                continue;
+                fat.min[axis] += reach[axis];
             }
-            const Transform& xf = m_transforms[b];
-            const Shape& shape = m_shapes[b];
-            const float margin = m_config.speculativeDistance;
-            if (shape.type == ShapeType::Sphere)
+            else
             {
-                const float sep = dot(n, xf.p) - offset - shape.sphere.radius;
-                if (sep < margin)
-                {
-                    addContact(b, p, xf.p - n * shape.sphere.radius, sep, n, dt);
-                }
-            }
-            else if (shape.type == ShapeType::Capsule)
-            {
-                for (float s : {-1.0f, 1.0f})
-                {
-                    const Vec3 c = transformPoint(xf, Vec3{0.0f, s * shape.capsule.halfHeight, 0.0f});
-                    const float sep = dot(n, c) - offset - shape.capsule.radius;
-                    if (sep < margin)
-                    {
-                        addContact(b, p, c - n * shape.capsule.radius, sep, n, dt);
-                    }
-                }
-            }
-            else if (shape.type == ShapeType::Box)
-            {
-                const Vec3 e = shape.box.halfExtents;
-                for (int corner = 0; corner < 8; ++corner)
-                {
-                    const Vec3 local{(corner & 1) ? e.x : -e.x, (corner & 2) ? e.y : -e.y, (corner & 4) ? e.z : -e.z};
-                    const Vec3 w = transformPoint(xf, local);
-                    const float sep = dot(n, w) - offset;
-                    if (sep < margin)
-                    {
-                        addContact(b, p, w, sep, n, dt);
-                    }
-                }
+                fat.max[axis] += reach[axis];
             }
         }
     }
+    return fat;
 }
 
-void World::step(float dt)
+void World::updateFatBox(std::uint32_t index, float dt, bool force)
 {
-    if (!(dt > 0.0f) || !std::isfinite(dt))
+    Body& body = m_bodies[index];
+    if (body.proxy == kNullProxy)
     {
         return;
     }
-    const auto slotCount = static_cast<std::uint32_t>(m_slots.size());
-
-    // 1. Forces.
-    for (std::uint32_t i = 0; i < slotCount; ++i)
+    const Aabb tight = computeTightBox(index);
+    Aabb& fat = m_fatBoxes[index];
+    if (!force && fat.contains(tight))
     {
-        if (m_slots[i].alive && m_slots[i].type == BodyType::Dynamic)
+        // Still inside; shrink only when the stored box is far larger than needed (a fast body slowed).
+        const Aabb wanted = computeFatBox(index, dt);
+        if (grownBox(wanted, 4.0f * m_config.broadphaseMargin).contains(fat))
         {
-            m_linearVelocities[i] += m_config.gravity * dt;
+            return;
         }
     }
-
-    // 2. Contacts.
-    collectPlaneContacts(dt);
-
-    // 3. Velocity constraints, sequential impulses.
-    for (int iteration = 0; iteration < m_config.velocityIterations; ++iteration)
+    fat = computeFatBox(index, dt);
+    if (m_broadphase.moveProxy(body.proxy, fat, Vec3{}))
     {
-        for (ContactPoint& c : m_contacts)
-        {
-            Vec3& v = m_linearVelocities[c.body];
-            Vec3& w = m_angularVelocities[c.body];
-            const float invMass = m_mass[c.body].inverseMass;
-            const Mat3 invI = inverseInertiaWorld(c.body);
-            auto apply = [&](const Vec3& impulse)
-            {
-                v += impulse * invMass;
-                w += invI * cross(c.arm, impulse);
-            };
-
-            // Friction first, bounded by the normal impulse of the previous iteration.
-            const float maxFriction = c.friction * c.normalImpulse;
-            const Vec3 vt = v + cross(w, c.arm);
-            {
-                const float lambda = -dot(vt, c.tangent1) * c.tangentMass1;
-                const float old = c.tangentImpulse1;
-                c.tangentImpulse1 = std::clamp(old + lambda, -maxFriction, maxFriction);
-                apply(c.tangent1 * (c.tangentImpulse1 - old));
-            }
-            {
-                const Vec3 vt2 = v + cross(w, c.arm);
-                const float lambda = -dot(vt2, c.tangent2) * c.tangentMass2;
-                const float old = c.tangentImpulse2;
-                c.tangentImpulse2 = std::clamp(old + lambda, -maxFriction, maxFriction);
-                apply(c.tangent2 * (c.tangentImpulse2 - old));
-            }
-
-            // Normal: relative normal velocity >= bias, accumulated impulse >= 0.
-            const Vec3 vn3 = v + cross(w, c.arm);
-            const float vn = dot(vn3, c.normal);
-            const float lambda = -(vn - c.bias) * c.normalMass;
-            const float old = c.normalImpulse;
-            c.normalImpulse = std::max(old + lambda, 0.0f);
-            apply(c.normal * (c.normalImpulse - old));
-        }
+        body.proxyMoved = true;
     }
-
-    // 4. Positions.
-    for (std::uint32_t i = 0; i < slotCount; ++i)
-    {
-        if (m_slots[i].alive && m_slots[i].type != BodyType::Static)
-        {
-            Transform& xf = m_transforms[i];
-            xf.p += m_linearVelocities[i] * dt;
-            xf.q = integrateRotation(xf.q, m_angularVelocities[i], dt);
-        }
-    }
-    ++m_stepCount;
+    body.pendingPlaneTest = true;
 }
 
-std::uint64_t World::stateHash() const
+bool World::pairEligible(std::uint32_t a, std::uint32_t b) const
 {
-    Fnv64 h;
-    h.u64(m_stepCount);
-    for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(m_slots.size()); ++i)
+    if (a == b || !m_bodies[a].alive || !m_bodies[b].alive)
     {
-        if (!m_slots[i].alive)
+        return false;
+    }
+    if (m_bodies[a].type != BodyType::Dynamic && m_bodies[b].type != BodyType::Dynamic)
+    {
+        return false;
+    }
+    return canCollide(m_shapes[a].type, m_shapes[b].type);
+}
+
+bool World::fatBoxesOverlap(std::uint32_t a, std::uint32_t b) const
+{
+    const bool planeA = m_shapes[a].type == ShapeType::Plane;
+    const bool planeB = m_shapes[b].type == ShapeType::Plane;
+    if (planeA || planeB)
+    {
+        const std::uint32_t plane = planeA ? a : b;
+        const std::uint32_t other = planeA ? b : a;
+        Vec3 n;
+        float d;
+        worldPlane(m_shapes[plane], m_sims[plane].transform, n, d);
+        return boxTouchesPlane(m_fatBoxes[other], n, d);
+    }
+    return m_fatBoxes[a].overlaps(m_fatBoxes[b]);
+}
+
+bool World::collectPairCandidates()
+{
+    bool complete = true;
+    m_newKeys.clear();
+    m_broadphase.findNewPairs(m_pairScratch);
+    for (Body& body : m_bodies)
+    {
+        body.proxyMoved = false;
+    }
+    for (const BroadphasePair& pair : m_pairScratch)
+    {
+        const auto a = static_cast<std::uint32_t>(m_broadphase.userData(pair.proxyA));
+        const auto b = static_cast<std::uint32_t>(m_broadphase.userData(pair.proxyB));
+        if (pairEligible(a, b))
+        {
+            if (m_newKeys.size() == m_newKeys.capacity())
+            {
+                complete = false; // more candidates than contacts could ever hold
+                break;
+            }
+            m_newKeys.push_back(pairKey(a, b));
+        }
+    }
+    const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        Body& body = m_bodies[i];
+        if (!body.pendingPlaneTest)
         {
             continue;
         }
-        h.u32(i);
-        h.u32(m_slots[i].generation);
-        h.vec(m_transforms[i].p);
-        h.f32(m_transforms[i].q.x);
-        h.f32(m_transforms[i].q.y);
-        h.f32(m_transforms[i].q.z);
-        h.f32(m_transforms[i].q.w);
-        h.vec(m_linearVelocities[i]);
-        h.vec(m_angularVelocities[i]);
+        body.pendingPlaneTest = false;
+        if (!body.alive)
+        {
+            continue;
+        }
+        for (const std::uint32_t plane : m_planes)
+        {
+            if (pairEligible(i, plane) && fatBoxesOverlap(i, plane))
+            {
+                if (m_newKeys.size() == m_newKeys.capacity())
+                {
+                    complete = false;
+                    break;
+                }
+                m_newKeys.push_back(pairKey(i, plane));
+            }
+        }
     }
-    return h.h;
+    std::sort(m_newKeys.begin(), m_newKeys.end());
+    m_newKeys.erase(std::unique(m_newKeys.begin(), m_newKeys.end()), m_newKeys.end());
+    return complete;
+}
+
+void World::mergeNewPairs(StepStatus& status)
+{
+    m_contactKeysMerge.clear();
+    std::size_t i = 0;
+    std::size_t j = 0;
+    const std::size_t oldCount = m_contactKeys.size();
+    const std::size_t newCount = m_newKeys.size();
+    while (i < oldCount || j < newCount)
+    {
+        if (j == newCount || (i < oldCount && m_contactKeys[i].key <= m_newKeys[j]))
+        {
+            if (j < newCount && m_contactKeys[i].key == m_newKeys[j])
+            {
+                ++j; // already a contact
+            }
+            m_contactKeysMerge.push_back(m_contactKeys[i++]);
+            continue;
+        }
+        const std::uint64_t key = m_newKeys[j++];
+        std::uint32_t index;
+        if (!m_freeContacts.empty())
+        {
+            index = m_freeContacts.back();
+            m_freeContacts.pop_back();
+        }
+        else if (m_contacts.size() < m_config.maxContacts)
+        {
+            index = static_cast<std::uint32_t>(m_contacts.size());
+            m_contacts.emplace_back();
+        }
+        else
+        {
+            status.set(StepFlag::ContactCapacityReached);
+            ++m_stats.droppedPairs;
+            continue;
+        }
+        auto lo = static_cast<std::uint32_t>(key >> 32);
+        auto hi = static_cast<std::uint32_t>(key & 0xFFFFFFFFu);
+        // Roles: the lower shape type is A, so the table's direct routines serve most pairs.
+        if (static_cast<int>(m_shapes[hi].type) < static_cast<int>(m_shapes[lo].type))
+        {
+            std::swap(lo, hi);
+        }
+        Contact& c = m_contacts[index];
+        c = Contact{};
+        c.bodyA = lo;
+        c.bodyB = hi;
+        c.friction = std::sqrt(m_materials[lo].friction * m_materials[hi].friction);
+        c.restitution = std::max(m_materials[lo].restitution, m_materials[hi].restitution);
+        m_contactKeysMerge.push_back({key, index});
+    }
+    m_contactKeys.swap(m_contactKeysMerge);
+}
+
+void World::updatePairs(StepStatus& status)
+{
+    if (!collectPairCandidates())
+    {
+        status.set(StepFlag::ContactCapacityReached);
+        ++m_stats.droppedPairs;
+    }
+    mergeNewPairs(status);
+}
+
+// ---- Narrowphase
+// --------------------------------------------------------------------------------------------
+
+float World::speculativeReach(std::uint32_t index, float dt) const
+{
+    if (m_bodies[index].type == BodyType::Static)
+    {
+        return 0.0f;
+    }
+    const BodySim& sim = m_sims[index];
+    return (length(sim.linearVelocity) + length(sim.angularVelocity) * sim.extent) * dt;
+}
+
+bool World::updateContact(Contact& contact, float dt)
+{
+    const std::uint32_t a = contact.bodyA;
+    const std::uint32_t b = contact.bodyB;
+    const float reach =
+        std::min(speculativeReach(a, dt) + speculativeReach(b, dt), m_config.maxSpeculativeDistance);
+    const float margin = m_config.speculativeDistance + reach;
+    const ContactManifold manifold =
+        collideShapes(m_shapes[a], m_sims[a].transform, m_shapes[b], m_sims[b].transform, margin, m_hulls);
+    // Carry impulses over: by feature id first; then, for points whose id changed (a face resting exactly
+    // on a face flips between "incident vertex" and "edge crossing" ids under tiny motions), from the
+    // nearest unclaimed old point within kWarmStartMatchDistance.
+    float normal[kMaxManifoldPoints];
+    float tangent1[kMaxManifoldPoints];
+    float tangent2[kMaxManifoldPoints];
+    int source[kMaxManifoldPoints];
+    bool claimed[kMaxManifoldPoints] = {};
+    const ContactManifold& old = contact.manifold;
+    for (int i = 0; i < manifold.pointCount; ++i)
+    {
+        source[i] = -1;
+        for (int j = 0; j < old.pointCount; ++j)
+        {
+            if (!claimed[j] && old.points[j].featureId == manifold.points[i].featureId)
+            {
+                source[i] = j;
+                claimed[j] = true;
+                break;
+            }
+        }
+    }
+    constexpr float kWarmStartMatchDistance = 0.02f; // metres
+    for (int i = 0; i < manifold.pointCount; ++i)
+    {
+        if (source[i] >= 0)
+        {
+            continue;
+        }
+        float best = kWarmStartMatchDistance * kWarmStartMatchDistance;
+        for (int j = 0; j < old.pointCount; ++j)
+        {
+            const float d2 = lengthSquared(old.points[j].pointA - manifold.points[i].pointA);
+            if (!claimed[j] && d2 < best)
+            {
+                best = d2;
+                source[i] = j;
+            }
+        }
+        if (source[i] >= 0)
+        {
+            claimed[source[i]] = true;
+        }
+    }
+    for (int i = 0; i < manifold.pointCount; ++i)
+    {
+        const int j = source[i];
+        normal[i] = j >= 0 ? contact.normalImpulse[j] : 0.0f;
+        tangent1[i] = j >= 0 ? contact.tangentImpulse1[j] : 0.0f;
+        tangent2[i] = j >= 0 ? contact.tangentImpulse2[j] : 0.0f;
+    }
+    contact.manifold = manifold;
+    for (int i = 0; i < kMaxManifoldPoints; ++i)
+    {
+        const bool used = i < manifold.pointCount;
+        contact.normalImpulse[i] = used ? normal[i] : 0.0f;
+        contact.tangentImpulse1[i] = used ? tangent1[i] : 0.0f;
+        contact.tangentImpulse2[i] = used ? tangent2[i] : 0.0f;
+    }
+    return manifold.pointCount > 0;
+}
+
+namespace
+{
+enum : std::uint8_t
+{
+    kContactPending = 0,
+    kContactUpdated = 1,
+    kContactRemove = 2,
+};
+} // namespace
+
+void World::collide(float dt)
+{
+    m_contactUpdated.assign(m_contacts.size(), kContactPending);
+    auto isActive = [&](std::uint32_t i)
+    {
+        const Body& body = m_bodies[i];
+        if (body.type == BodyType::Dynamic)
+        {
+            return !body.sleeping;
+        }
+        if (body.type == BodyType::Kinematic)
+        {
+            const BodySim& sim = m_sims[i];
+            return lengthSquared(sim.linearVelocity) > 0.0f || lengthSquared(sim.angularVelocity) > 0.0f;
+        }
+        return false;
+    };
+    bool woke = true;
+    while (woke)
+    {
+        woke = false;
+        for (const ContactKey& entry : m_contactKeys)
+        {
+            if (m_contactUpdated[entry.contact] != kContactPending)
+            {
+                continue;
+            }
+            Contact& c = m_contacts[entry.contact];
+            const bool activeA = isActive(c.bodyA);
+            const bool activeB = isActive(c.bodyB);
+            if (!activeA && !activeB)
+            {
+                continue;
+            }
+            if (!fatBoxesOverlap(c.bodyA, c.bodyB))
+            {
+                m_contactUpdated[entry.contact] = kContactRemove;
+                continue;
+            }
+            m_contactUpdated[entry.contact] = kContactUpdated;
+            if (updateContact(c, dt))
+            {
+                // Touching an awake body wakes a sleeping island.
+                if (m_bodies[c.bodyA].sleeping)
+                {
+                    wakeIsland(c.bodyA);
+                    woke = true;
+                }
+                if (m_bodies[c.bodyB].sleeping)
+                {
+                    wakeIsland(c.bodyB);
+                    woke = true;
+                }
+            }
+        }
+    }
+    std::size_t out = 0;
+    for (std::size_t k = 0; k < m_contactKeys.size(); ++k)
+    {
+        const ContactKey entry = m_contactKeys[k];
+        if (m_contactUpdated[entry.contact] == kContactRemove)
+        {
+            m_freeContacts.push_back(entry.contact);
+            continue;
+        }
+        m_contactKeys[out++] = entry;
+    }
+    m_contactKeys.resize(out);
+}
+
+// ---- Solver
+// -------------------------------------------------------------------------------------------------
+
+void World::solve(float dt)
+{
+    const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
+    m_solverIndex.assign(slotCount, kStaticSolverIndex);
+    m_solverSlots.clear();
+    m_solverBodies.clear();
+    m_solverMasses.clear();
+    m_solverMotions.clear();
+    // Index 0: the static dummy.
+    m_solverSlots.push_back(kNoIsland);
+    m_solverBodies.push_back({});
+    m_solverMasses.push_back({});
+    m_solverMotions.push_back({});
+    m_solverMotions.back().integrateVelocity = false;
+
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        const Body& body = m_bodies[i];
+        if (!body.alive || body.type == BodyType::Static || body.sleeping)
+        {
+            continue;
+        }
+        const BodySim& sim = m_sims[i];
+        const Material& material = m_materials[i];
+        const Vec3 linearMask = linearMaskOf(body.allowedDofs);
+        const Vec3 angularMask = angularMaskOf(body.allowedDofs);
+        m_solverIndex[i] = static_cast<std::uint32_t>(m_solverBodies.size());
+        m_solverSlots.push_back(i);
+        m_solverBodies.push_back({sim.linearVelocity, sim.angularVelocity, Vec3{}, Vec3{}});
+
+        SolverBodyMass mass;
+        SolverBodyMotion motion;
+        motion.center = sim.center;
+        motion.rotation = sim.transform.q;
+        motion.linearMask = linearMask;
+        motion.angularMask = angularMask;
+        if (body.type == BodyType::Dynamic)
+        {
+            mass.inverseMass = linearMask * sim.inverseMass;
+            mass.inverseInertia = inverseInertiaWorld(i);
+            motion.linearAcceleration = mulPerElem(linearMask, m_config.gravity * material.gravityScale +
+                                                                   sim.force * sim.inverseMass);
+            motion.angularAcceleration = mass.inverseInertia * sim.torque;
+            motion.linearDamping = material.linearDamping;
+            motion.angularDamping = material.angularDamping;
+            motion.inertiaLocal = sim.inertiaLocal;
+            motion.inverseInertiaLocal = sim.inverseInertiaLocal;
+            motion.integrateVelocity = true;
+            motion.gyroscopic = !sim.isotropicInertia && angularMask == Vec3{1.0f, 1.0f, 1.0f};
+        }
+        else
+        {
+            motion.integrateVelocity = false;
+        }
+        m_solverMasses.push_back(mass);
+        m_solverMotions.push_back(motion);
+    }
+
+    // Constraints, in contact key order.
+    const int substeps = m_config.substeps;
+    const float h = dt / static_cast<float>(substeps);
+    const float inverseH = 1.0f / h;
+    const float contactHertz = std::min(m_config.contactHertz, 0.25f * inverseH);
+    const Softness contactSoftness = makeSoftness(contactHertz, m_config.contactDampingRatio, h);
+    const Softness staticSoftness = makeSoftness(2.0f * contactHertz, m_config.contactDampingRatio, h);
+    m_constraints.clear();
+    std::uint32_t pointTotal = 0;
+    for (const ContactKey& entry : m_contactKeys)
+    {
+        Contact& c = m_contacts[entry.contact];
+        c.constraint = kNotSolved;
+        if (c.manifold.pointCount == 0)
+        {
+            continue;
+        }
+        const Body& bodyA = m_bodies[c.bodyA];
+        const Body& bodyB = m_bodies[c.bodyB];
+        if ((bodyA.type == BodyType::Dynamic && bodyA.sleeping) ||
+            (bodyB.type == BodyType::Dynamic && bodyB.sleeping))
+        {
+            continue;
+        }
+        const std::uint32_t ia = m_solverIndex[c.bodyA];
+        const std::uint32_t ib = m_solverIndex[c.bodyB];
+        if (ia == kStaticSolverIndex && ib == kStaticSolverIndex)
+        {
+            continue;
+        }
+        c.constraint = static_cast<std::uint32_t>(m_constraints.size());
+        m_constraints.emplace_back();
+        ContactConstraint& cc = m_constraints.back();
+        cc.bodyA = ia;
+        cc.bodyB = ib;
+        const Transform& xfA = m_sims[c.bodyA].transform;
+        const Vec3 centerA = m_sims[c.bodyA].center;
+        const Vec3 centerB = m_sims[c.bodyB].center;
+        Vec3 localT1;
+        Vec3 localT2;
+        orthonormalBasis(c.manifold.normal, localT1, localT2);
+        cc.normal = rotate(xfA.q, c.manifold.normal);
+        cc.tangent1 = rotate(xfA.q, localT1);
+        cc.tangent2 = rotate(xfA.q, localT2);
+        cc.friction = c.friction;
+        cc.restitution = c.restitution;
+        const bool againstStatic = bodyA.type != BodyType::Dynamic || bodyB.type != BodyType::Dynamic;
+        cc.softness = againstStatic ? staticSoftness : contactSoftness;
+        cc.pointCount = c.manifold.pointCount;
+        for (int p = 0; p < cc.pointCount; ++p)
+        {
+            const ContactPoint& mp = c.manifold.points[p];
+            const Vec3 mid = transformPoint(xfA, (mp.pointA + mp.pointB) * 0.5f);
+            ContactConstraintPoint& cp = cc.points[p];
+            cp.anchorA = mid - centerA;
+            cp.anchorB = mid - centerB;
+            cp.baseSeparation = mp.separation;
+            cp.normalImpulse = c.normalImpulse[p];
+            cp.tangentImpulse1 = c.tangentImpulse1[p];
+            cp.tangentImpulse2 = c.tangentImpulse2[p];
+        }
+        prepareContactConstraint(cc, m_solverBodies, m_solverMasses);
+        pointTotal += static_cast<std::uint32_t>(cc.pointCount);
+    }
+    m_stats.touchingContacts = static_cast<std::uint32_t>(m_constraints.size());
+    m_stats.contactPoints = pointTotal;
+    m_stats.awakeBodies = static_cast<std::uint32_t>(m_solverBodies.size() - 1);
+
+    const std::span<SolverBody> bodies(m_solverBodies);
+    const std::span<const SolverBodyMass> masses(m_solverMasses);
+    const std::span<ContactConstraint> constraints(m_constraints);
+    for (int substep = 0; substep < substeps; ++substep)
+    {
+        integrateVelocities(bodies, m_solverMotions, h, m_config.maxLinearSpeed);
+        warmStartContacts(constraints, bodies, masses);
+        solveContacts(constraints, bodies, masses, inverseH, m_config.contactPushoutVelocity,
+                      m_config.linearSlop, true);
+        integratePositions(bodies, m_solverMotions, h);
+        for (int relax = 0; relax < m_config.relaxIterations; ++relax)
+        {
+            solveContacts(constraints, bodies, masses, inverseH, m_config.contactPushoutVelocity,
+                          m_config.linearSlop, false);
+        }
+    }
+    applyRestitution(constraints, bodies, masses, m_config.restitutionThreshold);
+
+    // Store impulses for the next step's warm start.
+    for (const ContactKey& entry : m_contactKeys)
+    {
+        Contact& c = m_contacts[entry.contact];
+        if (c.constraint == kNotSolved)
+        {
+            continue;
+        }
+        const ContactConstraint& cc = m_constraints[c.constraint];
+        for (int p = 0; p < cc.pointCount; ++p)
+        {
+            c.normalImpulse[p] = cc.points[p].normalImpulse;
+            c.tangentImpulse1[p] = cc.points[p].tangentImpulse1;
+            c.tangentImpulse2[p] = cc.points[p].tangentImpulse2;
+        }
+    }
+}
+
+void World::finalizeBodies(float dt, StepStatus& status)
+{
+    const float maxAngularSpeed = 0.25f * kPi * static_cast<float>(m_config.substeps) / dt;
+    for (std::size_t s = 1; s < m_solverBodies.size(); ++s)
+    {
+        const std::uint32_t i = m_solverSlots[s];
+        BodySim& sim = m_sims[i];
+        const SolverBody& state = m_solverBodies[s];
+        const SolverBodyMotion& motion = m_solverMotions[s];
+        const Quat q = normalize(motion.rotation);
+        const Transform moved{motion.center - rotate(q, sim.localCenter), q};
+        if (!inWorld(moved.p) || !inWorld(motion.center) || !isFinite(moved.q) ||
+            !isFinite(state.linearVelocity) || !isFinite(state.angularVelocity))
+        {
+            // Bad input (a NaN force, say): keep the last good pose, at rest.
+            status.set(StepFlag::NonFiniteBodyState);
+            sim.linearVelocity = {};
+            sim.angularVelocity = {};
+        }
+        else
+        {
+            sim.transform = moved;
+            sim.center = motion.center;
+            // The contact solve may push past the speed caps that integrateVelocities applied: cap again.
+            sim.linearVelocity = clampedLength(state.linearVelocity, m_config.maxLinearSpeed);
+            sim.angularVelocity = clampedLength(state.angularVelocity, maxAngularSpeed);
+        }
+        sim.force = {};
+        sim.torque = {};
+
+        const float speed = length(sim.linearVelocity) + length(sim.angularVelocity) * sim.extent;
+        if (!m_config.enableSleep || !m_bodies[i].allowSleep || speed > m_config.sleepVelocity)
+        {
+            sim.sleepTime = 0.0f;
+        }
+        else
+        {
+            sim.sleepTime += dt;
+        }
+        updateFatBox(i, dt, false);
+    }
+}
+
+void World::updateSleep(float /*dt*/)
+{
+    const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
+    m_islands.reset(slotCount);
+    auto awakeDynamic = [&](std::uint32_t i)
+    { return m_bodies[i].type == BodyType::Dynamic && !m_bodies[i].sleeping; };
+    for (const ContactKey& entry : m_contactKeys)
+    {
+        const Contact& c = m_contacts[entry.contact];
+        if (c.manifold.pointCount == 0)
+        {
+            continue;
+        }
+        const bool a = awakeDynamic(c.bodyA);
+        const bool b = awakeDynamic(c.bodyB);
+        if (a && b)
+        {
+            m_islands.unite(c.bodyA, c.bodyB);
+        }
+        else if (a != b)
+        {
+            // A moving kinematic body keeps what it touches awake.
+            const std::uint32_t other = a ? c.bodyB : c.bodyA;
+            if (m_bodies[other].type == BodyType::Kinematic && m_sims[other].sleepTime == 0.0f)
+            {
+                m_sims[a ? c.bodyA : c.bodyB].sleepTime = 0.0f;
+            }
+        }
+    }
+    m_islandSleep.assign(slotCount, std::numeric_limits<float>::infinity());
+    std::uint32_t islands = 0;
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        if (m_bodies[i].alive && awakeDynamic(i))
+        {
+            const std::uint32_t root = m_islands.find(i);
+            islands += root == i ? 1u : 0u;
+            m_islandSleep[root] = std::min(m_islandSleep[root], m_sims[i].sleepTime);
+        }
+    }
+    m_stats.islands = islands;
+    if (!m_config.enableSleep)
+    {
+        return;
+    }
+    // Islands at rest long enough fall asleep, each as a circular list in slot order (its root first).
+    m_islandTail.assign(slotCount, kNoIsland);
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        if (!m_bodies[i].alive || !awakeDynamic(i))
+        {
+            continue;
+        }
+        const std::uint32_t root = m_islands.find(i);
+        if (!(m_islandSleep[root] >= m_config.timeToSleep))
+        {
+            continue;
+        }
+        if (m_islandTail[root] != kNoIsland)
+        {
+            m_bodies[m_islandTail[root]].islandNext = i;
+        }
+        m_islandTail[root] = i;
+        m_bodies[i].islandNext = root; // closes the circle; overwritten if another body follows
+        BodySim& sim = m_sims[i];
+        sim.linearVelocity = {};
+        sim.angularVelocity = {};
+    }
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        if (m_islandTail[i] != kNoIsland)
+        {
+            // i is a root whose island sleeps: mark its members.
+            std::uint32_t j = i;
+            do
+            {
+                m_bodies[j].sleeping = true;
+                j = m_bodies[j].islandNext;
+            } while (j != i);
+        }
+    }
+}
+
+StepStatus World::step(float dt)
+{
+    StepStatus status;
+    if (!(dt > 0.0f) || !std::isfinite(dt))
+    {
+        status.set(StepFlag::InvalidTimeStep);
+        return status;
+    }
+    m_stats = StepStats{};
+    updatePairs(status);
+    collide(dt);
+    solve(dt);
+    finalizeBodies(dt, status);
+    updateSleep(dt);
+
+    std::uint32_t sleeping = 0;
+    for (const Body& body : m_bodies)
+    {
+        sleeping += body.alive && body.sleeping ? 1u : 0u;
+    }
+    m_stats.sleepingBodies = sleeping;
+    m_stats.contacts = static_cast<std::uint32_t>(m_contactKeys.size());
+    ++m_stepCount;
+    return status;
 }
 
 } // namespace polytope::physics

@@ -2,15 +2,34 @@
 //
 // Bodies are addressed by generational ids: a slot index plus a generation that changes whenever the slot
 // is reused, so a stale id is detected instead of silently naming another body. Per-body data lives in
-// contiguous arrays indexed by slot (hot state apart from bookkeeping), iterated in slot order, so a step
-// is deterministic for the same binary and the same sequence of calls.
+// contiguous arrays indexed by slot, iterated in slot order; contacts are kept in a vector sorted by body
+// pair; nothing in a step depends on hash-map order or on addresses. A step is therefore deterministic for
+// the same binary and the same sequence of calls, and saveState/restoreState capture everything that
+// shapes the future, so a restored world re-simulates bit-exactly (network rollback).
+//
+// One step (World::step, see world.cpp and contact_solver.h for the details):
+//   1. broadphase pairs: new overlaps of the bodies' fat boxes become contacts;
+//   2. narrowphase: every contact with an awake body gets a fresh manifold (narrowphase.h), matched to the
+//      previous one by feature id to carry the accumulated impulses (warm starting);
+//   3. bodies touching an awake body wake up (whole sleeping islands at a time);
+//   4. the soft-step solver (Box2D v3's "soft step"): substeps of integrate velocities, warm start, solve
+//      with soft position bias, integrate positions, relax; then restitution and storing impulses;
+//   5. fat boxes follow the bodies; islands whose bodies all rested long enough fall asleep.
+//
+// Capacities (bodies, contacts, hulls) are fixed by WorldConfig and reserved at creation, so a step
+// allocates nothing; running out is reported (createBody's status, step's StepStatus), never a crash.
 #pragma once
 
+#include "polytope/physics/broadphase.h"
+#include "polytope/physics/contact_solver.h"
+#include "polytope/physics/island.h"
+#include "polytope/physics/manifold.h"
 #include "polytope/physics/math.h"
 #include "polytope/physics/shapes.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace polytope::physics
@@ -29,21 +48,49 @@ struct BodyId
 enum class BodyType : std::uint8_t
 {
     Static = 0,    ///< never moves; infinite mass
-    Kinematic = 1, ///< moved by its velocity only; infinite mass
-    Dynamic = 2,   ///< moved by forces and contacts
+    Kinematic = 1, ///< moved by its velocity only; infinite mass; pushes dynamic bodies
+    Dynamic = 2,   ///< moved by gravity, forces and contacts
 };
+
+/// Degrees of freedom, as bits of BodyDesc::allowedDofs: translation along and rotation about the world
+/// axes. A locked axis gets neither velocity nor impulse along it.
+inline constexpr std::uint8_t kDofTranslationX = 1u << 0;
+inline constexpr std::uint8_t kDofTranslationY = 1u << 1;
+inline constexpr std::uint8_t kDofTranslationZ = 1u << 2;
+inline constexpr std::uint8_t kDofRotationX = 1u << 3;
+inline constexpr std::uint8_t kDofRotationY = 1u << 4;
+inline constexpr std::uint8_t kDofRotationZ = 1u << 5;
+inline constexpr std::uint8_t kDofAll = 0x3Fu;
+
+/// Planar motion: translation in the plane perpendicular to world axis `normalAxis` (0 = x, 1 = y,
+/// 2 = z) and rotation about that axis only. planarDofs(2) is the usual 2D game in the xy plane.
+constexpr std::uint8_t planarDofs(int normalAxis)
+{
+    const std::uint8_t translation = static_cast<std::uint8_t>(0x7u & ~(1u << normalAxis));
+    return static_cast<std::uint8_t>(translation | (kDofRotationX << normalAxis));
+}
+
+/// Bodies live within this distance of the origin (metres, per coordinate). Farther out float precision is
+/// worse than a metre; createBody and setTransform refuse poses beyond it, and a body that a step would
+/// carry beyond it is stopped where it was (StepFlag::NonFiniteBodyState).
+inline constexpr float kWorldBoundMeters = 1.0e6f;
 
 /// Everything needed to create a body.
 struct BodyDesc
 {
     BodyType type = BodyType::Dynamic;
     Shape shape{};
-    Transform transform{};  ///< world frame; the shape's local origin
-    Vec3 linearVelocity{};  ///< m/s
-    Vec3 angularVelocity{}; ///< rad/s, world frame
-    float density = 1000.0f; ///< kg/m^3, dynamic bodies only
-    float friction = 0.6f;   ///< Coulomb coefficient, >= 0
-    float restitution = 0.0f; ///< 0 (no bounce) .. 1 (elastic)
+    Transform transform{};              ///< world frame; the shape's local origin
+    Vec3 linearVelocity{};              ///< m/s, of the centre of mass
+    Vec3 angularVelocity{};             ///< rad/s, world frame
+    float density = 1000.0f;            ///< kg/m^3, > 0 for dynamic bodies
+    float friction = 0.6f;              ///< Coulomb coefficient, >= 0; pairs combine by geometric mean
+    float restitution = 0.0f;           ///< 0 (no bounce) .. 1 (elastic); pairs combine by max
+    float linearDamping = 0.0f;         ///< 1/s, >= 0: dv/dt = -linearDamping * v
+    float angularDamping = 0.0f;        ///< 1/s, >= 0
+    float gravityScale = 1.0f;          ///< multiplies the world's gravity for this body
+    std::uint8_t allowedDofs = kDofAll; ///< kDof* bits; see planarDofs
+    bool allowSleep = true;             ///< false keeps this body (and its island) awake
     std::uint64_t userData = 0;
 };
 
@@ -53,31 +100,60 @@ struct BodyState
     BodyId id{};
     BodyType type = BodyType::Dynamic;
     Shape shape{};
-    Transform transform{};
-    Vec3 linearVelocity{};
-    Vec3 angularVelocity{};
-    float mass = 0.0f; ///< kg; 0 for static and kinematic bodies
+    Transform transform{};  ///< world frame; the shape's local origin
+    Vec3 centerOfMass{};    ///< metres, world frame
+    Vec3 linearVelocity{};  ///< m/s, of the centre of mass
+    Vec3 angularVelocity{}; ///< rad/s, world frame
+    float mass = 0.0f;      ///< kg; 0 for static and kinematic bodies
+    bool sleeping = false;  ///< asleep: not simulated until something wakes it
     std::uint64_t userData = 0;
 };
 
+/// Every tunable of the world, with defaults for metre-sized objects at 60 Hz.
 struct WorldConfig
 {
     Vec3 gravity{0.0f, -9.81f, 0.0f}; ///< m/s^2
-    std::uint32_t maxBodies = 65536;  ///< capacity, fixed at creation
-    int velocityIterations = 10;      ///< solver iterations per step
-    float contactSlop = 0.005f;       ///< metres of penetration left uncorrected, to keep contacts alive
-    float positionCorrection = 0.2f;  ///< fraction of the remaining penetration removed per step
-    float speculativeDistance = 0.05f; ///< metres: contacts are made this far before touching
-    float restitutionThreshold = 1.0f; ///< m/s: slower impacts do not bounce
+
+    // Capacities, fixed at creation (memory is reserved up front so that steps do not allocate).
+    std::uint32_t maxBodies = 65536;   ///< bodies alive at once
+    std::uint32_t maxContacts = 65536; ///< body pairs with overlapping fat boxes (touching or not)
+    std::uint32_t maxHulls = 1024;     ///< entries of the hull catalogue
+
+    // Solver (Box2D v3's soft step).
+    int substeps = 4;                    ///< solver substeps per step, 1 .. 64
+    int relaxIterations = 1;             ///< rigid (bias-free) passes per substep, 1 .. 16
+    float contactHertz = 30.0f;          ///< stiffness of contact position correction, Hz (capped at a
+                                         ///< quarter of the substep rate)
+    float contactDampingRatio = 10.0f;   ///< damping ratio of contact position correction (10: no bounce)
+    float contactPushoutVelocity = 3.0f; ///< m/s: cap on the velocity that resolves penetration
+    float linearSlop = 0.0f;             ///< metres of penetration left uncorrected (each resting contact
+                                         ///< sinks this far, so tall stacks want 0)
+    float speculativeDistance = 0.02f;   ///< metres: contacts are made this far before shapes touch
+    float maxSpeculativeDistance = 4.0f; ///< metres: cap on the velocity-grown speculative distance of a
+                                         ///< body (|v| dt + |w| dt * extent)
+    float restitutionThreshold = 1.0f;   ///< m/s: slower impacts do not bounce
+    float maxLinearSpeed = 400.0f;       ///< m/s, per body
+    float broadphaseMargin = 0.1f;       ///< metres added around each body's box in the broadphase
+
+    // Sleeping.
+    bool enableSleep = true;
+    float sleepVelocity = 0.05f; ///< m/s: a body rests while |v| + |w| * extent stays below this
+    float timeToSleep = 0.5f;    ///< seconds an island must rest before it sleeps
 };
 
 enum class WorldStatus : std::uint8_t
 {
     Ok = 0,
     BodyCapacityReached, ///< createBody refused: maxBodies bodies exist
-    InvalidBodyDesc,     ///< createBody refused: a size, density or number is out of range or not finite
+    InvalidBodyDesc,     ///< refused: a size, density or number is out of range or not finite
     StaleBodyId,         ///< the id names no live body
+    HullCapacityReached, ///< addHull refused: maxHulls hulls exist
+    InvalidHull,         ///< addHull refused: the hull is not a closed, finite solid
+    WrongBodyType,       ///< the call does not apply to this body's type (e.g. a force on a static body)
 };
+
+/// The tight world-frame box of `shape` (not a plane) placed at `transform`; hulls come from `hulls`.
+Aabb tightBoxOf(const Shape& shape, const Transform& transform, std::span<const ConvexHull> hulls);
 
 /// Result of createBody: the id, or a null id and the reason.
 struct CreateBodyResult
@@ -86,31 +162,104 @@ struct CreateBodyResult
     WorldStatus status = WorldStatus::Ok;
 };
 
+/// Result of addHull: the catalogue index to put in Shape::hullIndex, or the reason it was refused.
+struct AddHullResult
+{
+    std::uint32_t index = 0;
+    WorldStatus status = WorldStatus::Ok;
+};
+
+/// What went wrong in a step, as bits (like Jolt's EPhysicsUpdateError). The step still completes.
+enum class StepFlag : std::uint32_t
+{
+    InvalidTimeStep = 1u << 0,        ///< dt was not finite and > 0: nothing was simulated
+    ContactCapacityReached = 1u << 1, ///< some new body pairs got no contact (WorldConfig::maxContacts)
+    NonFiniteBodyState = 1u << 2, ///< a body's state became NaN/inf or left kWorldBoundMeters (bad forces?)
+                                  ///< and was stopped at its last good pose
+};
+
+/// Flags of one step; ok() when none is set.
+struct StepStatus
+{
+    std::uint32_t flags = 0;
+
+    constexpr bool ok() const { return flags == 0; }
+    constexpr bool has(StepFlag f) const { return (flags & static_cast<std::uint32_t>(f)) != 0; }
+    constexpr void set(StepFlag f) { flags |= static_cast<std::uint32_t>(f); }
+};
+
+/// Outcome of restoreState. Anything but Ok leaves the world exactly as it was.
+enum class RestoreStatus : std::uint8_t
+{
+    Ok = 0,
+    Truncated,           ///< the buffer ends early
+    BadMagic,            ///< not a saved world
+    BadVersion,          ///< saved by another format version
+    ConfigMismatch,      ///< saved by a world with different capacities or solver settings
+    HullCatalogMismatch, ///< saved by a world whose hull catalogue differs from this world's
+    Corrupt,             ///< sizes, indices or numbers out of range (including NaN/inf), or trailing bytes
+};
+
+/// Counters of the last step, for tests, benchmarks and metrics.
+struct StepStats
+{
+    std::uint32_t awakeBodies = 0; ///< dynamic and kinematic bodies simulated
+    std::uint32_t sleepingBodies = 0;
+    std::uint32_t contacts = 0;         ///< body pairs with overlapping fat boxes
+    std::uint32_t touchingContacts = 0; ///< contacts with at least one manifold point (solved)
+    std::uint32_t contactPoints = 0;    ///< manifold points solved
+    std::uint32_t islands = 0;          ///< awake islands
+    std::uint32_t droppedPairs = 0;     ///< new pairs refused for lack of contact capacity
+};
+
 class World
 {
-public:
+  public:
     explicit World(const WorldConfig& config = {});
+
+    /// Adds a convex hull to the catalogue and returns its index for Shape::hullIndex. The hull must be a
+    /// closed solid as built by buildConvexHull or makeBoxHull (checked: indices, finite numbers, volume).
+    /// Hulls are never removed: bodies refer to them by index.
+    AddHullResult addHull(const ConvexHull& hull);
+    /// The hull catalogue.
+    std::span<const ConvexHull> hulls() const { return m_hulls; }
 
     /// Adds a body. Refuses (with a status, never a crash) when full or when the description is invalid.
     CreateBodyResult createBody(const BodyDesc& desc);
-    /// Removes a body; its id becomes stale. Returns StaleBodyId when it names no live body.
+    /// Removes a body; its id becomes stale. Bodies it touched wake up. Returns StaleBodyId when it names
+    /// no live body.
     WorldStatus destroyBody(BodyId id);
     bool isValid(BodyId id) const;
 
-    /// Advances the simulation by dt seconds (a fixed step: callers keep dt constant).
-    void step(float dt);
+    /// Advances the simulation by dt seconds (a fixed step: callers keep dt constant for best results).
+    StepStatus step(float dt);
 
-    /// The body's state, or nullptr-equivalent (false) when the id is stale.
+    /// The body's state; false when the id is stale.
     bool getBody(BodyId id, BodyState& out) const;
+    /// Sets the velocities (m/s of the centre of mass, rad/s) and wakes the body. Static bodies ignore it.
     WorldStatus setVelocity(BodyId id, const Vec3& linear, const Vec3& angular);
+    /// Moves the body (teleport: no velocity change) and wakes it.
+    WorldStatus setTransform(BodyId id, const Transform& transform);
+    /// Adds a force (N) acting at `pointWorld` (metres) during the next step; wakes the body. Dynamic only.
+    WorldStatus applyForce(BodyId id, const Vec3& force, const Vec3& pointWorld);
+    /// Adds a force (N) at the centre of mass during the next step; wakes the body. Dynamic only.
+    WorldStatus applyCentralForce(BodyId id, const Vec3& force);
+    /// Adds a torque (N m, world frame) during the next step; wakes the body. Dynamic only.
+    WorldStatus applyTorque(BodyId id, const Vec3& torque);
+    /// Applies an impulse (N s) at `pointWorld` now, changing the velocities at once; wakes the body.
+    WorldStatus applyImpulse(BodyId id, const Vec3& impulse, const Vec3& pointWorld);
+    /// Applies an angular impulse (N m s, world frame) now; wakes the body.
+    WorldStatus applyAngularImpulse(BodyId id, const Vec3& angularImpulse);
+    /// Wakes the body and its island.
+    WorldStatus wakeBody(BodyId id);
 
     /// Calls fn(const BodyState&) for every live body, in slot order.
     template <class Fn> void forEachBody(Fn&& fn) const
     {
         BodyState state;
-        for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(m_slots.size()); ++i)
+        for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(m_bodies.size()); ++i)
         {
-            if (m_slots[i].alive)
+            if (m_bodies[i].alive)
             {
                 fillState(i, state);
                 fn(static_cast<const BodyState&>(state));
@@ -122,61 +271,143 @@ public:
     std::uint64_t stepCount() const { return m_stepCount; }
     const WorldConfig& config() const { return m_config; }
     void setGravity(const Vec3& g) { m_config.gravity = g; }
+    /// Counters of the last step.
+    const StepStats& stepStats() const { return m_stats; }
 
-    /// A 64-bit hash of every live body's id, transform and velocities and of the step count: equal hashes
-    /// mean (with overwhelming likelihood) bit-identical simulation states.
+    /// A 64-bit hash of every live body's id, transform, velocities and sleep state and of the step
+    /// count: equal hashes mean (with overwhelming likelihood) bit-identical simulation states.
     std::uint64_t stateHash() const;
 
-private:
-    struct Slot
+    /// Replaces `out` with a snapshot of everything that shapes the future (bodies, contacts with their
+    /// impulses and feature ids, fat boxes, sleep state, forces pending, gravity, step count) and a
+    /// fingerprint of the hull catalogue (hulls themselves are not stored). May allocate.
+    void saveState(std::vector<std::uint8_t>& out) const;
+    /// Replaces the world's state with a snapshot made by saveState of a world with the same WorldConfig
+    /// capacities and solver settings and the same hull catalogue (add the hulls first). Either everything
+    /// is loaded or nothing is: a truncated, corrupt or foreign buffer is refused with a status and the
+    /// world is left unchanged. May allocate.
+    RestoreStatus restoreState(std::span<const std::uint8_t> data);
+
+  private:
+    struct Body
     {
         std::uint32_t generation = 0;
         bool alive = false;
         BodyType type = BodyType::Dynamic;
+        bool sleeping = false;
+        bool allowSleep = true;
+        bool pendingPlaneTest = false; ///< fat box changed since the last plane-pair check
+        bool proxyMoved = false;       ///< fat box changed since the last broadphase pair update
+        std::uint8_t allowedDofs = kDofAll;
+        std::int32_t proxy = kNullProxy;      ///< broadphase proxy; kNullProxy for planes
+        std::uint32_t islandNext = kNoIsland; ///< next body of its sleeping island, or kNoIsland
         std::uint64_t userData = 0;
     };
-    struct MassData
+    static constexpr std::uint32_t kNoIsland = 0xFFFFFFFFu;
+
+    /// Motion state and mass of a body (by slot).
+    struct BodySim
     {
+        Transform transform{}; ///< shape origin, world
+        Vec3 center{};         ///< centre of mass, world
+        Vec3 localCenter{};    ///< centre of mass, shape frame
+        Vec3 linearVelocity{};
+        Vec3 angularVelocity{};
+        Vec3 force{};  ///< N, accumulated until the next step
+        Vec3 torque{}; ///< N m
         float inverseMass = 0.0f;
-        Mat3 inverseInertiaLocal = Mat3::zero();
+        Mat3 inertiaLocal = Mat3::zero();        ///< kg m^2 about the centre of mass, shape axes
+        Mat3 inverseInertiaLocal = Mat3::zero(); ///< inverse of inertiaLocal (zero for non-dynamic)
+        float extent = 0.0f;                     ///< metres: farthest surface point from the centre of mass
+        float sleepTime = 0.0f;                  ///< seconds at rest
+        bool isotropicInertia = true; ///< inertia is a multiple of identity (spheres, cubes): no gyroscopic
+                                      ///< term
     };
+
     struct Material
     {
         float friction = 0.6f;
         float restitution = 0.0f;
+        float linearDamping = 0.0f;
+        float angularDamping = 0.0f;
+        float gravityScale = 1.0f;
     };
-    struct ContactPoint
+
+    /// A persistent contact between two bodies whose fat boxes overlap. Roles are ordered so that the
+    /// narrowphase routine exists for (type of A, type of B) without mirroring where possible.
+    struct Contact
     {
-        std::uint32_t body = 0;
-        Vec3 normal{};          ///< from the static plane towards the body
-        Vec3 arm{};             ///< from the body's centre of mass to the contact point
-        Vec3 tangent1{}, tangent2{};
-        float separation = 0.0f; ///< metres; negative when penetrating
-        float normalMass = 0.0f, tangentMass1 = 0.0f, tangentMass2 = 0.0f;
-        float bias = 0.0f;             ///< target normal velocity from restitution or correction
-        float normalImpulse = 0.0f;    ///< accumulated, >= 0
-        float tangentImpulse1 = 0.0f, tangentImpulse2 = 0.0f;
+        std::uint32_t bodyA = 0;
+        std::uint32_t bodyB = 0;
+        ContactManifold manifold{};                  ///< A's frame
+        float normalImpulse[kMaxManifoldPoints]{};   ///< N s, per substep, for warm starting
+        float tangentImpulse1[kMaxManifoldPoints]{}; ///< along the manifold's first tangent (A's frame)
+        float tangentImpulse2[kMaxManifoldPoints]{};
         float friction = 0.0f;
+        float restitution = 0.0f;
+        std::uint32_t constraint = 0; ///< index into the step's constraint array, while solving
+    };
+
+    /// Sorted index of the contacts: key = (smaller slot << 32) | larger slot.
+    struct ContactKey
+    {
+        std::uint64_t key = 0;
+        std::uint32_t contact = 0;
     };
 
     void fillState(std::uint32_t index, BodyState& out) const;
-    void collectPlaneContacts(float dt);
-    void addContact(std::uint32_t body, std::uint32_t plane, const Vec3& pointWorld, float separation,
-                    const Vec3& normal, float dt);
+    static std::uint64_t pairKey(std::uint32_t a, std::uint32_t b);
+    Aabb computeTightBox(std::uint32_t index) const;
+    Aabb computeFatBox(std::uint32_t index, float dt) const;
+    void updateFatBox(std::uint32_t index, float dt, bool force);
+    bool fatBoxesOverlap(std::uint32_t a, std::uint32_t b) const;
+    bool pairEligible(std::uint32_t a, std::uint32_t b) const;
+    void wakeIsland(std::uint32_t index);
+    void updatePairs(StepStatus& status);
+    bool collectPairCandidates(); ///< false when the candidate list overflowed
+    void mergeNewPairs(StepStatus& status);
+    bool updateContact(Contact& contact, float dt);
+    void collide(float dt);
+    void solve(float dt);
+    void finalizeBodies(float dt, StepStatus& status);
+    void updateSleep(float dt);
+    float speculativeReach(std::uint32_t index, float dt) const;
     Mat3 inverseInertiaWorld(std::uint32_t index) const;
+    void rebuildBroadphase(); ///< recreates the tree from m_fatBoxes and the proxyMoved flags
 
     WorldConfig m_config;
-    std::vector<Slot> m_slots;
-    std::vector<std::uint32_t> m_freeSlots; ///< LIFO; reuse order is deterministic
-    std::vector<Transform> m_transforms;
-    std::vector<Vec3> m_linearVelocities;
-    std::vector<Vec3> m_angularVelocities;
-    std::vector<MassData> m_mass;
+    std::vector<ConvexHull> m_hulls;
+    std::vector<Body> m_bodies;
+    std::vector<BodySim> m_sims;
     std::vector<Material> m_materials;
     std::vector<Shape> m_shapes;
-    std::vector<ContactPoint> m_contacts; ///< rebuilt each step; capacity kept
+    std::vector<Aabb> m_fatBoxes;           ///< per slot; planes have none
+    std::vector<std::uint32_t> m_freeSlots; ///< LIFO; reuse order is deterministic
+    std::vector<std::uint32_t> m_planes;    ///< slots of plane bodies, ascending
     std::uint32_t m_bodyCount = 0;
     std::uint64_t m_stepCount = 0;
+
+    BroadphaseTree m_broadphase;
+    std::vector<BroadphasePair> m_pairScratch;
+    std::vector<std::uint64_t> m_newKeys;       ///< candidate pair keys of this step, sorted
+    std::vector<ContactKey> m_contactKeys;      ///< sorted by key
+    std::vector<ContactKey> m_contactKeysMerge; ///< scratch for the merge
+    std::vector<Contact> m_contacts;            ///< pool
+    std::vector<std::uint32_t> m_freeContacts;  ///< LIFO
+    std::vector<std::uint8_t> m_contactUpdated; ///< per pool entry: updated this step
+
+    // Per-step solver arrays (capacity reserved at creation).
+    std::vector<std::uint32_t> m_solverIndex; ///< per slot: index into the solver arrays (0 = static dummy)
+    std::vector<std::uint32_t> m_solverSlots; ///< per solver body: its slot
+    std::vector<SolverBody> m_solverBodies;
+    std::vector<SolverBodyMass> m_solverMasses;
+    std::vector<SolverBodyMotion> m_solverMotions;
+    std::vector<ContactConstraint> m_constraints;
+    IslandBuilder m_islands;
+    std::vector<float> m_islandSleep;        ///< per slot (island roots): least rest time in the island
+    std::vector<std::uint32_t> m_islandTail; ///< per slot (island roots): last body linked while sleeping
+
+    StepStats m_stats;
 };
 
 } // namespace polytope::physics

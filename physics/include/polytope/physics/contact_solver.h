@@ -1,0 +1,166 @@
+// Polytope physics: the contact solver, Box2D v3's "soft step" in 3D.
+//
+// Rationale (after Erin Catto, "Solver2D" (2024) and Box2D v3's solver.c / contact_solver.c; written
+// afresh). A step collides once, then runs N substeps of
+//     integrate velocities -> warm start -> solve (soft, with position bias) -> integrate positions -> relax
+// and ends with restitution and storing the impulses for the next step's warm start.
+// - Position errors are fixed with a *soft* constraint (a damped spring of `contactHertz`, damping ratio
+//   `contactDampingRatio`, expressed through the mass-normalised coefficients of Softness) instead of
+//   Baumgarte's "bias = beta * C / h": the spring's implicit form is stable at any mass ratio, and the
+//   relax pass that follows (the same constraints, rigid and without bias) removes the velocity the bias
+//   added, so pushing bodies apart adds no energy. Push-out speed is capped (`contactPushoutVelocity`).
+// - The current separation of a contact point is estimated from the bodies' accumulated displacement in
+//   this step (deltaPosition, and deltaRotation as a small rotation vector), without running the
+//   narrowphase again: s = s0 + n . ((dpB + dthetaB x rB) - (dpA + dthetaA x rA)). Anchors (r) stay fixed
+//   for the step.
+// - Speculative contacts (s > 0) only forbid closing more than the gap within one substep: bias = s / h.
+// - Friction: two tangent directions per point, clamped together to the Coulomb disc of radius
+//   friction * normal impulse. Restitution is applied once after the substeps, from the fastest normal
+//   approach seen in the step (before the step, or before a substep's solve: a body that hits mid-step
+//   has gained speed since the step began), for approaches faster than the threshold.
+// - Accumulated impulses are per-substep impulses: warm starting applies them at the start of every
+//   substep.
+//
+// Data layout follows qu3e/Box2D: the solver works on contiguous per-step arrays (SolverBody: 48 hot
+// bytes; SolverBodyMass; ContactConstraint with up to four points) in plain loops, no virtual calls and no
+// allocation. Index 0 of the body arrays is a dummy with zero mass and velocity that stands for every
+// static body.
+#pragma once
+
+#include "polytope/physics/manifold.h"
+#include "polytope/physics/math.h"
+
+#include <cstdint>
+#include <span>
+
+namespace polytope::physics
+{
+
+/// Coefficients of a soft constraint for one substep of h seconds (Catto, "Soft Constraints", GDC 2011;
+/// Box2D v3's b2Softness).
+struct Softness
+{
+    float biasRate = 0.0f;     ///< 1/s: velocity bias per metre of error
+    float massScale = 1.0f;    ///< scales the rigid impulse
+    float impulseScale = 0.0f; ///< fraction of the accumulated impulse removed (the spring's softness)
+};
+
+/// Softness of a spring of `hertz` (> 0) and `dampingRatio` (>= 0) over substeps of `h` seconds. hertz
+/// == 0 gives a rigid constraint without bias.
+Softness makeSoftness(float hertz, float dampingRatio, float h);
+
+/// Hot per-step state of a body being solved: 48 bytes.
+struct SolverBody
+{
+    Vec3 linearVelocity{};  ///< m/s, centre of mass
+    Vec3 angularVelocity{}; ///< rad/s, world
+    Vec3 deltaPosition{};   ///< metres moved by the centre of mass since the step began
+    Vec3 deltaRotation{};   ///< radians: rotation vector accumulated since the step began (sum of w h)
+};
+static_assert(sizeof(SolverBody) == 48, "SolverBody is the solver's hot record: keep it at 48 bytes");
+
+/// Inverse mass of a body being solved, with locked degrees of freedom removed.
+struct SolverBodyMass
+{
+    Vec3 inverseMass{};                 ///< 1/kg per world axis (0 on locked axes and for non-dynamic)
+    Mat3 inverseInertia = Mat3::zero(); ///< world frame, restricted to the free rotation axes
+};
+
+/// Everything the integrators need about a body being solved.
+struct SolverBodyMotion
+{
+    Vec3 center{};                           ///< centre of mass, world; advanced by integratePositions
+    Quat rotation{};                         ///< advanced by integratePositions
+    Vec3 linearAcceleration{};               ///< m/s^2: gravity and force, locked axes removed
+    Vec3 angularAcceleration{};              ///< rad/s^2: torque, locked axes removed
+    Vec3 linearMask{1.0f, 1.0f, 1.0f};       ///< 1 on free translation axes, 0 on locked ones
+    Vec3 angularMask{1.0f, 1.0f, 1.0f};      ///< 1 on free rotation axes, 0 on locked ones
+    float linearDamping = 0.0f;              ///< 1/s
+    float angularDamping = 0.0f;             ///< 1/s
+    Mat3 inertiaLocal = Mat3::zero();        ///< body axes; used for the gyroscopic update
+    Mat3 inverseInertiaLocal = Mat3::zero(); ///< body axes
+    bool integrateVelocity = true;           ///< false for kinematic bodies: their velocity is prescribed
+    bool gyroscopic = false; ///< conserve angular momentum through rotation (non-isotropic, all
+                             ///< rotation axes free)
+};
+
+/// One point of a contact constraint. The angular parts of the Jacobians ("arms", r x direction) and
+/// their images under the inverse inertia ("turns") are computed once per step, so that a solver
+/// iteration is a handful of dot products and multiply-adds.
+struct ContactConstraintPoint
+{
+    Vec3 anchorA{};      ///< metres, world: contact point minus A's centre of mass
+    Vec3 anchorB{};      ///< metres, world: contact point minus B's centre of mass
+    Vec3 normalArmA{};   ///< anchorA x normal
+    Vec3 normalArmB{};   ///< anchorB x normal
+    Vec3 normalTurnA{};  ///< A's inverse inertia times normalArmA
+    Vec3 normalTurnB{};  ///< B's inverse inertia times normalArmB
+    Vec3 tangent1ArmA{}; ///< anchorA x tangent1
+    Vec3 tangent1ArmB{};
+    Vec3 tangent1TurnA{};
+    Vec3 tangent1TurnB{};
+    Vec3 tangent2ArmA{}; ///< anchorA x tangent2
+    Vec3 tangent2ArmB{};
+    Vec3 tangent2TurnA{};
+    Vec3 tangent2TurnB{};
+    float baseSeparation = 0.0f;   ///< metres: separation at the step's start (negative: penetration)
+    float relativeVelocity = 0.0f; ///< m/s: fastest normal approach seen in the step (for restitution)
+    float normalImpulse = 0.0f;    ///< N s, accumulated within a substep, >= 0
+    float tangentImpulse1 = 0.0f;  ///< N s
+    float tangentImpulse2 = 0.0f;  ///< N s
+    float maxNormalImpulse = 0.0f; ///< N s: largest normal impulse of the step (restitution needs > 0)
+    float normalMass = 0.0f;       ///< kg: effective mass along the normal
+    float tangentMass1 = 0.0f;
+    float tangentMass2 = 0.0f;
+};
+
+/// The constraint of one contact manifold: up to four points sharing a normal and friction basis.
+struct ContactConstraint
+{
+    std::uint32_t bodyA = 0; ///< solver body index (0: static)
+    std::uint32_t bodyB = 0;
+    Vec3 normal{};       ///< unit, world, from A to B
+    Vec3 tangent1{};     ///< unit, world, perpendicular to the normal
+    Vec3 tangent2{};     ///< unit, world: cross(normal, tangent1)
+    Vec3 normalShiftA{}; ///< A's per-axis inverse mass times the normal: velocity change per unit impulse
+    Vec3 normalShiftB{};
+    Vec3 tangent1ShiftA{};
+    Vec3 tangent1ShiftB{};
+    Vec3 tangent2ShiftA{};
+    Vec3 tangent2ShiftB{};
+    float friction = 0.0f;
+    float restitution = 0.0f;
+    Softness softness{};
+    int pointCount = 0;
+    ContactConstraintPoint points[kMaxManifoldPoints];
+};
+
+/// Fills the Jacobians, effective masses and pre-step relative velocities of `c`, whose bodies, normal,
+/// tangents, anchors, separations and warm-start impulses are set.
+void prepareContactConstraint(ContactConstraint& c, std::span<const SolverBody> bodies,
+                              std::span<const SolverBodyMass> masses);
+
+/// Substep velocity integration: gravity and forces, damping, speed caps. `h` in seconds.
+void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions, float h,
+                         float maxLinearSpeed);
+
+/// Substep position integration: centres, rotations (with the gyroscopic correction), and the deltas
+/// the solver's separation estimate reads.
+void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions, float h);
+
+/// Applies the accumulated impulses of every constraint.
+void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<SolverBody> bodies,
+                       std::span<const SolverBodyMass> masses);
+
+/// One Gauss-Seidel pass over the constraints: normal (soft with bias when `useBias`, rigid without) then
+/// friction. `inverseH`: 1 / substep seconds.
+void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
+                   std::span<const SolverBodyMass> masses, float inverseH, float pushoutVelocity,
+                   float linearSlop, bool useBias);
+
+/// Restitution after the substeps: points that approached faster than `threshold` (m/s) and carried
+/// load get a normal velocity of -restitution times their approach velocity.
+void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
+                      std::span<const SolverBodyMass> masses, float threshold);
+
+} // namespace polytope::physics

@@ -1,0 +1,294 @@
+// The soft-step contact solver (see contact_solver.h for the rationale).
+#include "polytope/physics/contact_solver.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace polytope::physics
+{
+namespace
+{
+
+/// Velocity of B's anchor relative to A's along a direction, through the precomputed Jacobian.
+inline float relativeSpeed(const SolverBody& a, const SolverBody& b, const Vec3& dir, const Vec3& armA,
+                           const Vec3& armB)
+{
+    return dot(b.linearVelocity - a.linearVelocity, dir) + dot(b.angularVelocity, armB) -
+           dot(a.angularVelocity, armA);
+}
+
+/// Applies impulse lambda along a direction: -lambda to A, +lambda to B.
+inline void applyAlong(SolverBody& a, SolverBody& b, const Vec3& shiftA, const Vec3& shiftB,
+                       const Vec3& turnA, const Vec3& turnB, float lambda)
+{
+    a.linearVelocity -= shiftA * lambda;
+    a.angularVelocity -= turnA * lambda;
+    b.linearVelocity += shiftB * lambda;
+    b.angularVelocity += turnB * lambda;
+}
+
+/// Effective mass 1 / (J M^-1 J^T) from the parts of the Jacobian; 0 when nothing can move.
+inline float effectiveMass(const Vec3& dir, const Vec3& shiftA, const Vec3& shiftB, const Vec3& armA,
+                           const Vec3& armB, const Vec3& turnA, const Vec3& turnB)
+{
+    const float k = dot(dir, shiftA) + dot(dir, shiftB) + dot(armA, turnA) + dot(armB, turnB);
+    return k > 0.0f ? 1.0f / k : 0.0f;
+}
+
+} // namespace
+
+Softness makeSoftness(float hertz, float dampingRatio, float h)
+{
+    if (!(hertz > 0.0f))
+    {
+        return {0.0f, 1.0f, 0.0f};
+    }
+    const float omega = 2.0f * kPi * hertz;
+    const float a1 = 2.0f * dampingRatio + h * omega;
+    const float a2 = h * omega * a1;
+    const float a3 = 1.0f / (1.0f + a2);
+    return {omega / a1, a2 * a3, a3};
+}
+
+void prepareContactConstraint(ContactConstraint& c, std::span<const SolverBody> bodies,
+                              std::span<const SolverBodyMass> masses)
+{
+    const SolverBody& a = bodies[c.bodyA];
+    const SolverBody& b = bodies[c.bodyB];
+    const SolverBodyMass& ma = masses[c.bodyA];
+    const SolverBodyMass& mb = masses[c.bodyB];
+    c.normalShiftA = mulPerElem(ma.inverseMass, c.normal);
+    c.normalShiftB = mulPerElem(mb.inverseMass, c.normal);
+    c.tangent1ShiftA = mulPerElem(ma.inverseMass, c.tangent1);
+    c.tangent1ShiftB = mulPerElem(mb.inverseMass, c.tangent1);
+    c.tangent2ShiftA = mulPerElem(ma.inverseMass, c.tangent2);
+    c.tangent2ShiftB = mulPerElem(mb.inverseMass, c.tangent2);
+    for (int i = 0; i < c.pointCount; ++i)
+    {
+        ContactConstraintPoint& p = c.points[i];
+        p.normalArmA = cross(p.anchorA, c.normal);
+        p.normalArmB = cross(p.anchorB, c.normal);
+        p.normalTurnA = ma.inverseInertia * p.normalArmA;
+        p.normalTurnB = mb.inverseInertia * p.normalArmB;
+        p.tangent1ArmA = cross(p.anchorA, c.tangent1);
+        p.tangent1ArmB = cross(p.anchorB, c.tangent1);
+        p.tangent1TurnA = ma.inverseInertia * p.tangent1ArmA;
+        p.tangent1TurnB = mb.inverseInertia * p.tangent1ArmB;
+        p.tangent2ArmA = cross(p.anchorA, c.tangent2);
+        p.tangent2ArmB = cross(p.anchorB, c.tangent2);
+        p.tangent2TurnA = ma.inverseInertia * p.tangent2ArmA;
+        p.tangent2TurnB = mb.inverseInertia * p.tangent2ArmB;
+        p.normalMass = effectiveMass(c.normal, c.normalShiftA, c.normalShiftB, p.normalArmA, p.normalArmB,
+                                     p.normalTurnA, p.normalTurnB);
+        p.tangentMass1 = effectiveMass(c.tangent1, c.tangent1ShiftA, c.tangent1ShiftB, p.tangent1ArmA,
+                                       p.tangent1ArmB, p.tangent1TurnA, p.tangent1TurnB);
+        p.tangentMass2 = effectiveMass(c.tangent2, c.tangent2ShiftA, c.tangent2ShiftB, p.tangent2ArmA,
+                                       p.tangent2ArmB, p.tangent2TurnA, p.tangent2TurnB);
+        p.relativeVelocity = relativeSpeed(a, b, c.normal, p.normalArmA, p.normalArmB);
+        p.maxNormalImpulse = 0.0f;
+    }
+}
+
+void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions, float h,
+                         float maxLinearSpeed)
+{
+    // Body 0 is the static dummy.
+    const float maxSpeedSquared = maxLinearSpeed * maxLinearSpeed;
+    // Box2D's rule: no body turns more than a quarter turn per substep.
+    const float maxAngularSpeed = 0.25f * kPi / h;
+    const float maxAngularSpeedSquared = maxAngularSpeed * maxAngularSpeed;
+    for (std::size_t i = 1; i < bodies.size(); ++i)
+    {
+        const SolverBodyMotion& m = motions[i];
+        if (!m.integrateVelocity)
+        {
+            continue;
+        }
+        SolverBody& s = bodies[i];
+        // Implicit damping: v' = v / (1 + h c), stable for any c.
+        Vec3 v = (s.linearVelocity + m.linearAcceleration * h) * (1.0f / (1.0f + h * m.linearDamping));
+        Vec3 w = (s.angularVelocity + m.angularAcceleration * h) * (1.0f / (1.0f + h * m.angularDamping));
+        const float v2 = lengthSquared(v);
+        if (v2 > maxSpeedSquared)
+        {
+            v *= maxLinearSpeed / std::sqrt(v2);
+        }
+        const float w2 = lengthSquared(w);
+        if (w2 > maxAngularSpeedSquared)
+        {
+            w *= maxAngularSpeed / std::sqrt(w2);
+        }
+        s.linearVelocity = v;
+        s.angularVelocity = w;
+    }
+}
+
+void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions, float h)
+{
+    for (std::size_t i = 1; i < bodies.size(); ++i)
+    {
+        SolverBody& s = bodies[i];
+        SolverBodyMotion& m = motions[i];
+        const Vec3 dp = s.linearVelocity * h;
+        s.deltaPosition += dp;
+        m.center += dp;
+        s.deltaRotation += s.angularVelocity * h;
+        if (!m.gyroscopic)
+        {
+            m.rotation = integrateRotation(m.rotation, s.angularVelocity, h);
+            continue;
+        }
+        // Free rotation conserves the world angular momentum L = R I R^T w while R turns: carry L across
+        // the rotation update and read w back with the new R. |L| is kept exactly (so the kinetic energy,
+        // L^T R I^-1 R^T L / 2, stays between |L|^2 / 2 I_max and |L|^2 / 2 I_min and cannot run away).
+        const Mat3 r0 = toMat3(m.rotation);
+        const Vec3 momentum = r0 * (m.inertiaLocal * mulTransposed(r0, s.angularVelocity));
+        m.rotation = integrateRotation(m.rotation, s.angularVelocity, h);
+        const Mat3 r1 = toMat3(m.rotation);
+        s.angularVelocity = r1 * (m.inverseInertiaLocal * mulTransposed(r1, momentum));
+    }
+}
+
+void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<SolverBody> bodies,
+                       std::span<const SolverBodyMass> /*masses*/)
+{
+    for (const ContactConstraint& c : constraints)
+    {
+        SolverBody& a = bodies[c.bodyA];
+        SolverBody& b = bodies[c.bodyB];
+        for (int i = 0; i < c.pointCount; ++i)
+        {
+            const ContactConstraintPoint& p = c.points[i];
+            const float n = p.normalImpulse;
+            const float t1 = p.tangentImpulse1;
+            const float t2 = p.tangentImpulse2;
+            a.linearVelocity -= c.normalShiftA * n + c.tangent1ShiftA * t1 + c.tangent2ShiftA * t2;
+            a.angularVelocity -= p.normalTurnA * n + p.tangent1TurnA * t1 + p.tangent2TurnA * t2;
+            b.linearVelocity += c.normalShiftB * n + c.tangent1ShiftB * t1 + c.tangent2ShiftB * t2;
+            b.angularVelocity += p.normalTurnB * n + p.tangent1TurnB * t1 + p.tangent2TurnB * t2;
+        }
+    }
+}
+
+namespace
+{
+
+template <bool useBias>
+void solveContactsImpl(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float inverseH,
+                       float pushoutVelocity, float linearSlop)
+{
+    for (ContactConstraint& c : constraints)
+    {
+        SolverBody& a = bodies[c.bodyA];
+        SolverBody& b = bodies[c.bodyB];
+        // The part of the current separation shared by all points: the relative displacement.
+        const float shift = dot(b.deltaPosition - a.deltaPosition, c.normal);
+
+        for (int i = 0; i < c.pointCount; ++i)
+        {
+            ContactConstraintPoint& p = c.points[i];
+            // Separation now, from the motion so far in this step.
+            const float s = shift + dot(b.deltaRotation, p.normalArmB) - dot(a.deltaRotation, p.normalArmA) +
+                            p.baseSeparation;
+            float bias = 0.0f;
+            float massScale = 1.0f;
+            float impulseScale = 0.0f;
+            if (s > 0.0f)
+            {
+                bias = s * inverseH; // speculative: do not close more than the gap in this substep
+            }
+            else if (useBias)
+            {
+                bias = std::max(c.softness.biasRate * std::min(s + linearSlop, 0.0f), -pushoutVelocity);
+                massScale = c.softness.massScale;
+                impulseScale = c.softness.impulseScale;
+            }
+            const float vn = relativeSpeed(a, b, c.normal, p.normalArmA, p.normalArmB);
+            if (useBias)
+            {
+                // The fastest approach seen in the step: a body that hits mid-step has gained speed since
+                // the step began, and restitution should return that speed.
+                p.relativeVelocity = std::min(p.relativeVelocity, vn);
+            }
+            const float lambda = -p.normalMass * massScale * (vn + bias) - impulseScale * p.normalImpulse;
+            const float total = std::max(p.normalImpulse + lambda, 0.0f);
+            const float applied = total - p.normalImpulse;
+            p.normalImpulse = total;
+            p.maxNormalImpulse = std::max(p.maxNormalImpulse, applied);
+            applyAlong(a, b, c.normalShiftA, c.normalShiftB, p.normalTurnA, p.normalTurnB, applied);
+        }
+
+        for (int i = 0; i < c.pointCount; ++i)
+        {
+            ContactConstraintPoint& p = c.points[i];
+            const float v1 = relativeSpeed(a, b, c.tangent1, p.tangent1ArmA, p.tangent1ArmB);
+            const float v2 = relativeSpeed(a, b, c.tangent2, p.tangent2ArmA, p.tangent2ArmB);
+            float t1 = p.tangentImpulse1 - p.tangentMass1 * v1;
+            float t2 = p.tangentImpulse2 - p.tangentMass2 * v2;
+            const float maxFriction = c.friction * p.normalImpulse;
+            const float magnitudeSquared = t1 * t1 + t2 * t2;
+            if (magnitudeSquared > maxFriction * maxFriction)
+            {
+                const float scale =
+                    magnitudeSquared > 0.0f ? maxFriction / std::sqrt(magnitudeSquared) : 0.0f;
+                t1 *= scale;
+                t2 *= scale;
+            }
+            const float d1 = t1 - p.tangentImpulse1;
+            const float d2 = t2 - p.tangentImpulse2;
+            p.tangentImpulse1 = t1;
+            p.tangentImpulse2 = t2;
+            a.linearVelocity -= c.tangent1ShiftA * d1 + c.tangent2ShiftA * d2;
+            a.angularVelocity -= p.tangent1TurnA * d1 + p.tangent2TurnA * d2;
+            b.linearVelocity += c.tangent1ShiftB * d1 + c.tangent2ShiftB * d2;
+            b.angularVelocity += p.tangent1TurnB * d1 + p.tangent2TurnB * d2;
+        }
+    }
+}
+
+} // namespace
+
+void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
+                   std::span<const SolverBodyMass> /*masses*/, float inverseH, float pushoutVelocity,
+                   float linearSlop, bool useBias)
+{
+    if (useBias)
+    {
+        solveContactsImpl<true>(constraints, bodies, inverseH, pushoutVelocity, linearSlop);
+    }
+    else
+    {
+        solveContactsImpl<false>(constraints, bodies, inverseH, pushoutVelocity, linearSlop);
+    }
+}
+
+void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
+                      std::span<const SolverBodyMass> /*masses*/, float threshold)
+{
+    for (ContactConstraint& c : constraints)
+    {
+        if (c.restitution == 0.0f)
+        {
+            continue;
+        }
+        SolverBody& a = bodies[c.bodyA];
+        SolverBody& b = bodies[c.bodyB];
+        for (int i = 0; i < c.pointCount; ++i)
+        {
+            ContactConstraintPoint& p = c.points[i];
+            if (p.relativeVelocity > -threshold || p.maxNormalImpulse == 0.0f)
+            {
+                continue;
+            }
+            const float vn = relativeSpeed(a, b, c.normal, p.normalArmA, p.normalArmB);
+            const float lambda = -p.normalMass * (vn + c.restitution * p.relativeVelocity);
+            const float total = std::max(p.normalImpulse + lambda, 0.0f);
+            const float applied = total - p.normalImpulse;
+            p.normalImpulse = total;
+            p.maxNormalImpulse = std::max(p.maxNormalImpulse, applied);
+            applyAlong(a, b, c.normalShiftA, c.normalShiftB, p.normalTurnA, p.normalTurnB, applied);
+        }
+    }
+}
+
+} // namespace polytope::physics

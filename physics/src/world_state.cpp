@@ -1,0 +1,680 @@
+// Polytope physics: the world's state hash and its snapshots (saveState / restoreState).
+//
+// A snapshot holds everything that shapes the future of the simulation, so that restore-then-step gives
+// bit-identical results to the original run (network rollback, replays):
+//   header      magic "PTWS", format version, a fingerprint of the WorldConfig fields that must match
+//               (capacities and solver settings), gravity (settable), step count
+//   hulls       a fingerprint of the hull catalogue: hulls are not stored, the restoring world must have
+//               added the same hulls (in the same order) before restoring
+//   bodies      every slot (dead ones keep their generation, so stale ids stay stale), with motion state,
+//               mass, material, shape, fat box, sleep state and island links, forces pending
+//   free slots  in LIFO order (slot reuse order is part of the future)
+//   contacts    in key order: bodies, manifold (points, feature ids) and accumulated impulses
+// The broadphase tree is not stored: it is rebuilt from the fat boxes. Its shape may differ from the
+// original, but pairs are reported as a set and sorted by body slots, so the contacts come out the same.
+// Proxies whose fat box changed since the last pair update are marked moved again, as they were.
+//
+// Byte order is the host's (snapshots are for the same binary). Reading never trusts the buffer: every
+// count is checked against the capacities and the bytes left, every float must be finite, every index in
+// range; the world is only touched once everything has been read and checked.
+#include "polytope/physics/mass.h"
+#include "polytope/physics/narrowphase.h"
+#include "polytope/physics/world.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace polytope::physics
+{
+namespace
+{
+
+constexpr std::uint32_t kSnapshotMagic = 0x53575450u; // "PTWS" little-endian
+constexpr std::uint32_t kSnapshotVersion = 1;
+
+/// FNV-1a, 64 bits, over explicit little pieces (never over structs with padding).
+struct Fnv64
+{
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    void bytes(const void* p, std::size_t n)
+    {
+        const auto* b = static_cast<const unsigned char*>(p);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            h ^= b[i];
+            h *= 0x100000001b3ull;
+        }
+    }
+    void u32(std::uint32_t v) { bytes(&v, sizeof v); }
+    void u64(std::uint64_t v) { bytes(&v, sizeof v); }
+    void f32(float v)
+    {
+        std::uint32_t u;
+        std::memcpy(&u, &v, sizeof u);
+        u32(u);
+    }
+    void vec(const Vec3& v)
+    {
+        f32(v.x);
+        f32(v.y);
+        f32(v.z);
+    }
+};
+
+float maxAbs(const Vec3& v)
+{
+    return std::max(std::fabs(v.x), std::max(std::fabs(v.y), std::fabs(v.z)));
+}
+
+std::uint64_t configFingerprint(const WorldConfig& c)
+{
+    Fnv64 h;
+    h.u32(c.maxBodies);
+    h.u32(c.maxContacts);
+    h.u32(c.maxHulls);
+    h.u32(static_cast<std::uint32_t>(c.substeps));
+    h.u32(static_cast<std::uint32_t>(c.relaxIterations));
+    for (float f : {c.contactHertz, c.contactDampingRatio, c.contactPushoutVelocity, c.linearSlop,
+                    c.speculativeDistance, c.maxSpeculativeDistance, c.restitutionThreshold, c.maxLinearSpeed,
+                    c.broadphaseMargin, c.sleepVelocity, c.timeToSleep})
+    {
+        h.f32(f);
+    }
+    h.u32(c.enableSleep ? 1u : 0u);
+    return h.h;
+}
+
+class Writer
+{
+  public:
+    explicit Writer(std::vector<std::uint8_t>& out) : m_out(out) {}
+    template <class T> void raw(const T& v)
+    {
+        const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+        m_out.insert(m_out.end(), p, p + sizeof(T));
+    }
+    void u8(std::uint8_t v) { raw(v); }
+    void u16(std::uint16_t v) { raw(v); }
+    void u32(std::uint32_t v) { raw(v); }
+    void u64(std::uint64_t v) { raw(v); }
+    void f32(float v) { raw(v); }
+    void vec(const Vec3& v)
+    {
+        f32(v.x);
+        f32(v.y);
+        f32(v.z);
+    }
+    void quat(const Quat& q)
+    {
+        f32(q.x);
+        f32(q.y);
+        f32(q.z);
+        f32(q.w);
+    }
+    void mat(const Mat3& m)
+    {
+        vec(m.c0);
+        vec(m.c1);
+        vec(m.c2);
+    }
+
+  private:
+    std::vector<std::uint8_t>& m_out;
+};
+
+/// Reads from a span; any failure (short buffer, non-finite float) latches `ok` to false and yields zeros.
+class Reader
+{
+  public:
+    explicit Reader(std::span<const std::uint8_t> data) : m_data(data) {}
+    bool ok = true;
+    bool truncated = false;
+
+    template <class T> T raw()
+    {
+        T v{};
+        if (!ok)
+        {
+            return v;
+        }
+        if (m_data.size() - m_offset < sizeof(T))
+        {
+            ok = false;
+            truncated = true;
+            return v;
+        }
+        std::memcpy(&v, m_data.data() + m_offset, sizeof(T));
+        m_offset += sizeof(T);
+        return v;
+    }
+    std::uint8_t u8() { return raw<std::uint8_t>(); }
+    std::uint16_t u16() { return raw<std::uint16_t>(); }
+    std::uint32_t u32() { return raw<std::uint32_t>(); }
+    std::uint64_t u64() { return raw<std::uint64_t>(); }
+    float f32()
+    {
+        const float v = raw<float>();
+        if (!std::isfinite(v))
+        {
+            ok = false;
+            return 0.0f;
+        }
+        return v;
+    }
+    Vec3 vec()
+    {
+        const float x = f32();
+        const float y = f32();
+        const float z = f32();
+        return {x, y, z};
+    }
+    Quat quat()
+    {
+        Quat q;
+        q.x = f32();
+        q.y = f32();
+        q.z = f32();
+        q.w = f32();
+        return q;
+    }
+    Mat3 mat()
+    {
+        Mat3 m;
+        m.c0 = vec();
+        m.c1 = vec();
+        m.c2 = vec();
+        return m;
+    }
+    bool boolean()
+    {
+        const std::uint8_t v = u8();
+        if (v > 1)
+        {
+            ok = false;
+        }
+        return v == 1;
+    }
+    /// A count that must be at most `max` and for which at least count * minBytesEach bytes remain.
+    std::uint32_t count(std::uint32_t max, std::size_t minBytesEach)
+    {
+        const std::uint32_t n = u32();
+        if (!ok)
+        {
+            return 0;
+        }
+        if (n > max)
+        {
+            ok = false;
+            return 0;
+        }
+        if (minBytesEach > 0 && (m_data.size() - m_offset) / minBytesEach < n)
+        {
+            ok = false;
+            truncated = true;
+            return 0;
+        }
+        return n;
+    }
+    bool atEnd() const { return m_offset == m_data.size(); }
+
+  private:
+    std::span<const std::uint8_t> m_data;
+    std::size_t m_offset = 0;
+};
+
+void writeShape(Writer& w, const Shape& s)
+{
+    w.u8(static_cast<std::uint8_t>(s.type));
+    w.f32(s.sphere.radius);
+    w.f32(s.capsule.halfHeight);
+    w.f32(s.capsule.radius);
+    w.vec(s.box.halfExtents);
+    w.vec(s.plane.normal);
+    w.f32(s.plane.offset);
+    w.u32(s.hullIndex);
+}
+
+Shape readShape(Reader& r)
+{
+    Shape s;
+    const std::uint8_t type = r.u8();
+    if (type >= kShapeTypeCount)
+    {
+        r.ok = false;
+    }
+    s.type = static_cast<ShapeType>(type < kShapeTypeCount ? type : 0);
+    s.sphere.radius = r.f32();
+    s.capsule.halfHeight = r.f32();
+    s.capsule.radius = r.f32();
+    s.box.halfExtents = r.vec();
+    s.plane.normal = r.vec();
+    s.plane.offset = r.f32();
+    s.hullIndex = r.u32();
+    return s;
+}
+
+/// Fingerprint of the hull catalogue: every number of every hull, adjacency included.
+std::uint64_t hullCatalogFingerprint(std::span<const ConvexHull> hulls)
+{
+    Fnv64 h;
+    h.u64(hulls.size());
+    auto indices = [&](const std::vector<std::uint16_t>& v)
+    {
+        h.u64(v.size());
+        for (const std::uint16_t i : v)
+        {
+            h.u32(i);
+        }
+    };
+    for (const ConvexHull& hull : hulls)
+    {
+        h.u64(hull.vertices.size());
+        for (const Vec3& v : hull.vertices)
+        {
+            h.vec(v);
+        }
+        h.u64(hull.faces.size());
+        for (const HullFace& f : hull.faces)
+        {
+            h.vec(f.normal);
+            h.f32(f.offset);
+            h.u32(f.firstIndex);
+            h.u32(f.indexCount);
+        }
+        indices(hull.faceVertices);
+        h.u64(hull.edges.size());
+        for (const HullEdge& e : hull.edges)
+        {
+            h.u32(e.v0);
+            h.u32(e.v1);
+            h.u32(e.face0);
+            h.u32(e.face1);
+        }
+        h.vec(hull.centroid);
+        indices(hull.faceEdges);
+        indices(hull.vertexEdgeStart);
+        indices(hull.vertexEdges);
+    }
+    return h.h;
+}
+
+} // namespace
+
+std::uint64_t World::stateHash() const
+{
+    Fnv64 h;
+    h.u64(m_stepCount);
+    for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(m_bodies.size()); ++i)
+    {
+        if (!m_bodies[i].alive)
+        {
+            continue;
+        }
+        const BodySim& sim = m_sims[i];
+        h.u32(i);
+        h.u32(m_bodies[i].generation);
+        h.u32(m_bodies[i].sleeping ? 1u : 0u);
+        h.vec(sim.transform.p);
+        h.f32(sim.transform.q.x);
+        h.f32(sim.transform.q.y);
+        h.f32(sim.transform.q.z);
+        h.f32(sim.transform.q.w);
+        h.vec(sim.linearVelocity);
+        h.vec(sim.angularVelocity);
+    }
+    return h.h;
+}
+
+void World::saveState(std::vector<std::uint8_t>& out) const
+{
+    out.clear();
+    Writer w(out);
+    w.u32(kSnapshotMagic);
+    w.u32(kSnapshotVersion);
+    w.u64(configFingerprint(m_config));
+    w.vec(m_config.gravity);
+    w.u64(m_stepCount);
+
+    w.u64(hullCatalogFingerprint(m_hulls));
+
+    w.u32(static_cast<std::uint32_t>(m_bodies.size()));
+    for (std::size_t i = 0; i < m_bodies.size(); ++i)
+    {
+        const Body& b = m_bodies[i];
+        w.u32(b.generation);
+        w.u8(b.alive ? 1 : 0);
+        if (!b.alive)
+        {
+            continue;
+        }
+        w.u8(static_cast<std::uint8_t>(b.type));
+        w.u8(b.sleeping ? 1 : 0);
+        w.u8(b.allowSleep ? 1 : 0);
+        w.u8(b.pendingPlaneTest ? 1 : 0);
+        w.u8(b.proxyMoved ? 1 : 0);
+        w.u8(b.allowedDofs);
+        w.u32(b.islandNext);
+        w.u64(b.userData);
+        writeShape(w, m_shapes[i]);
+        const BodySim& s = m_sims[i];
+        w.vec(s.transform.p);
+        w.quat(s.transform.q);
+        w.vec(s.center);
+        w.vec(s.localCenter);
+        w.vec(s.linearVelocity);
+        w.vec(s.angularVelocity);
+        w.vec(s.force);
+        w.vec(s.torque);
+        w.f32(s.inverseMass);
+        w.mat(s.inertiaLocal);
+        w.mat(s.inverseInertiaLocal);
+        w.f32(s.extent);
+        w.f32(s.sleepTime);
+        w.u8(s.isotropicInertia ? 1 : 0);
+        const Material& m = m_materials[i];
+        w.f32(m.friction);
+        w.f32(m.restitution);
+        w.f32(m.linearDamping);
+        w.f32(m.angularDamping);
+        w.f32(m.gravityScale);
+        w.vec(m_fatBoxes[i].min);
+        w.vec(m_fatBoxes[i].max);
+    }
+    w.u32(static_cast<std::uint32_t>(m_freeSlots.size()));
+    for (const std::uint32_t slot : m_freeSlots)
+    {
+        w.u32(slot);
+    }
+
+    w.u32(static_cast<std::uint32_t>(m_contactKeys.size()));
+    for (const ContactKey& entry : m_contactKeys)
+    {
+        const Contact& c = m_contacts[entry.contact];
+        w.u32(c.bodyA);
+        w.u32(c.bodyB);
+        w.vec(c.manifold.normal);
+        w.u8(static_cast<std::uint8_t>(c.manifold.pointCount));
+        for (int p = 0; p < c.manifold.pointCount; ++p)
+        {
+            const ContactPoint& cp = c.manifold.points[p];
+            w.vec(cp.pointA);
+            w.vec(cp.pointB);
+            w.f32(cp.separation);
+            w.u32(cp.featureId);
+            w.f32(c.normalImpulse[p]);
+            w.f32(c.tangentImpulse1[p]);
+            w.f32(c.tangentImpulse2[p]);
+        }
+        w.f32(c.friction);
+        w.f32(c.restitution);
+    }
+}
+
+RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
+{
+    Reader r(data);
+    auto fail = [&](RestoreStatus otherwise) { return r.truncated ? RestoreStatus::Truncated : otherwise; };
+
+    if (r.u32() != kSnapshotMagic)
+    {
+        return fail(RestoreStatus::BadMagic);
+    }
+    if (r.u32() != kSnapshotVersion)
+    {
+        return fail(RestoreStatus::BadVersion);
+    }
+    if (r.u64() != configFingerprint(m_config))
+    {
+        return fail(RestoreStatus::ConfigMismatch);
+    }
+    const Vec3 gravity = r.vec();
+    const std::uint64_t stepCount = r.u64();
+    if (!r.ok)
+    {
+        return fail(RestoreStatus::Corrupt);
+    }
+
+    // Hulls are not stored: the restoring world must hold the same catalogue.
+    if (r.u64() != hullCatalogFingerprint(m_hulls))
+    {
+        return fail(RestoreStatus::HullCatalogMismatch);
+    }
+    const std::span<const ConvexHull> hulls(m_hulls);
+
+    // Bodies.
+    const std::uint32_t slotCount = r.count(m_config.maxBodies, 5);
+    std::vector<Body> bodies(slotCount);
+    std::vector<BodySim> sims(slotCount);
+    std::vector<Material> materials(slotCount);
+    std::vector<Shape> shapes(slotCount);
+    std::vector<Aabb> fatBoxes(slotCount);
+    std::uint32_t alive = 0;
+    for (std::uint32_t i = 0; i < slotCount && r.ok; ++i)
+    {
+        Body& b = bodies[i];
+        b.generation = r.u32();
+        b.alive = r.boolean();
+        if (!b.alive)
+        {
+            continue;
+        }
+        ++alive;
+        const std::uint8_t type = r.u8();
+        if (type > static_cast<std::uint8_t>(BodyType::Dynamic) || b.generation == 0)
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        b.type = static_cast<BodyType>(type);
+        b.sleeping = r.boolean();
+        b.allowSleep = r.boolean();
+        b.pendingPlaneTest = r.boolean();
+        b.proxyMoved = r.boolean();
+        b.allowedDofs = r.u8();
+        b.islandNext = r.u32();
+        b.userData = r.u64();
+        shapes[i] = readShape(r);
+        BodySim& s = sims[i];
+        s.transform.p = r.vec();
+        s.transform.q = r.quat();
+        s.center = r.vec();
+        s.localCenter = r.vec();
+        s.linearVelocity = r.vec();
+        s.angularVelocity = r.vec();
+        s.force = r.vec();
+        s.torque = r.vec();
+        s.inverseMass = r.f32();
+        s.inertiaLocal = r.mat();
+        s.inverseInertiaLocal = r.mat();
+        s.extent = r.f32();
+        s.sleepTime = r.f32();
+        s.isotropicInertia = r.boolean();
+        Material& m = materials[i];
+        m.friction = r.f32();
+        m.restitution = r.f32();
+        m.linearDamping = r.f32();
+        m.angularDamping = r.f32();
+        m.gravityScale = r.f32();
+        fatBoxes[i].min = r.vec();
+        fatBoxes[i].max = r.vec();
+        if (!r.ok)
+        {
+            break;
+        }
+        const bool plane = shapes[i].type == ShapeType::Plane;
+        // Poses must be rigid (unit quaternions) and within a sane range, and fat boxes must hold the shape:
+        // the broadphase and the narrowphase rely on both.
+        constexpr float kMaxCoordinate = 2.0f * kWorldBoundMeters;
+        const float qNorm = dot(s.transform.q, s.transform.q);
+        const bool poseOk = qNorm > 0.998f && qNorm < 1.002f && maxAbs(s.transform.p) <= kWorldBoundMeters &&
+                            maxAbs(s.center) <= kWorldBoundMeters && maxAbs(s.localCenter) < kMaxCoordinate &&
+                            s.extent >= 0.0f && s.extent < kMaxCoordinate &&
+                            distance(transformPoint(s.transform, s.localCenter), s.center) <=
+                                1e-3f * (1.0f + maxAbs(s.center));
+        bool boxOk = plane;
+        if (!plane && poseOk && validateShape(shapes[i], hulls).ok())
+        {
+            const Aabb tight = tightBoxOf(shapes[i], s.transform, hulls);
+            const Aabb& fat = fatBoxes[i];
+            boxOk =
+                fat.contains(tight) && maxAbs(fat.min) < kMaxCoordinate && maxAbs(fat.max) < kMaxCoordinate;
+        }
+        const bool speedOk = length(s.linearVelocity) <= 1.001f * m_config.maxLinearSpeed + 1e-3f &&
+                             length(s.angularVelocity) < 1e6f;
+        if (!poseOk || !boxOk || !speedOk)
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        if ((b.allowedDofs & ~kDofAll) != 0 || (b.islandNext != kNoIsland && b.islandNext >= slotCount) ||
+            (b.islandNext != kNoIsland) != b.sleeping || (b.sleeping && b.type != BodyType::Dynamic) ||
+            !validateShape(shapes[i], hulls).ok() || (plane && b.type != BodyType::Static) ||
+            (b.type == BodyType::Dynamic) != (s.inverseMass > 0.0f) || s.inverseMass < 0.0f ||
+            m.friction < 0.0f || m.restitution < 0.0f || m.restitution > 1.0f || m.linearDamping < 0.0f ||
+            m.angularDamping < 0.0f)
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+    }
+    if (!r.ok)
+    {
+        return fail(RestoreStatus::Corrupt);
+    }
+    // Sleeping islands must be closed loops of sleeping bodies.
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        if (!bodies[i].alive || !bodies[i].sleeping)
+        {
+            continue;
+        }
+        std::uint32_t j = i;
+        std::uint32_t steps = 0;
+        do
+        {
+            j = bodies[j].islandNext;
+            if (j >= slotCount || !bodies[j].alive || !bodies[j].sleeping || ++steps > slotCount)
+            {
+                return RestoreStatus::Corrupt;
+            }
+        } while (j != i);
+    }
+
+    const std::uint32_t freeCount = r.count(slotCount, 4);
+    std::vector<std::uint32_t> freeSlots(freeCount);
+    std::vector<std::uint8_t> seen(slotCount, 0);
+    for (std::uint32_t& slot : freeSlots)
+    {
+        slot = r.u32();
+        if (!r.ok || slot >= slotCount || bodies[slot].alive || seen[slot])
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        seen[slot] = 1;
+    }
+    if (freeCount + alive != slotCount)
+    {
+        return fail(RestoreStatus::Corrupt);
+    }
+
+    // Contacts, in key order.
+    const std::uint32_t contactCount = r.count(m_config.maxContacts, 4 + 4 + 12 + 1 + 8);
+    std::vector<Contact> contacts(contactCount);
+    std::vector<ContactKey> keys(contactCount);
+    for (std::uint32_t k = 0; k < contactCount; ++k)
+    {
+        Contact& c = contacts[k];
+        c.bodyA = r.u32();
+        c.bodyB = r.u32();
+        c.manifold.normal = r.vec();
+        c.manifold.pointCount = r.u8();
+        if (!r.ok || c.manifold.pointCount > kMaxManifoldPoints)
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        for (int p = 0; p < c.manifold.pointCount; ++p)
+        {
+            ContactPoint& cp = c.manifold.points[p];
+            cp.pointA = r.vec();
+            cp.pointB = r.vec();
+            cp.separation = r.f32();
+            cp.featureId = r.u32();
+            c.normalImpulse[p] = r.f32();
+            c.tangentImpulse1[p] = r.f32();
+            c.tangentImpulse2[p] = r.f32();
+        }
+        c.friction = r.f32();
+        c.restitution = r.f32();
+        const float normalLength2 = lengthSquared(c.manifold.normal);
+        if (!(normalLength2 > 0.99f && normalLength2 < 1.01f) || c.friction < 0.0f || c.restitution < 0.0f ||
+            c.restitution > 1.0f)
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        if (!r.ok || c.bodyA >= slotCount || c.bodyB >= slotCount || c.bodyA == c.bodyB ||
+            !bodies[c.bodyA].alive || !bodies[c.bodyB].alive ||
+            (bodies[c.bodyA].type != BodyType::Dynamic && bodies[c.bodyB].type != BodyType::Dynamic) ||
+            !canCollide(shapes[c.bodyA].type, shapes[c.bodyB].type))
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        keys[k] = {pairKey(c.bodyA, c.bodyB), k};
+        if (k > 0 && !(keys[k - 1].key < keys[k].key))
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+    }
+    if (!r.ok || !r.atEnd())
+    {
+        return fail(RestoreStatus::Corrupt);
+    }
+
+    // Everything checked: commit. Capacities were reserved at creation and the counts are within them.
+    m_config.gravity = gravity;
+    m_stepCount = stepCount;
+    m_bodies.assign(bodies.begin(), bodies.end());
+    m_sims.assign(sims.begin(), sims.end());
+    m_materials.assign(materials.begin(), materials.end());
+    m_shapes.assign(shapes.begin(), shapes.end());
+    m_fatBoxes.assign(fatBoxes.begin(), fatBoxes.end());
+    m_freeSlots.assign(freeSlots.begin(), freeSlots.end());
+    m_bodyCount = alive;
+    m_planes.clear();
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        if (m_bodies[i].alive && m_shapes[i].type == ShapeType::Plane)
+        {
+            m_planes.push_back(i);
+        }
+    }
+    m_contacts.assign(contacts.begin(), contacts.end());
+    m_contactKeys.assign(keys.begin(), keys.end());
+    m_freeContacts.clear();
+    rebuildBroadphase();
+    m_stats = StepStats{};
+    return RestoreStatus::Ok;
+}
+
+void World::rebuildBroadphase()
+{
+    BroadphaseConfig config = m_broadphase.config();
+    m_broadphase = BroadphaseTree(config);
+    for (std::uint32_t i = 0; i < m_bodies.size(); ++i)
+    {
+        Body& body = m_bodies[i];
+        body.proxy = kNullProxy;
+        if (body.alive && m_shapes[i].type != ShapeType::Plane)
+        {
+            body.proxy = m_broadphase.createProxy(m_fatBoxes[i], i);
+        }
+    }
+    // Forget the creations, then mark moved what had moved in the original.
+    m_broadphase.findNewPairs(m_pairScratch);
+    for (const Body& body : m_bodies)
+    {
+        if (body.alive && body.proxyMoved && body.proxy != kNullProxy)
+        {
+            m_broadphase.touchProxy(body.proxy);
+        }
+    }
+}
+
+} // namespace polytope::physics
