@@ -8,12 +8,15 @@ namespace polytope::bench
 
 void runWorldSuite(Report& report, const SuiteOptions& options);
 void runNarrowphaseSuite(Report& report, const SuiteOptions& options);
+void runScenesSuite(Report& report, const SuiteOptions& options);
 
 namespace
 {
 const Suite kSuites[] = {
     {"narrowphase", "box-box and hull-hull queries: Polytope, libccd and Bullet, speed and accuracy",
      &runNarrowphaseSuite},
+    {"scenes", "stacks, pyramids and piles: Polytope and Bullet, ms per step and drift (60 Hz, no sleep)",
+     &runScenesSuite},
     {"world", "World::step on the built-in scenes (ms per step)", &runWorldSuite},
 };
 } // namespace
