@@ -8,6 +8,7 @@ namespace polytope::bench
 
 void runWorldSuite(Report& report, const SuiteOptions& options);
 void runNarrowphaseSuite(Report& report, const SuiteOptions& options);
+void runBandwidthSuite(Report& report, const SuiteOptions& options);
 
 namespace
 {
@@ -15,6 +16,8 @@ const Suite kSuites[] = {
     {"narrowphase", "box-box and hull-hull queries: Polytope, libccd and Bullet, speed and accuracy",
      &runNarrowphaseSuite},
     {"world", "World::step on the built-in scenes (ms per step)", &runWorldSuite},
+    {"bandwidth", "protocol v2 snapshots of Fiedler's 900-cube scene through Server and Client at 5% loss (kbps)",
+     &runBandwidthSuite},
 };
 } // namespace
 
