@@ -9,6 +9,7 @@ namespace polytope::bench
 void runWorldSuite(Report& report, const SuiteOptions& options);
 void runNarrowphaseSuite(Report& report, const SuiteOptions& options);
 void runScenesSuite(Report& report, const SuiteOptions& options);
+void runBandwidthSuite(Report& report, const SuiteOptions& options);
 
 namespace
 {
@@ -18,6 +19,8 @@ const Suite kSuites[] = {
     {"scenes", "stacks, pyramids and piles: Polytope and Bullet, ms per step and drift (60 Hz, no sleep)",
      &runScenesSuite},
     {"world", "World::step on the built-in scenes (ms per step)", &runWorldSuite},
+    {"bandwidth", "protocol v2 snapshots of Fiedler's 900-cube scene through Server and Client at 5% loss (kbps)",
+     &runBandwidthSuite},
 };
 } // namespace
 

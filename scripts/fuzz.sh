@@ -6,17 +6,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 seconds="${1:-30}"
+targets=(packet snapshot_payload catalogue inputs challenge)
 
 polytope_ensure_packages "${POLYTOPE_PACKAGES[@]}" clang libclang-rt-14-dev
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DPOLYTOPE_FUZZ=ON -DPOLYTOPE_BUILD_TESTS=OFF -DPOLYTOPE_BUILD_BENCH=OFF -DPOLYTOPE_WERROR=ON >/dev/null
-cmake --build build/fuzz --target fuzz_packet make_packet_corpus
+cmake --build build/fuzz --target make_packet_corpus "${targets[@]/#/fuzz_}"
 
-mkdir -p build/fuzz/corpus/packet build/fuzz/crashes
-build/fuzz/bin/make_packet_corpus build/fuzz/corpus/packet
+mkdir -p build/fuzz/corpus build/fuzz/crashes
+build/fuzz/bin/make_packet_corpus build/fuzz/corpus
 
 status=0
-for target in packet; do
+for target in "${targets[@]}"; do
+  mkdir -p build/fuzz/corpus/$target
   echo "== fuzz_$target for ${seconds}s"
   if ! build/fuzz/bin/fuzz_$target build/fuzz/corpus/$target -max_total_time="$seconds" -max_len=1300 \
       -artifact_prefix=build/fuzz/crashes/$target- -print_final_stats=1 2>build/fuzz/fuzz_$target.log; then

@@ -6,6 +6,11 @@ namespace polytope::client
 {
 namespace wire = protocol::wire;
 
+namespace
+{
+constexpr std::size_t kInputDatagramRing = 256;
+} // namespace
+
 const char* clientStateName(ClientState state)
 {
     switch (state)
@@ -28,7 +33,10 @@ const char* clientStateName(ClientState state)
     return "unknown";
 }
 
-Client::Client(const ClientConfig& config, SendFunction send) : m_config(config), m_send(std::move(send)) {}
+Client::Client(const ClientConfig& config, SendFunction send)
+    : m_config(config), m_send(std::move(send)), m_inputDatagrams(kInputDatagramRing)
+{
+}
 
 bool Client::isFinished() const
 {
@@ -49,6 +57,7 @@ void Client::connect(double now)
     m_state = ClientState::Connecting;
     m_connectStartTime = now;
     m_lastReceiveTime = now;
+    m_cookie.clear();
     send(m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name), now);
 }
 
@@ -64,6 +73,38 @@ void Client::disconnect(double now)
     m_state = ClientState::Disconnected;
 }
 
+std::uint32_t Client::sendInput(const protocol::InputCommand& input)
+{
+    if (m_state != ClientState::Connected || m_pendingInputs.size() >= m_config.maxPendingInputs)
+    {
+        return 0;
+    }
+    protocol::InputCommand queued = input;
+    queued.sequence = m_nextInputSequence;
+    if (!protocol::isValidInput(queued))
+    {
+        return 0;
+    }
+    ++m_nextInputSequence;
+    m_pendingInputs.push_back(queued);
+    ++m_stats.inputsSent;
+    m_receivedSinceAck = true; // send it with the next update
+    return queued.sequence;
+}
+
+void Client::sendAcknowledgement(double now)
+{
+    // Every pending input, oldest first, up to a datagram's worth: repeated until acknowledged.
+    const std::size_t count = std::min(m_pendingInputs.size(), protocol::kMaxInputsPerDatagram);
+    std::array<protocol::InputCommand, protocol::kMaxInputsPerDatagram> inputs{};
+    std::copy_n(m_pendingInputs.begin(), count, inputs.begin());
+    const protocol::HeaderFields header = m_acks.nextOutgoing();
+    InputDatagram& record = m_inputDatagrams[header.sequence % kInputDatagramRing];
+    record = {header.sequence, count ? inputs[0].sequence : 0, count ? inputs[count - 1].sequence : 0, count > 0};
+    send(m_writer.clientInput(header, std::span(inputs.data(), count)), now);
+    m_receivedSinceAck = false;
+}
+
 void Client::update(double now)
 {
     if (m_state == ClientState::Connecting)
@@ -75,7 +116,9 @@ void Client::update(double now)
         }
         if (now - m_lastSendTime >= m_config.connectResendSeconds)
         {
-            send(m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name), now);
+            send(m_cookie.empty() ? m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name)
+                                  : m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name),
+                 now);
         }
     }
     else if (m_state == ClientState::Connected)
@@ -85,11 +128,43 @@ void Client::update(double now)
             m_state = ClientState::ConnectionLost;
             return;
         }
-        if (now - m_lastSendTime >= m_config.keepAliveSeconds)
+        if (m_receivedSinceAck && now - m_lastSendTime >= m_config.ackIntervalSeconds)
         {
-            send(m_writer.keepAlive(m_acks.nextOutgoing(), now), now);
+            sendAcknowledgement(now);
+        }
+        else if (now - m_lastSendTime >= m_config.keepAliveSeconds)
+        {
+            if (m_pendingInputs.empty())
+            {
+                send(m_writer.keepAlive(m_acks.nextOutgoing(), now), now);
+            }
+            else
+            {
+                sendAcknowledgement(now);
+            }
         }
     }
+}
+
+void Client::onServerAcks(const wire::PacketHeader& header)
+{
+    protocol::forEachAcked(header,
+                           [&](std::uint16_t sequence)
+                           {
+                               InputDatagram& record = m_inputDatagrams[sequence % kInputDatagramRing];
+                               if (!record.valid || record.sequence != sequence)
+                               {
+                                   return;
+                               }
+                               record.valid = false;
+                               const auto before = m_pendingInputs.size();
+                               std::erase_if(m_pendingInputs,
+                                             [&](const protocol::InputCommand& in) {
+                                                 return in.sequence >= record.firstInput &&
+                                                        in.sequence <= record.lastInput;
+                                             });
+                               m_stats.inputsAcknowledged += before - m_pendingInputs.size();
+                           });
 }
 
 void Client::receive(std::span<const std::uint8_t> datagram, double now)
@@ -102,111 +177,221 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
         return;
     }
     const wire::Packet& packet = *decoded.packet;
-    const bool live = m_state == ClientState::Connecting || m_state == ClientState::Connected;
     const auto type = decoded.type();
-    const bool expected = live && (type == wire::PacketType::ConnectAccepted || type == wire::PacketType::ConnectDenied ||
-                                   type == wire::PacketType::Snapshot || type == wire::PacketType::KeepAlive ||
-                                   type == wire::PacketType::Disconnect);
-    if (!expected || (m_state == ClientState::Connecting && type == wire::PacketType::Snapshot))
+    const bool connecting = m_state == ClientState::Connecting;
+    const bool connected = m_state == ClientState::Connected;
+    bool expected = false;
+    switch (type)
+    {
+    case wire::PacketType::Challenge:
+    case wire::PacketType::ConnectDenied:
+        expected = connecting;
+        break;
+    case wire::PacketType::ConnectAccepted:
+        expected = connecting || connected;
+        break;
+    case wire::PacketType::Snapshot:
+    case wire::PacketType::Catalogue:
+        expected = connected;
+        break;
+    case wire::PacketType::KeepAlive:
+    case wire::PacketType::Disconnect:
+        expected = connecting || connected;
+        break;
+    default:
+        break;
+    }
+    if (!expected)
     {
         m_stats.drops.add(protocol::DropReason::UnexpectedMessage);
         return;
     }
     ++m_stats.datagramsReceived;
-    m_acks.onReceived(packet.header()->sequence());
     m_lastReceiveTime = now;
 
     switch (type)
     {
-    case wire::PacketType::ConnectAccepted:
+    case wire::PacketType::Challenge:
     {
-        const auto* accepted = packet.message_as_ConnectAccepted();
-        m_clientId = accepted->client_id();
-        m_tickRateHz = accepted->tick_rate_hz();
-        m_snapshotRateHz = accepted->snapshot_rate_hz();
-        m_scene = accepted->scene() ? accepted->scene()->str() : std::string();
-        m_state = ClientState::Connected;
-        break;
+        // Stateless on the server: nothing of ours to acknowledge. Echo the cookie at once.
+        const auto* cookie = packet.message_as_Challenge()->cookie();
+        m_cookie.assign(cookie->begin(), cookie->end());
+        send(m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name), now);
+        return;
     }
     case wire::PacketType::ConnectDenied:
-        if (m_state == ClientState::Connecting)
+        m_state = ClientState::ConnectionDenied;
+        return;
+    case wire::PacketType::ConnectAccepted:
+    {
+        m_acks.onReceived(packet.header()->sequence());
+        if (connecting)
         {
-            m_state = ClientState::ConnectionDenied;
+            m_session = protocol::readSessionParameters(*packet.message_as_ConnectAccepted());
+            protocol::SnapshotCodecConfig codec;
+            codec.position = m_session.position;
+            codec.maxBaselineAgeTicks = m_session.maxBaselineAgeTicks;
+            codec.maxSlicePayloadBytes = protocol::kMaxSnapshotPayloadBytes;
+            m_receiver = std::make_unique<protocol::SnapshotReceiver>(codec);
+            m_state = ClientState::Connected;
         }
-        break;
+        m_receivedSinceAck = true;
+        return;
+    }
     case wire::PacketType::Snapshot:
-        onSnapshot(*packet.message_as_Snapshot(), datagram.size(), now);
-        break;
+        onServerAcks(*packet.header());
+        // Acknowledged only once decoded: the server then knows the client holds it as a baseline.
+        if (onSnapshot(*packet.message_as_Snapshot(), datagram.size(), now))
+        {
+            m_acks.onReceived(packet.header()->sequence());
+            m_receivedSinceAck = true;
+        }
+        return;
+    case wire::PacketType::Catalogue:
+        onServerAcks(*packet.header());
+        m_acks.onReceived(packet.header()->sequence());
+        m_receivedSinceAck = true;
+        onCatalogue(*packet.message_as_Catalogue(), now);
+        return;
+    case wire::PacketType::KeepAlive:
+        onServerAcks(*packet.header());
+        m_acks.onReceived(packet.header()->sequence());
+        return;
     case wire::PacketType::Disconnect:
         m_state = ClientState::ServerClosed;
-        break;
+        return;
     default:
-        break;
+        return;
     }
 }
 
-void Client::onSnapshot(const wire::Snapshot& slice, std::size_t bytes, double now)
+bool Client::onSnapshot(const wire::Snapshot& slice, std::size_t bytes, double now)
 {
     const std::uint64_t tick = slice.tick();
-    if (m_anyTick && tick < m_newestTick)
+    const auto* payload = slice.payload();
+    const protocol::SliceOutcome outcome = m_receiver->onSlice(tick, {payload->data(), payload->size()});
+    if (outcome.error != protocol::CodecError::None)
+    {
+        ++m_stats.sliceErrors[static_cast<std::size_t>(outcome.error)];
+        m_stats.drops.add(protocol::DropReason::BadPayload);
+        return false;
+    }
+    if (outcome.stale)
     {
         ++m_stats.staleSlices;
-        return;
+        return false;
     }
-    if (!m_anyTick || tick > m_newestTick)
+    if (outcome.duplicate)
     {
-        if (m_assembling)
-        {
-            ++m_stats.snapshotsIncomplete;
-        }
-        m_anyTick = true;
-        m_newestTick = tick;
-        m_assembling = true;
-        m_partial.tick = tick;
-        m_partial.serverTime = slice.server_time();
-        m_partial.bytes = 0;
-        m_partial.bodies.clear();
-        m_partial.bodies.reserve(std::min<std::size_t>(slice.body_count(), 65536));
-        m_slicesSeen.assign(slice.slice_count(), false);
-        m_slicesMissing = slice.slice_count();
+        ++m_stats.duplicateSlices;
+        return true;
     }
-    if (!m_assembling || slice.slice_count() != m_slicesSeen.size() || m_slicesSeen[slice.slice_index()])
+    ++m_stats.slicesDecoded;
+    auto& [tickBytes, serverTime] = m_tickBytes[tick];
+    tickBytes += bytes;
+    serverTime = slice.server_time();
+    if (outcome.completed)
     {
-        ++m_stats.staleSlices; // a duplicate, a slice of a finished snapshot, or one that disagrees
-        return;
-    }
-    m_slicesSeen[slice.slice_index()] = true;
-    --m_slicesMissing;
-    m_partial.bytes += bytes;
-    if (const auto* bodies = slice.bodies())
-    {
-        for (const wire::BodyState* b : *bodies)
-        {
-            protocol::SnapshotBody body;
-            body.id = b->id();
-            body.generation = b->generation();
-            body.shape = b->shape();
-            body.atRest = b->at_rest();
-            body.position = {b->position().x(), b->position().y(), b->position().z()};
-            body.orientation = {b->orientation().x(), b->orientation().y(), b->orientation().z(), b->orientation().w()};
-            body.extent = {b->extent().x(), b->extent().y(), b->extent().z()};
-            m_partial.bodies.push_back(body);
-        }
-    }
-    if (m_slicesMissing == 0)
-    {
-        m_assembling = false;
-        m_partial.receiveTime = now;
-        std::sort(m_partial.bodies.begin(), m_partial.bodies.end(),
-                  [](const protocol::SnapshotBody& a, const protocol::SnapshotBody& b) { return a.id < b.id; });
         ++m_stats.snapshotsCompleted;
-        if (m_complete.size() >= m_config.maxQueuedSnapshots)
+        if (m_anyShown && tick <= m_lastShownTick)
         {
-            m_complete.pop_front();
+            ++m_stats.snapshotsSuperseded; // reordered: a newer tick was shown already
+            m_tickBytes.erase(tick);
         }
-        m_complete.push_back(std::move(m_partial));
-        m_partial = ReceivedSnapshot{};
+        else
+        {
+            if (m_waiting && m_waitingTick < tick)
+            {
+                ++m_stats.snapshotsSuperseded;
+                m_tickBytes.erase(m_waitingTick);
+                m_waiting = false;
+            }
+            if (!tryShow(tick, now) && (!m_waiting || m_waitingTick < tick))
+            {
+                m_waiting = true;
+                m_waitingTick = tick;
+            }
+        }
     }
+    // Forget byte counts of ticks that will never complete.
+    while (!m_tickBytes.empty() && m_tickBytes.begin()->first + m_session.maxBaselineAgeTicks < tick)
+    {
+        m_tickBytes.erase(m_tickBytes.begin());
+    }
+    return true;
+}
+
+void Client::onCatalogue(const wire::Catalogue& message, double now)
+{
+    protocol::readCatalogue(message, m_catalogueScratch);
+    for (const protocol::CatalogueEntry& entry : m_catalogueScratch)
+    {
+        ++m_stats.catalogueEntries;
+        auto it = m_catalogue.find(entry.id);
+        if (entry.removed)
+        {
+            if (it != m_catalogue.end() && it->second.generation == entry.generation)
+            {
+                m_catalogue.erase(it);
+            }
+            continue;
+        }
+        m_catalogue[entry.id] = entry;
+    }
+    if (m_waiting && tryShow(m_waitingTick, now))
+    {
+        m_waiting = false;
+    }
+}
+
+bool Client::tryShow(std::uint64_t tick, double now)
+{
+    const std::vector<protocol::QuantizedBody>* bodies = m_receiver->find(tick);
+    if (bodies == nullptr)
+    {
+        return false;
+    }
+    for (const protocol::QuantizedBody& b : *bodies)
+    {
+        const auto it = m_catalogue.find(b.id);
+        if (it == m_catalogue.end() || it->second.generation != b.generation)
+        {
+            return false; // its shape has not arrived yet
+        }
+    }
+    ReceivedSnapshot snapshot;
+    snapshot.tick = tick;
+    snapshot.receiveTime = now;
+    if (const auto it = m_tickBytes.find(tick); it != m_tickBytes.end())
+    {
+        snapshot.bytes = it->second.first;
+        snapshot.serverTime = it->second.second;
+        m_tickBytes.erase(it);
+    }
+    snapshot.quantized = *bodies;
+    snapshot.bodies.reserve(bodies->size());
+    for (const protocol::QuantizedBody& q : *bodies)
+    {
+        const protocol::CatalogueEntry& shape = m_catalogue.find(q.id)->second; // checked above
+        SnapshotBody body;
+        body.id = q.id;
+        body.generation = q.generation;
+        body.shape = shape.shape;
+        body.extent = shape.extent;
+        body.atRest = q.atRest;
+        body.position = protocol::dequantizePosition(m_receiver->config().position, q.position);
+        body.orientation = protocol::dequantizeOrientation({q.largest, q.orientation});
+        snapshot.bodies.push_back(body);
+    }
+    m_anyShown = true;
+    m_lastShownTick = tick;
+    ++m_stats.snapshotsShown;
+    if (m_complete.size() >= m_config.maxQueuedSnapshots)
+    {
+        m_complete.pop_front();
+    }
+    m_complete.push_back(std::move(snapshot));
+    return true;
 }
 
 bool Client::popSnapshot(ReceivedSnapshot& out)

@@ -14,40 +14,83 @@ constexpr flatbuffers::uoffset_t kMaxVerifierTables = 16;
 
 bool finite(const wire::Vec3f& v) { return std::isfinite(v.x()) && std::isfinite(v.y()) && std::isfinite(v.z()); }
 
-bool unitQuaternion(const wire::Quatf& q)
+template <class Enum> bool validEnum(Enum value)
 {
-    const float x = q.x(), y = q.y(), z = q.z(), w = q.w();
-    if (!std::isfinite(x) || !std::isfinite(y) || !std::isfinite(z) || !std::isfinite(w))
-    {
-        return false;
-    }
-    return std::fabs(x * x + y * y + z * z + w * w - 1.0f) < 1e-3f;
+    return static_cast<std::uint8_t>(value) <= static_cast<std::uint8_t>(Enum::MAX);
 }
 
-bool validShapeKind(wire::ShapeKind kind)
+bool validName(const flatbuffers::String* name) { return !name || name->size() <= kMaxClientNameBytes; }
+
+bool validCookie(const flatbuffers::Vector<std::uint8_t>* cookie)
 {
-    return static_cast<std::uint8_t>(kind) <= static_cast<std::uint8_t>(wire::ShapeKind::MAX);
+    return cookie != nullptr && cookie->size() == kCookieBytes;
 }
 
-bool validSnapshot(const wire::Snapshot& s)
+bool validConnectAccepted(const wire::ConnectAccepted& m)
 {
-    if (s.slice_count() == 0 || s.slice_index() >= s.slice_count() || !std::isfinite(s.server_time()) ||
-        s.server_time() < 0.0)
+    const auto* scene = m.scene();
+    if (m.client_id() == 0 || m.tick_rate_hz() == 0 || m.snapshot_rate_hz() == 0 ||
+        m.snapshot_rate_hz() > m.tick_rate_hz() || (scene && scene->size() > kMaxSceneNameBytes) ||
+        m.bounds_min() == nullptr || m.bounds_max() == nullptr || m.max_baseline_age_ticks() == 0 ||
+        m.max_baseline_age_ticks() > 65536)
     {
         return false;
     }
-    const auto* bodies = s.bodies();
-    const std::uint32_t count = bodies ? bodies->size() : 0;
-    if (count > kBodiesPerSnapshotSlice || count > s.body_count() ||
-        s.body_count() > static_cast<std::uint64_t>(s.slice_count()) * kBodiesPerSnapshotSlice)
+    return readSessionParameters(m).position.isValid();
+}
+
+bool validCatalogue(const wire::Catalogue& m)
+{
+    const auto* entries = m.entries();
+    if (!entries || entries->size() == 0 || entries->size() > kMaxCatalogueEntriesPerDatagram)
     {
         return false;
     }
-    for (std::uint32_t i = 0; i < count; ++i)
+    for (const wire::CatalogueEntry* e : *entries)
     {
-        const wire::BodyState* b = bodies->Get(i);
-        if (b->generation() == 0 || !validShapeKind(b->shape()) || !finite(b->position()) ||
-            !unitQuaternion(b->orientation()) || !finite(b->extent()))
+        if (e->generation() == 0 || !validEnum(e->shape()) || e->flags() != 0 || !finite(e->extent()))
+        {
+            return false;
+        }
+        for (const float v : {e->extent().x(), e->extent().y(), e->extent().z()})
+        {
+            if (!(v >= 0.0f && v <= kMaxShapeExtentMeters))
+            {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+bool validClientInput(const wire::ClientInput& m, DropReason& reason)
+{
+    const auto* inputs = m.inputs();
+    if (!inputs)
+    {
+        return true; // an empty input datagram is a plain acknowledgement
+    }
+    if (inputs->size() > kMaxInputsPerDatagram)
+    {
+        return false;
+    }
+    // The Verifier checks a vector's length field (4-byte aligned) but not that its structs are aligned to
+    // their own 8 bytes; reading a misaligned uint64 is undefined behaviour, so refuse such a buffer here.
+    if (reinterpret_cast<std::uintptr_t>(inputs->Data()) % alignof(wire::Input) != 0)
+    {
+        reason = DropReason::Malformed;
+        return false;
+    }
+    for (const wire::Input* in : *inputs)
+    {
+        InputCommand command;
+        command.tick = in->tick();
+        command.sequence = in->sequence();
+        command.bodyId = in->body_id();
+        command.bodyGeneration = in->body_generation();
+        command.kind = in->kind();
+        command.vector = {in->vector().x(), in->vector().y(), in->vector().z()};
+        if (!isValidInput(command))
         {
             return false;
         }
@@ -62,41 +105,51 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
     switch (packet.message_type())
     {
     case wire::Message::ConnectRequest:
+        if (datagramBytes < kMinConnectRequestBytes)
+        {
+            reason = DropReason::TooShort;
+            return false;
+        }
+        return validName(packet.message_as_ConnectRequest()->client_name());
+    case wire::Message::Challenge:
+        return validCookie(packet.message_as_Challenge()->cookie());
+    case wire::Message::ChallengeResponse:
     {
         if (datagramBytes < kMinConnectRequestBytes)
         {
             reason = DropReason::TooShort;
             return false;
         }
-        const auto* name = packet.message_as_ConnectRequest()->client_name();
-        return !name || name->size() <= kMaxClientNameBytes;
+        const auto* m = packet.message_as_ChallengeResponse();
+        return validCookie(m->cookie()) && validName(m->client_name());
     }
     case wire::Message::ConnectAccepted:
-    {
-        const auto* m = packet.message_as_ConnectAccepted();
-        const auto* scene = m->scene();
-        return m->tick_rate_hz() > 0 && m->snapshot_rate_hz() > 0 && (!scene || scene->size() <= kMaxSceneNameBytes);
-    }
+        return validConnectAccepted(*packet.message_as_ConnectAccepted());
     case wire::Message::ConnectDenied:
-    {
-        const auto r = packet.message_as_ConnectDenied()->reason();
-        return static_cast<std::uint8_t>(r) <= static_cast<std::uint8_t>(wire::DenyReason::MAX);
-    }
+        return validEnum(packet.message_as_ConnectDenied()->reason());
     case wire::Message::Snapshot:
-        return validSnapshot(*packet.message_as_Snapshot());
+    {
+        const auto* s = packet.message_as_Snapshot();
+        const auto* payload = s->payload();
+        return std::isfinite(s->server_time()) && s->server_time() >= 0.0 && payload && payload->size() > 0 &&
+               payload->size() <= kMaxSnapshotPayloadBytes;
+    }
+    case wire::Message::Catalogue:
+        return validCatalogue(*packet.message_as_Catalogue());
+    case wire::Message::ClientInput:
+        return validClientInput(*packet.message_as_ClientInput(), reason);
     case wire::Message::KeepAlive:
         return std::isfinite(packet.message_as_KeepAlive()->time());
     case wire::Message::Disconnect:
-    {
-        const auto r = packet.message_as_Disconnect()->reason();
-        return static_cast<std::uint8_t>(r) <= static_cast<std::uint8_t>(wire::DisconnectReason::MAX);
-    }
+        return validEnum(packet.message_as_Disconnect()->reason());
     case wire::Message::NONE:
         break;
     }
     reason = DropReason::TypeMismatch;
     return false;
 }
+
+wire::Vec3f toWire(const std::array<float, 3>& v) { return wire::Vec3f(v[0], v[1], v[2]); }
 
 } // namespace
 
@@ -122,6 +175,10 @@ const char* dropReasonName(DropReason reason)
         return "invalid_field";
     case DropReason::UnexpectedMessage:
         return "unexpected_message";
+    case DropReason::BadCookie:
+        return "bad_cookie";
+    case DropReason::BadPayload:
+        return "bad_payload";
     case DropReason::Count:
         break;
     }
@@ -183,6 +240,11 @@ DecodeResult decodePacket(std::span<const std::uint8_t> datagram)
         result.reason = DropReason::TypeMismatch;
         return result;
     }
+    if ((header->flags() & ~kHeaderFlagAckValid) != 0)
+    {
+        result.reason = DropReason::InvalidField;
+        return result;
+    }
     if (!validMessage(*packet, datagram.size(), result.reason))
     {
         return result;
@@ -191,19 +253,106 @@ DecodeResult decodePacket(std::span<const std::uint8_t> datagram)
     return result;
 }
 
-PacketWriter::PacketWriter() : m_builder(kMaxDatagramBytes + 256) { m_bodyStaging.reserve(kBodiesPerSnapshotSlice); }
+SessionParameters readSessionParameters(const wire::ConnectAccepted& m)
+{
+    SessionParameters out;
+    out.clientId = m.client_id();
+    out.tickRateHz = m.tick_rate_hz();
+    out.snapshotRateHz = m.snapshot_rate_hz();
+    out.scene = m.scene() ? m.scene()->str() : std::string();
+    if (m.bounds_min() && m.bounds_max())
+    {
+        out.position.boundsMin = {m.bounds_min()->x(), m.bounds_min()->y(), m.bounds_min()->z()};
+        out.position.boundsMax = {m.bounds_max()->x(), m.bounds_max()->y(), m.bounds_max()->z()};
+    }
+    out.position.stepsPerMetre = m.steps_per_metre();
+    out.maxBaselineAgeTicks = m.max_baseline_age_ticks();
+    out.firstTick = m.first_tick();
+    return out;
+}
+
+void readCatalogue(const wire::Catalogue& message, std::vector<CatalogueEntry>& out)
+{
+    out.clear();
+    if (const auto* entries = message.entries())
+    {
+        for (const wire::CatalogueEntry* e : *entries)
+        {
+            CatalogueEntry entry;
+            entry.id = e->id();
+            entry.generation = e->generation();
+            entry.shape = e->shape();
+            entry.removed = e->removed();
+            entry.extent = {e->extent().x(), e->extent().y(), e->extent().z()};
+            out.push_back(entry);
+        }
+    }
+}
+
+float inputComponentLimit(wire::InputKind kind)
+{
+    switch (kind)
+    {
+    case wire::InputKind::Force:
+        return kMaxInputForce;
+    case wire::InputKind::Impulse:
+        return kMaxInputImpulse;
+    case wire::InputKind::Torque:
+        return kMaxInputTorque;
+    case wire::InputKind::TargetVelocity:
+        return kMaxInputVelocity;
+    }
+    return 0.0f;
+}
+
+bool isValidInput(const InputCommand& input)
+{
+    if (!validEnum(input.kind) || input.sequence == 0 || input.bodyGeneration == 0)
+    {
+        return false;
+    }
+    const float limit = inputComponentLimit(input.kind);
+    return std::all_of(input.vector.begin(), input.vector.end(),
+                       [limit](float v) { return std::isfinite(v) && std::fabs(v) <= limit; });
+}
+
+void readInputs(const wire::ClientInput& message, std::vector<InputCommand>& out)
+{
+    out.clear();
+    if (const auto* inputs = message.inputs())
+    {
+        for (const wire::Input* in : *inputs)
+        {
+            InputCommand command;
+            command.tick = in->tick();
+            command.sequence = in->sequence();
+            command.bodyId = in->body_id();
+            command.bodyGeneration = in->body_generation();
+            command.kind = in->kind();
+            command.vector = {in->vector().x(), in->vector().y(), in->vector().z()};
+            out.push_back(command);
+        }
+    }
+}
+
+PacketWriter::PacketWriter() : m_builder(kMaxDatagramBytes + 256)
+{
+    m_catalogueStaging.reserve(kMaxCatalogueEntriesPerDatagram);
+    m_inputStaging.reserve(kMaxInputsPerDatagram);
+}
 
 std::span<const std::uint8_t> PacketWriter::finish(const HeaderFields& fields, wire::PacketType type,
                                                    flatbuffers::Offset<void> message)
 {
-    const wire::PacketHeader header(kProtocolId, kProtocolVersion, type, 0, fields.sequence, fields.ack,
+    const wire::PacketHeader header(kProtocolId, kProtocolVersion, type, fields.flags, fields.sequence, fields.ack,
                                     fields.ackBits);
     const auto packet = wire::CreatePacket(m_builder, &header, static_cast<wire::Message>(type), message);
     wire::FinishPacketBuffer(m_builder, packet);
     return {m_builder.GetBufferPointer(), m_builder.GetSize()};
 }
 
-std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& header, std::string_view clientName)
+std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
+                                                   std::string_view clientName, bool isResponse)
 {
     // Pad so that the finished datagram is at least kMinConnectRequestBytes. The padding vector's payload
     // is the size we still need after everything else; a first pass measures the rest.
@@ -216,8 +365,18 @@ std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& h
         std::uint8_t* pad = nullptr;
         const auto paddingOffset = m_builder.CreateUninitializedVector<std::uint8_t>(padding, &pad);
         std::fill(pad, pad + padding, std::uint8_t{0});
-        const auto message = wire::CreateConnectRequest(m_builder, nameOffset, paddingOffset);
-        const auto bytes = finish(header, wire::PacketType::ConnectRequest, message.Union());
+        std::span<const std::uint8_t> bytes;
+        if (isResponse)
+        {
+            const auto cookieOffset = m_builder.CreateVector(cookie.data(), cookie.size());
+            const auto message = wire::CreateChallengeResponse(m_builder, cookieOffset, nameOffset, paddingOffset);
+            bytes = finish(header, wire::PacketType::ChallengeResponse, message.Union());
+        }
+        else
+        {
+            const auto message = wire::CreateConnectRequest(m_builder, nameOffset, paddingOffset);
+            bytes = finish(header, wire::PacketType::ConnectRequest, message.Union());
+        }
         if (bytes.size() >= kMinConnectRequestBytes)
         {
             return bytes;
@@ -227,14 +386,37 @@ std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& h
     return {m_builder.GetBufferPointer(), m_builder.GetSize()};
 }
 
-std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& header, std::uint32_t clientId,
-                                                            std::uint16_t tickRateHz, std::uint16_t snapshotRateHz,
-                                                            std::string_view scene)
+std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& header, std::string_view clientName)
+{
+    return padded(header, {}, clientName, false);
+}
+
+std::span<const std::uint8_t> PacketWriter::challenge(const HeaderFields& header, std::span<const std::uint8_t> cookie)
 {
     m_builder.Clear();
-    const std::string_view name = scene.substr(0, kMaxSceneNameBytes);
+    const auto cookieOffset = m_builder.CreateVector(cookie.data(), cookie.size());
+    const auto message = wire::CreateChallenge(m_builder, cookieOffset);
+    return finish(header, wire::PacketType::Challenge, message.Union());
+}
+
+std::span<const std::uint8_t> PacketWriter::challengeResponse(const HeaderFields& header,
+                                                              std::span<const std::uint8_t> cookie,
+                                                              std::string_view clientName)
+{
+    return padded(header, cookie, clientName, true);
+}
+
+std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& header, const SessionParameters& session)
+{
+    m_builder.Clear();
+    const std::string_view name = std::string_view(session.scene).substr(0, kMaxSceneNameBytes);
     const auto sceneOffset = m_builder.CreateString(name.data(), name.size());
-    const auto message = wire::CreateConnectAccepted(m_builder, clientId, tickRateHz, snapshotRateHz, sceneOffset);
+    const wire::Vec3f boundsMin = toWire(session.position.boundsMin);
+    const wire::Vec3f boundsMax = toWire(session.position.boundsMax);
+    const auto message = wire::CreateConnectAccepted(m_builder, session.clientId, session.tickRateHz,
+                                                     session.snapshotRateHz, sceneOffset, &boundsMin, &boundsMax,
+                                                     session.position.stepsPerMetre, session.maxBaselineAgeTicks,
+                                                     session.firstTick);
     return finish(header, wire::PacketType::ConnectAccepted, message.Union());
 }
 
@@ -245,25 +427,44 @@ std::span<const std::uint8_t> PacketWriter::connectDenied(const HeaderFields& he
     return finish(header, wire::PacketType::ConnectDenied, message.Union());
 }
 
-std::span<const std::uint8_t> PacketWriter::snapshotSlice(const HeaderFields& header, std::uint64_t tick,
-                                                          double serverTime, std::uint16_t sliceIndex,
-                                                          std::uint16_t sliceCount, std::uint32_t bodyCount,
-                                                          std::span<const SnapshotBody> bodies)
+std::span<const std::uint8_t> PacketWriter::snapshot(const HeaderFields& header, std::uint64_t tick,
+                                                     double serverTime, std::span<const std::uint8_t> payload)
 {
     m_builder.Clear();
-    // Staged in a reused array and copied with CreateVectorOfStructs: FlatBuffers 2.0.8's
-    // CreateUninitializedVectorOfStructs aligns to sizeof(T) (52 here) and wastes up to 51 bytes.
-    m_bodyStaging.clear();
-    for (const SnapshotBody& b : bodies)
-    {
-        m_bodyStaging.emplace_back(b.id, b.generation, b.shape, b.atRest,
-                                   wire::Vec3f(b.position[0], b.position[1], b.position[2]),
-                                   wire::Quatf(b.orientation[0], b.orientation[1], b.orientation[2], b.orientation[3]),
-                                   wire::Vec3f(b.extent[0], b.extent[1], b.extent[2]));
-    }
-    const auto vector = m_builder.CreateVectorOfStructs(m_bodyStaging.data(), m_bodyStaging.size());
-    const auto message = wire::CreateSnapshot(m_builder, tick, serverTime, sliceIndex, sliceCount, bodyCount, vector);
+    const auto payloadOffset = m_builder.CreateVector(payload.data(), payload.size());
+    const auto message = wire::CreateSnapshot(m_builder, tick, serverTime, payloadOffset);
     return finish(header, wire::PacketType::Snapshot, message.Union());
+}
+
+std::span<const std::uint8_t> PacketWriter::catalogue(const HeaderFields& header,
+                                                      std::span<const CatalogueEntry> entries)
+{
+    m_builder.Clear();
+    m_catalogueStaging.clear();
+    for (const CatalogueEntry& e : entries)
+    {
+        m_catalogueStaging.emplace_back(e.id, e.generation, e.shape, e.removed, std::uint16_t{0}, toWire(e.extent));
+    }
+    const auto vector = m_builder.CreateVectorOfStructs(m_catalogueStaging.data(), m_catalogueStaging.size());
+    const auto message = wire::CreateCatalogue(m_builder, vector);
+    return finish(header, wire::PacketType::Catalogue, message.Union());
+}
+
+std::span<const std::uint8_t> PacketWriter::clientInput(const HeaderFields& header, std::span<const InputCommand> inputs)
+{
+    m_builder.Clear();
+    m_inputStaging.clear();
+    for (const InputCommand& in : inputs)
+    {
+        m_inputStaging.emplace_back(in.tick, in.sequence, in.bodyId, in.bodyGeneration, toWire(in.vector), in.kind);
+    }
+    flatbuffers::Offset<flatbuffers::Vector<const wire::Input*>> vector = 0;
+    if (!m_inputStaging.empty())
+    {
+        vector = m_builder.CreateVectorOfStructs(m_inputStaging.data(), m_inputStaging.size());
+    }
+    const auto message = wire::CreateClientInput(m_builder, vector);
+    return finish(header, wire::PacketType::ClientInput, message.Union());
 }
 
 std::span<const std::uint8_t> PacketWriter::keepAlive(const HeaderFields& header, double time)
@@ -286,7 +487,22 @@ HeaderFields AckTracker::nextOutgoing()
     fields.sequence = m_nextSequence++;
     fields.ack = m_newestReceived;
     fields.ackBits = m_receivedBits;
+    fields.flags = m_anyReceived ? kHeaderFlagAckValid : std::uint8_t{0};
     return fields;
+}
+
+bool AckTracker::hasReceived(std::uint16_t sequence) const
+{
+    if (!m_anyReceived)
+    {
+        return false;
+    }
+    if (sequence == m_newestReceived)
+    {
+        return true;
+    }
+    const std::uint16_t age = static_cast<std::uint16_t>(m_newestReceived - sequence);
+    return age >= 1 && age <= 32 && ((m_receivedBits >> (age - 1)) & 1u) != 0;
 }
 
 bool AckTracker::onReceived(std::uint16_t sequence)

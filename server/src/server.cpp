@@ -34,7 +34,31 @@ std::string ServerConfig::validate() const
     {
         return "max catch-up ticks must be at least 1";
     }
-    if (!physics::findScene(scene))
+    if (!quantization.isValid())
+    {
+        return "snapshot quantization: bounds must be finite with max > min, resolution 1..65536 steps/m";
+    }
+    if (maxBaselineAgeTicks < 1 || maxBaselineAgeTicks > 65536)
+    {
+        return "max baseline age must be 1..65536 ticks, got " + std::to_string(maxBaselineAgeTicks);
+    }
+    if (idleHeartbeatTicks < 1)
+    {
+        return "idle heartbeat must be at least 1 tick";
+    }
+    if (!(cookieLifetimeSeconds >= 1.0 && cookieLifetimeSeconds <= 60.0))
+    {
+        return "cookie lifetime must be 1..60 s";
+    }
+    if (!(catalogueResendSeconds > 0.0) || !std::isfinite(catalogueResendSeconds))
+    {
+        return "catalogue resend interval must be a positive number of seconds";
+    }
+    if (maxCatalogueDatagramsPerTick < 1 || maxInputLeadTicks < 1 || maxQueuedInputs < 1)
+    {
+        return "catalogue datagrams per tick, input lead and input queue must be at least 1";
+    }
+    if (!buildScene && !physics::findScene(scene))
     {
         std::string known;
         for (const physics::SceneInfo& info : physics::builtinScenes())
@@ -53,8 +77,8 @@ std::unique_ptr<Server> Server::create(const ServerConfig& config, SendFunction 
     {
         return nullptr;
     }
-    std::unique_ptr<Server> server(new Server(config, std::move(send)));
-    if (!physics::findScene(config.scene)->build(server->m_world))
+    std::unique_ptr<Server> server(new Server(config, std::move(send), nullptr));
+    if (!(config.buildScene ? config.buildScene(server->m_world) : physics::findScene(config.scene)->build(server->m_world)))
     {
         error = "scene '" + config.scene + "' does not fit in the world's capacity";
         return nullptr;
@@ -62,8 +86,41 @@ std::unique_ptr<Server> Server::create(const ServerConfig& config, SendFunction 
     return server;
 }
 
-Server::Server(const ServerConfig& config, SendFunction send)
-    : m_config(config), m_send(std::move(send)), m_tickSeconds(1.0 / config.tickRateHz),
+std::unique_ptr<Server> Server::create(const ServerConfig& config, SendFunction send, std::string& error,
+                                       const ConnectCookies::Key& cookieKey)
+{
+    error = config.validate();
+    if (!error.empty())
+    {
+        return nullptr;
+    }
+    std::unique_ptr<Server> server(new Server(config, std::move(send), &cookieKey));
+    if (!(config.buildScene ? config.buildScene(server->m_world) : physics::findScene(config.scene)->build(server->m_world)))
+    {
+        error = "scene '" + config.scene + "' does not fit in the world's capacity";
+        return nullptr;
+    }
+    return server;
+}
+
+namespace
+{
+protocol::SnapshotCodecConfig codecConfigOf(const ServerConfig& config)
+{
+    protocol::SnapshotCodecConfig codec;
+    codec.position = config.quantization;
+    codec.maxBaselineAgeTicks = config.maxBaselineAgeTicks;
+    codec.maxSlicePayloadBytes = protocol::kMaxSnapshotPayloadBytes;
+    return codec;
+}
+} // namespace
+
+Server::Server(const ServerConfig& config, SendFunction send, const ConnectCookies::Key* cookieKey)
+    : m_config(config), m_send(std::move(send)),
+      m_cookies(cookieKey ? ConnectCookies(*cookieKey, config.cookieLifetimeSeconds)
+                          : ConnectCookies(config.cookieLifetimeSeconds)),
+      m_codec(codecConfigOf(config)), m_history(config.maxBaselineAgeTicks), m_encoder(m_codec),
+      m_tickSeconds(1.0 / config.tickRateHz),
       m_ticksPerSnapshot(std::max(1, static_cast<int>(std::lround(static_cast<double>(config.tickRateHz) /
                                                                   config.snapshotRateHz))))
 {
@@ -88,19 +145,26 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
         return;
     }
     const wire::Packet& packet = *decoded.packet;
-    if (decoded.type() == wire::PacketType::ConnectRequest)
+    const wire::PacketType type = decoded.type();
+    if (type == wire::PacketType::ConnectRequest)
     {
         ++m_metrics.datagramsIn;
-        handleConnectRequest(from, packet, now);
+        handleConnectRequest(from, now);
+        return;
+    }
+    if (type == wire::PacketType::ChallengeResponse)
+    {
+        handleChallengeResponse(from, packet, now);
         return;
     }
 
     auto it = m_sessions.find(from);
-    const bool fromClient = decoded.type() == wire::PacketType::KeepAlive || decoded.type() == wire::PacketType::Disconnect;
+    const bool fromClient = type == wire::PacketType::KeepAlive || type == wire::PacketType::Disconnect ||
+                            type == wire::PacketType::ClientInput;
     if (it == m_sessions.end() || !fromClient)
     {
         m_metrics.drops.add(protocol::DropReason::UnexpectedMessage);
-        spdlog::debug("ignored {} from {}: {}", wire::EnumNamePacketType(decoded.type()), from.toString(),
+        spdlog::debug("ignored {} from {}: {}", wire::EnumNamePacketType(type), from.toString(),
                       it == m_sessions.end() ? "no session" : "not a client message");
         return;
     }
@@ -108,7 +172,12 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
     Session& session = it->second;
     session.acks.onReceived(packet.header()->sequence());
     session.lastReceiveTime = now;
-    if (decoded.type() == wire::PacketType::Disconnect)
+    handleAcks(session, *packet.header());
+    if (type == wire::PacketType::ClientInput)
+    {
+        handleInputs(session, *packet.message_as_ClientInput());
+    }
+    else if (type == wire::PacketType::Disconnect)
     {
         spdlog::info("client {} ({}, {}) disconnected", session.clientId, session.name, from.toString());
         ++m_metrics.clientsDisconnected;
@@ -116,39 +185,195 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
     }
 }
 
-void Server::handleConnectRequest(const protocol::Address& from, const wire::Packet& packet, double now)
+void Server::handleConnectRequest(const protocol::Address& from, double now)
 {
+    // Stateless: answer with a cookie only the requester's address can echo, and forget the request.
+    const ConnectCookies::Cookie cookie = m_cookies.issue(from, now);
+    ++m_metrics.challengesSent;
+    send(from, m_writer.challenge({}, cookie));
+}
+
+protocol::SessionParameters Server::sessionParameters(const Session& session) const
+{
+    protocol::SessionParameters p;
+    p.clientId = session.clientId;
+    p.tickRateHz = static_cast<std::uint16_t>(m_config.tickRateHz);
+    p.snapshotRateHz = static_cast<std::uint16_t>(m_config.snapshotRateHz);
+    p.scene = m_config.scene;
+    p.position = m_config.quantization;
+    p.maxBaselineAgeTicks = m_config.maxBaselineAgeTicks;
+    p.firstTick = m_metrics.ticks;
+    return p;
+}
+
+void Server::handleChallengeResponse(const protocol::Address& from, const wire::Packet& packet, double now)
+{
+    const auto* message = packet.message_as_ChallengeResponse();
+    const auto* cookie = message->cookie(); // size checked by decodePacket
+    const CookieCheck check = m_cookies.verify(from, {cookie->data(), cookie->size()}, now);
+    if (check != CookieCheck::Valid)
+    {
+        m_metrics.drops.add(protocol::DropReason::BadCookie);
+        ++(check == CookieCheck::Expired ? m_metrics.cookiesExpired : m_metrics.cookiesForged);
+        spdlog::debug("ignored challenge response from {}: cookie {}", from.toString(), cookieCheckName(check));
+        return;
+    }
+    ++m_metrics.datagramsIn;
     auto it = m_sessions.find(from);
     if (it == m_sessions.end())
     {
         if (m_sessions.size() >= static_cast<std::size_t>(m_config.maxClients))
         {
             ++m_metrics.clientsDenied;
-            protocol::AckTracker acks;
-            send(from, m_writer.connectDenied(acks.nextOutgoing(), wire::DenyReason::ServerFull));
+            send(from, m_writer.connectDenied({}, wire::DenyReason::ServerFull));
             spdlog::info("denied {}: server full ({} clients)", from.toString(), m_sessions.size());
             return;
         }
-        Session session;
+        Session session(m_config.maxBaselineAgeTicks);
         session.clientId = m_nextClientId++;
-        const auto* name = packet.message_as_ConnectRequest()->client_name();
+        const auto* name = message->client_name();
         session.name = name ? name->str() : std::string();
+        session.catalogueSent.assign(kCatalogueRing, {});
+        for (std::uint32_t id = 0; id < m_catalogue.size(); ++id)
+        {
+            if (m_catalogue[id].version != 0 && !m_catalogue[id].entry.removed)
+            {
+                session.catalogueDirty.emplace(id, PendingCatalogue{});
+            }
+        }
         it = m_sessions.emplace(from, std::move(session)).first;
         ++m_metrics.clientsAccepted;
         spdlog::info("client {} ({}, {}) connected; {} client(s)", it->second.clientId, it->second.name,
                      from.toString(), m_sessions.size());
     }
-    // Repeated requests get the same answer: the first reply may have been lost.
+    // Repeated responses get the same answer: the first reply may have been lost.
     Session& session = it->second;
     session.acks.onReceived(packet.header()->sequence());
     session.lastReceiveTime = now;
-    send(from, m_writer.connectAccepted(session.acks.nextOutgoing(), session.clientId,
-                                        static_cast<std::uint16_t>(m_config.tickRateHz),
-                                        static_cast<std::uint16_t>(m_config.snapshotRateHz), m_config.scene));
+    send(from, m_writer.connectAccepted(session.acks.nextOutgoing(), sessionParameters(session)));
+}
+
+void Server::handleAcks(Session& session, const wire::PacketHeader& header)
+{
+    protocol::forEachAcked(header,
+                           [&](std::uint16_t sequence)
+                           {
+                               session.snapshots.onAcked(sequence);
+                               auto& [sentSequence, records] = session.catalogueSent[sequence % kCatalogueRing];
+                               if (records.empty() || sentSequence != sequence)
+                               {
+                                   return;
+                               }
+                               for (const CatalogueRecord& r : records)
+                               {
+                                   const auto dirty = session.catalogueDirty.find(r.id);
+                                   if (dirty != session.catalogueDirty.end() && r.id < m_catalogue.size() &&
+                                       m_catalogue[r.id].version == r.version)
+                                   {
+                                       session.catalogueDirty.erase(dirty);
+                                   }
+                               }
+                               records.clear();
+                           });
+}
+
+bool Server::firstTimeInput(Session& session, std::uint32_t sequence)
+{
+    constexpr std::uint32_t kWindow = 1024;
+    if (sequence > session.newestInputSequence)
+    {
+        const std::uint32_t advance = sequence - session.newestInputSequence;
+        if (advance >= kWindow)
+        {
+            session.inputsSeen.reset();
+        }
+        else
+        {
+            for (std::uint32_t s = session.newestInputSequence + 1; s < sequence; ++s)
+            {
+                session.inputsSeen.reset(s % kWindow);
+            }
+        }
+        session.newestInputSequence = sequence;
+        session.inputsSeen.set(sequence % kWindow);
+        return true;
+    }
+    if (session.newestInputSequence - sequence >= kWindow || session.inputsSeen.test(sequence % kWindow))
+    {
+        return false;
+    }
+    session.inputsSeen.set(sequence % kWindow);
+    return true;
+}
+
+void Server::handleInputs(Session& session, const wire::ClientInput& message)
+{
+    protocol::readInputs(message, m_inputScratch); // each already range-checked by decodePacket
+    for (const protocol::InputCommand& input : m_inputScratch)
+    {
+        ++m_metrics.inputsReceived;
+        if (!firstTimeInput(session, input.sequence))
+        {
+            ++m_metrics.inputsDuplicate;
+            continue;
+        }
+        if (input.tick > m_metrics.ticks + static_cast<std::uint64_t>(m_config.maxInputLeadTicks) ||
+            m_inputQueue.size() >= static_cast<std::size_t>(m_config.maxQueuedInputs))
+        {
+            ++m_metrics.inputsRefused;
+            continue;
+        }
+        std::uint64_t tick = input.tick;
+        if (tick <= m_metrics.ticks)
+        {
+            ++m_metrics.inputsLate; // its tick already ran: the next one takes it
+            tick = m_metrics.ticks + 1;
+        }
+        m_inputQueue.emplace(tick, QueuedInput{session.clientId, input});
+    }
+}
+
+void Server::applyInputs(std::uint64_t tick)
+{
+    while (!m_inputQueue.empty() && m_inputQueue.begin()->first <= tick)
+    {
+        const QueuedInput queued = m_inputQueue.begin()->second;
+        m_inputQueue.erase(m_inputQueue.begin());
+        const protocol::InputCommand& in = queued.input;
+        const physics::BodyId id{in.bodyId, in.bodyGeneration};
+        const physics::Vec3 v{in.vector[0], in.vector[1], in.vector[2]};
+        physics::WorldStatus status = physics::WorldStatus::StaleBodyId;
+        physics::BodyState body;
+        if (m_world.getBody(id, body))
+        {
+            switch (in.kind)
+            {
+            case wire::InputKind::Force:
+                status = m_world.applyCentralForce(id, v);
+                break;
+            case wire::InputKind::Impulse:
+                status = m_world.applyImpulse(id, v, body.centerOfMass);
+                break;
+            case wire::InputKind::Torque:
+                status = m_world.applyTorque(id, v);
+                break;
+            case wire::InputKind::TargetVelocity:
+                status = body.type == physics::BodyType::Static ? physics::WorldStatus::WrongBodyType
+                                                                : m_world.setVelocity(id, v, body.angularVelocity);
+                break;
+            }
+        }
+        ++(status == physics::WorldStatus::Ok ? m_metrics.inputsApplied : m_metrics.inputsFailed);
+        if (m_inputObserver)
+        {
+            m_inputObserver(AppliedInput{queued.clientId, in, tick, status});
+        }
+    }
 }
 
 void Server::update(double now)
 {
+    m_now = now;
     if (!m_started)
     {
         m_started = true;
@@ -164,7 +389,7 @@ void Server::update(double now)
             m_nextTickTime = now + m_tickSeconds;
             break;
         }
-        tick();
+        tick(now);
         m_nextTickTime += m_tickSeconds;
         ++ran;
     }
@@ -185,10 +410,21 @@ void Server::update(double now)
     }
 }
 
-void Server::tick()
+void Server::tick(double now)
 {
+    const std::uint64_t next = m_metrics.ticks + 1;
+    if (m_preStep)
+    {
+        m_preStep(next);
+    }
+    applyInputs(next);
     m_world.step(static_cast<float>(m_tickSeconds));
-    ++m_metrics.ticks;
+    m_metrics.ticks = next;
+    refreshCatalogue();
+    for (auto& [address, session] : m_sessions)
+    {
+        sendCatalogue(address, session, now);
+    }
     if (m_metrics.ticks % static_cast<std::uint64_t>(m_ticksPerSnapshot) != 0 || m_sessions.empty())
     {
         return;
@@ -200,56 +436,191 @@ void Server::tick()
     }
 }
 
-void Server::captureSnapshot()
+namespace
 {
-    m_snapshotBodies.clear();
+protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body, std::span<const physics::ConvexHull> hulls)
+{
+    protocol::CatalogueEntry out;
+    out.id = body.id.index;
+    out.generation = body.id.generation;
+    const physics::Shape& shape = body.shape;
+    out.shape = static_cast<wire::ShapeKind>(shape.type);
+    switch (shape.type)
+    {
+    case physics::ShapeType::Sphere:
+        out.extent = {shape.sphere.radius, shape.sphere.radius, shape.sphere.radius};
+        break;
+    case physics::ShapeType::Capsule:
+        out.extent = {shape.capsule.radius, shape.capsule.halfHeight, shape.capsule.radius};
+        break;
+    case physics::ShapeType::Box:
+        out.extent = {shape.box.halfExtents.x, shape.box.halfExtents.y, shape.box.halfExtents.z};
+        break;
+    case physics::ShapeType::Hull:
+        if (shape.hullIndex < hulls.size())
+        {
+            // Half extents of the hull's local bounding box (the vertices themselves are not sent yet).
+            physics::Vec3 lo{0, 0, 0}, hi{0, 0, 0};
+            bool first = true;
+            for (const physics::Vec3& v : hulls[shape.hullIndex].vertices)
+            {
+                lo = first ? v : physics::Vec3{std::min(lo.x, v.x), std::min(lo.y, v.y), std::min(lo.z, v.z)};
+                hi = first ? v : physics::Vec3{std::max(hi.x, v.x), std::max(hi.y, v.y), std::max(hi.z, v.z)};
+                first = false;
+            }
+            out.extent = {0.5f * (hi.x - lo.x), 0.5f * (hi.y - lo.y), 0.5f * (hi.z - lo.z)};
+        }
+        break;
+    case physics::ShapeType::Plane:
+        break;
+    }
+    for (float& e : out.extent)
+    {
+        e = std::isfinite(e) ? std::clamp(e, 0.0f, protocol::kMaxShapeExtentMeters) : 0.0f;
+    }
+    return out;
+}
+} // namespace
+
+void Server::refreshCatalogue()
+{
+    // One pass over the bodies: a new (id, generation) or a changed shape bumps the slot's version, a slot
+    // not seen this pass lost its body. Each change marks the id dirty for every session.
+    const std::uint64_t pass = m_metrics.ticks;
+    auto markDirty = [&](std::uint32_t id)
+    {
+        for (auto& [address, session] : m_sessions)
+        {
+            session.catalogueDirty[id]; // keeps sentVersion/sentTime if already pending: resent as due
+        }
+    };
+    const std::span<const physics::ConvexHull> hulls = m_world.hulls();
     m_world.forEachBody(
         [&](const physics::BodyState& body)
         {
-            protocol::SnapshotBody out;
-            out.id = body.id.index;
-            out.generation = body.id.generation;
-            const physics::Shape& shape = body.shape;
-            out.shape = static_cast<wire::ShapeKind>(shape.type);
-            switch (shape.type)
+            const std::uint32_t id = body.id.index;
+            if (id >= m_catalogue.size())
             {
-            case physics::ShapeType::Sphere:
-                out.extent = {shape.sphere.radius, shape.sphere.radius, shape.sphere.radius};
-                break;
-            case physics::ShapeType::Capsule:
-                out.extent = {shape.capsule.radius, shape.capsule.halfHeight, shape.capsule.radius};
-                break;
-            case physics::ShapeType::Box:
-                out.extent = {shape.box.halfExtents.x, shape.box.halfExtents.y, shape.box.halfExtents.z};
-                break;
-            case physics::ShapeType::Hull:
-            case physics::ShapeType::Plane:
-                break;
+                m_catalogue.resize(static_cast<std::size_t>(id) + 1);
             }
-            const physics::Transform& xf = body.transform;
-            out.position = {xf.p.x, xf.p.y, xf.p.z};
-            out.orientation = {xf.q.x, xf.q.y, xf.q.z, xf.q.w};
-            out.atRest = body.type == physics::BodyType::Static ||
-                         (lengthSquared(body.linearVelocity) < 1e-6f && lengthSquared(body.angularVelocity) < 1e-6f);
-            m_snapshotBodies.push_back(out);
+            CatalogueSlot& slot = m_catalogue[id];
+            slot.seenTick = pass;
+            if (slot.version != 0 && slot.entry.generation == body.id.generation && !slot.entry.removed)
+            {
+                return; // shapes of live bodies do not change
+            }
+            slot.entry = catalogueEntryOf(body, hulls);
+            slot.version = ++m_catalogueVersion;
+            markDirty(id);
         });
+    for (std::uint32_t id = 0; id < m_catalogue.size(); ++id)
+    {
+        CatalogueSlot& slot = m_catalogue[id];
+        if (slot.version != 0 && slot.seenTick != pass && !slot.entry.removed)
+        {
+            slot.entry.removed = true;
+            slot.version = ++m_catalogueVersion;
+            markDirty(id);
+        }
+    }
+}
+
+void Server::sendCatalogue(const protocol::Address& to, Session& session, double now)
+{
+    int datagrams = 0;
+    auto it = session.catalogueDirty.begin();
+    while (it != session.catalogueDirty.end() && datagrams < m_config.maxCatalogueDatagramsPerTick)
+    {
+        m_catalogueScratch.clear();
+        std::vector<CatalogueRecord> records;
+        for (; it != session.catalogueDirty.end() && m_catalogueScratch.size() < protocol::kMaxCatalogueEntriesPerDatagram;
+             ++it)
+        {
+            const CatalogueSlot& slot = m_catalogue[it->first];
+            PendingCatalogue& pending = it->second;
+            const bool due = pending.sentVersion != slot.version || now - pending.sentTime >= m_config.catalogueResendSeconds;
+            if (!due)
+            {
+                continue;
+            }
+            m_metrics.catalogueEntriesResent += pending.sentVersion == slot.version ? 1 : 0;
+            pending.sentVersion = slot.version;
+            pending.sentTime = now;
+            m_catalogueScratch.push_back(slot.entry);
+            records.push_back({it->first, slot.version});
+        }
+        if (m_catalogueScratch.empty())
+        {
+            break;
+        }
+        const protocol::HeaderFields header = session.acks.nextOutgoing();
+        send(to, m_writer.catalogue(header, m_catalogueScratch));
+        ++m_metrics.catalogueDatagrams;
+        m_metrics.catalogueEntriesSent += m_catalogueScratch.size();
+        session.catalogueSent[header.sequence % kCatalogueRing] = {header.sequence, std::move(records)};
+        ++datagrams;
+    }
+}
+
+void Server::captureSnapshot()
+{
+    std::vector<protocol::QuantizedBody>& bodies = m_history.begin(m_metrics.ticks);
+    m_world.forEachBody(
+        [&](const physics::BodyState& body)
+        {
+            const physics::Transform& xf = body.transform;
+            const bool atRest = body.type == physics::BodyType::Static || body.sleeping ||
+                                (lengthSquared(body.linearVelocity) < 1e-6f &&
+                                 lengthSquared(body.angularVelocity) < 1e-6f);
+            bodies.push_back(protocol::quantizeBody(m_codec.position, body.id.index, body.id.generation, atRest,
+                                                    {xf.p.x, xf.p.y, xf.p.z}, {xf.q.x, xf.q.y, xf.q.z, xf.q.w}));
+        });
+    m_history.commit(); // forEachBody visits slots in increasing order: sorted by id
 }
 
 void Server::sendSnapshot(const protocol::Address& to, Session& session)
 {
-    const std::span<const protocol::SnapshotBody> bodies(m_snapshotBodies);
-    const std::size_t perSlice = protocol::kBodiesPerSnapshotSlice;
-    const std::size_t sliceCount = std::max<std::size_t>(1, (bodies.size() + perSlice - 1) / perSlice);
-    const double serverTime = static_cast<double>(m_metrics.ticks) * m_tickSeconds;
-    for (std::size_t slice = 0; slice < sliceCount; ++slice)
+    const protocol::SnapshotFrame* current = m_history.newest();
+    if (current == nullptr)
     {
-        const std::size_t first = slice * perSlice;
-        const std::size_t count = std::min(perSlice, bodies.size() - std::min(first, bodies.size()));
-        send(to, m_writer.snapshotSlice(session.acks.nextOutgoing(), m_metrics.ticks, serverTime,
-                                        static_cast<std::uint16_t>(slice), static_cast<std::uint16_t>(sliceCount),
-                                        static_cast<std::uint32_t>(bodies.size()), bodies.subspan(first, count)));
+        return;
+    }
+    const protocol::SnapshotFrame* baseline = nullptr;
+    const protocol::SnapshotFrame* reference = nullptr;
+    session.snapshots.choose(m_history, current->tick, baseline, reference);
+    const double start = m_profileClock ? m_profileClock() : 0.0;
+    const protocol::CodecError error = m_encoder.encode(*current, baseline, reference);
+    if (m_profileClock)
+    {
+        m_metrics.encodeSeconds += m_profileClock() - start;
+    }
+    if (error != protocol::CodecError::None)
+    {
+        ++m_metrics.snapshotEncodeErrors;
+        spdlog::error("snapshot {} for client {}: encoder refused: {}", current->tick, session.clientId,
+                      protocol::codecErrorName(error));
+        return;
+    }
+    protocol::SnapshotSendState& state = session.snapshots;
+    if (m_encoder.stats().identicalToBaseline && state.sentAny &&
+        current->tick - state.lastSentTick < static_cast<std::uint64_t>(m_config.idleHeartbeatTicks))
+    {
+        ++m_metrics.snapshotsSkipped; // the client already has this state
+        return;
+    }
+    state.sentAny = true;
+    state.lastSentTick = current->tick;
+    const double serverTime = static_cast<double>(current->tick) * m_tickSeconds;
+    const auto slices = m_encoder.slices();
+    for (const protocol::EncodedSlice& slice : slices)
+    {
+        const protocol::HeaderFields header = session.acks.nextOutgoing();
+        send(to, m_writer.snapshot(header, current->tick, serverTime, slice.payload));
+        state.onSliceSent(current->tick, header.sequence, static_cast<std::uint32_t>(slices.size()));
+        ++m_metrics.snapshotDatagrams;
     }
     ++m_metrics.snapshotsSent;
+    m_metrics.fullSnapshots += baseline == nullptr ? 1 : 0;
 }
 
 void Server::shutdown(double /*now*/)

@@ -23,23 +23,37 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     {
         std::abort(); // accepted a datagram of a size it must refuse
     }
-    if (result.type() == wire::PacketType::Snapshot)
+    switch (result.type())
+    {
+    case wire::PacketType::Snapshot:
     {
         const auto* snapshot = result.packet->message_as_Snapshot();
-        if (!snapshot || snapshot->slice_index() >= snapshot->slice_count())
+        if (!snapshot || !snapshot->payload() || snapshot->payload()->size() == 0 ||
+            snapshot->payload()->size() > kMaxSnapshotPayloadBytes || !std::isfinite(snapshot->server_time()))
         {
             std::abort();
         }
-        if (const auto* bodies = snapshot->bodies())
+        break;
+    }
+    case wire::PacketType::ConnectAccepted:
+    {
+        const SessionParameters p = readSessionParameters(*result.packet->message_as_ConnectAccepted());
+        if (!p.position.isValid() || p.clientId == 0 || p.maxBaselineAgeTicks == 0)
         {
-            for (const wire::BodyState* b : *bodies)
-            {
-                if (!std::isfinite(b->position().x()) || !std::isfinite(b->orientation().w()) || b->generation() == 0)
-                {
-                    std::abort();
-                }
-            }
+            std::abort();
         }
+        break;
+    }
+    case wire::PacketType::Challenge:
+    case wire::PacketType::ChallengeResponse:
+    case wire::PacketType::ConnectRequest:
+        if ((result.type() != wire::PacketType::Challenge && size < kMinConnectRequestBytes))
+        {
+            std::abort();
+        }
+        break;
+    default:
+        break;
     }
     return 0;
 }

@@ -1,5 +1,10 @@
-// Writes a seed corpus for fuzz_packet: one valid datagram of every message type.
+// Writes the seed corpora of the fuzz targets into DIR/<target>/: a valid datagram of every message type
+// (packet), catalogue and input datagrams, real snapshot slices against the fuzz baselines, and cookies.
+#include "fuzz_snapshot_setup.h"
 #include "polytope/protocol/packet.h"
+#include "polytope/server/connect_cookie.h"
+
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <string>
@@ -7,18 +12,20 @@
 
 int main(int argc, char** argv)
 {
+    using namespace polytope;
     using namespace polytope::protocol;
     if (argc != 2)
     {
         std::fprintf(stderr, "usage: make_packet_corpus DIR\n");
         return 1;
     }
-    const std::string dir = argv[1];
+    const std::string root = argv[1];
     PacketWriter writer;
     int written = 0;
-    auto save = [&](const char* name, std::span<const std::uint8_t> bytes)
+    auto save = [&](const std::string& target, const std::string& name, std::span<const std::uint8_t> bytes)
     {
-        const std::string path = dir + "/" + name;
+        ::mkdir((root + "/" + target).c_str(), 0755);
+        const std::string path = root + "/" + target + "/" + name;
         std::FILE* f = std::fopen(path.c_str(), "wb");
         if (!f)
         {
@@ -28,20 +35,79 @@ int main(int argc, char** argv)
         std::fclose(f);
         ++written;
     };
-    const HeaderFields header{7, 5, 0x0Fu};
-    save("connect_request", writer.connectRequest(header, "fuzz"));
-    save("connect_accepted", writer.connectAccepted(header, 3, 60, 20, "default"));
-    save("connect_denied", writer.connectDenied(header, wire::DenyReason::ServerFull));
-    save("keep_alive", writer.keepAlive(header, 1.5));
-    save("disconnect", writer.disconnect(header, wire::DisconnectReason::ClientQuit));
-    std::vector<SnapshotBody> bodies(5);
-    for (std::size_t i = 0; i < bodies.size(); ++i)
+    const HeaderFields header{7, 5, 0x0Fu, kHeaderFlagAckValid};
+    const std::vector<std::uint8_t> cookie(kCookieBytes, 0x5A);
+    save("packet", "connect_request", writer.connectRequest(header, "fuzz"));
+    save("packet", "challenge", writer.challenge(header, cookie));
+    save("packet", "challenge_response", writer.challengeResponse(header, cookie, "fuzz"));
+    SessionParameters session;
+    session.clientId = 3;
+    session.scene = "default";
+    save("packet", "connect_accepted", writer.connectAccepted(header, session));
+    save("packet", "connect_denied", writer.connectDenied(header, wire::DenyReason::ServerFull));
+    save("packet", "keep_alive", writer.keepAlive(header, 1.5));
+    save("packet", "disconnect", writer.disconnect(header, wire::DisconnectReason::ClientQuit));
+    const std::vector<std::uint8_t> payload{0x20, 0x41, 0x00, 0x17, 0x99};
+    save("packet", "snapshot", writer.snapshot(header, 99, 1.65, payload));
+
+    std::vector<CatalogueEntry> entries(6);
+    for (std::size_t i = 0; i < entries.size(); ++i)
     {
-        bodies[i].id = static_cast<std::uint32_t>(i);
-        bodies[i].generation = 1;
-        bodies[i].position = {1.0f, static_cast<float>(i), 2.0f};
+        entries[i].id = static_cast<std::uint32_t>(i);
+        entries[i].generation = 1;
+        entries[i].shape = static_cast<wire::ShapeKind>(i % 5);
+        entries[i].removed = i == 4;
+        entries[i].extent = {0.5f, 0.5f + static_cast<float>(i), 0.5f};
     }
-    save("snapshot", writer.snapshotSlice(header, 99, 1.65, 0, 1, 5, bodies));
-    std::printf("%d seed datagrams in %s\n", written, dir.c_str());
-    return written == 6 ? 0 : 1;
+    save("packet", "catalogue", writer.catalogue(header, entries));
+    save("catalogue", "catalogue6", writer.catalogue(header, entries));
+    save("catalogue", "catalogue1", writer.catalogue(header, std::span(entries).first(1)));
+
+    std::vector<InputCommand> inputs(5);
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+    {
+        inputs[i].tick = 1000 + i;
+        inputs[i].sequence = static_cast<std::uint32_t>(i + 1);
+        inputs[i].bodyId = static_cast<std::uint32_t>(i * 2);
+        inputs[i].kind = static_cast<wire::InputKind>(i % 4);
+        inputs[i].vector = {1.0f, -2.0f, 3.0f};
+    }
+    save("packet", "client_input", writer.clientInput(header, inputs));
+    save("inputs", "inputs5", writer.clientInput(header, inputs));
+    save("inputs", "inputs0", writer.clientInput(header, {}));
+
+    // Real slices for tick 120 against the baselines the fuzz target holds (100, 110), and a full one.
+    const SnapshotCodecConfig config = fuzz::fuzzCodecConfig();
+    SnapshotEncoder encoder(config);
+    const auto b100 = fuzz::fuzzScene(100);
+    const auto b110 = fuzz::fuzzScene(110);
+    const auto current = fuzz::fuzzScene(120);
+    const SnapshotFrame f100(100, b100), f110(110, b110), f120(120, current);
+    int slices = 0;
+    for (int variant = 0; variant < 3; ++variant)
+    {
+        const SnapshotFrame* baseline = variant == 0 ? nullptr : &f110;
+        const SnapshotFrame* reference = variant == 2 ? &f100 : nullptr;
+        if (encoder.encode(f120, baseline, reference) != CodecError::None)
+        {
+            return 1;
+        }
+        for (const EncodedSlice& slice : encoder.slices())
+        {
+            save("snapshot_payload", "slice" + std::to_string(slices++), slice.payload);
+        }
+    }
+
+    // Cookies: address 10.0.0.2:5000 at t = 3 s, then the cookie (see fuzz_challenge.cpp).
+    const server::ConnectCookies cookies(server::ConnectCookies::Key{7, 7, 7}, 5.0);
+    const protocol::Address address = protocol::Address::ipv4(10, 0, 0, 2, 5000);
+    const auto issued = cookies.issue(address, 3.0);
+    std::vector<std::uint8_t> seed{10, 0, 0, 2, 5000 & 0xFF, 5000 >> 8, 3, 0};
+    seed.insert(seed.end(), issued.begin(), issued.end());
+    save("challenge", "valid", seed);
+    seed[6] = 60; // expired
+    save("challenge", "expired", seed);
+
+    std::printf("%d seed files in %s\n", written, root.c_str());
+    return written >= 19 ? 0 : 1; // 10 packets, 2 catalogues, 2 input datagrams, 3 slices, 2 cookies
 }

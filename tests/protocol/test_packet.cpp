@@ -26,22 +26,45 @@ struct Datagram
     std::size_t size;
 };
 
-std::vector<SnapshotBody> someBodies(std::size_t count)
+std::vector<std::uint8_t> somePayload(std::size_t size)
 {
-    std::vector<SnapshotBody> bodies(count);
+    std::vector<std::uint8_t> payload(size);
+    for (std::size_t i = 0; i < size; ++i)
+    {
+        payload[i] = static_cast<std::uint8_t>(i * 37 + 11);
+    }
+    return payload;
+}
+
+std::vector<CatalogueEntry> someEntries(std::size_t count)
+{
+    std::vector<CatalogueEntry> entries(count);
     for (std::size_t i = 0; i < count; ++i)
     {
-        SnapshotBody& b = bodies[i];
-        b.id = static_cast<std::uint32_t>(i * 3);
-        b.generation = static_cast<std::uint32_t>(i + 1);
-        b.shape = static_cast<wire::ShapeKind>(i % 3);
-        b.atRest = i % 2 == 0;
-        b.position = {static_cast<float>(i), -2.5f, 1e3f};
-        const float s = std::sqrt(0.5f);
-        b.orientation = {0.0f, s, 0.0f, s};
-        b.extent = {0.5f, 0.25f, 0.125f};
+        CatalogueEntry& e = entries[i];
+        e.id = static_cast<std::uint32_t>(i * 3);
+        e.generation = static_cast<std::uint32_t>(i + 1);
+        e.shape = static_cast<wire::ShapeKind>(i % 5);
+        e.removed = i % 4 == 3;
+        e.extent = {0.5f, 0.25f + static_cast<float>(i), 0.125f};
     }
-    return bodies;
+    return entries;
+}
+
+std::vector<InputCommand> someInputs(std::size_t count)
+{
+    std::vector<InputCommand> inputs(count);
+    for (std::size_t i = 0; i < count; ++i)
+    {
+        InputCommand& in = inputs[i];
+        in.tick = 1000000007ull + i;
+        in.sequence = static_cast<std::uint32_t>(i + 1);
+        in.bodyId = static_cast<std::uint32_t>(i * 7);
+        in.bodyGeneration = 2;
+        in.kind = static_cast<wire::InputKind>(i % 4);
+        in.vector = {1.5f, -2.0f * static_cast<float>(i), 3.0f};
+    }
+    return inputs;
 }
 } // namespace
 
@@ -66,15 +89,40 @@ TEST_CASE("every message survives a round trip", "[protocol]")
     SECTION("connect accepted is smaller than the request")
     {
         const std::size_t requestSize = writer.connectRequest(header, "x").size();
-        Datagram d(writer.connectAccepted(header, 42, 60, 20, "default"));
+        SessionParameters session;
+        session.clientId = 42;
+        session.tickRateHz = 60;
+        session.snapshotRateHz = 20;
+        session.scene = "default";
+        session.position.boundsMin = {-10.0f, -1.0f, -20.0f};
+        session.position.boundsMax = {10.0f, 50.0f, 20.0f};
+        session.position.stepsPerMetre = 512;
+        session.maxBaselineAgeTicks = 300;
+        session.firstTick = 123456789012ull;
+        Datagram d(writer.connectAccepted(header, session));
         CHECK(d.size < requestSize);
         const DecodeResult r = decodePacket(d.view());
         REQUIRE(r.ok());
-        const auto* m = r.packet->message_as_ConnectAccepted();
-        CHECK(m->client_id() == 42);
-        CHECK(m->tick_rate_hz() == 60);
-        CHECK(m->snapshot_rate_hz() == 20);
-        CHECK(m->scene()->str() == "default");
+        const SessionParameters read = readSessionParameters(*r.packet->message_as_ConnectAccepted());
+        CHECK(read.clientId == 42);
+        CHECK(read.tickRateHz == 60);
+        CHECK(read.snapshotRateHz == 20);
+        CHECK(read.scene == "default");
+        CHECK(read.position.boundsMin == session.position.boundsMin);
+        CHECK(read.position.boundsMax == session.position.boundsMax);
+        CHECK(read.position.stepsPerMetre == 512);
+        CHECK(read.maxBaselineAgeTicks == 300);
+        CHECK(read.firstTick == 123456789012ull);
+        // Bad codec parameters are refused.
+        SessionParameters bad = session;
+        bad.position.stepsPerMetre = 0;
+        CHECK(decodePacket(Datagram(writer.connectAccepted(header, bad)).view()).reason == DropReason::InvalidField);
+        bad = session;
+        bad.position.boundsMax[1] = -5.0f;
+        CHECK(decodePacket(Datagram(writer.connectAccepted(header, bad)).view()).reason == DropReason::InvalidField);
+        bad = session;
+        bad.maxBaselineAgeTicks = 0;
+        CHECK(decodePacket(Datagram(writer.connectAccepted(header, bad)).view()).reason == DropReason::InvalidField);
     }
     SECTION("connect denied, keep-alive, disconnect")
     {
@@ -89,44 +137,81 @@ TEST_CASE("every message survives a round trip", "[protocol]")
         CHECK(decodePacket(bye.view()).packet->message_as_Disconnect()->reason() ==
               wire::DisconnectReason::ServerShutdown);
     }
-    SECTION("a full snapshot slice fits in one datagram and keeps every field")
+    SECTION("challenge and challenge response carry the cookie; the response is padded")
     {
-        const auto bodies = someBodies(kBodiesPerSnapshotSlice);
-        Datagram d(writer.snapshotSlice(header, 987654321ull, 16.5, 2, 3, 3 * kBodiesPerSnapshotSlice, bodies));
+        const std::vector<std::uint8_t> cookie = somePayload(kCookieBytes);
+        const std::size_t requestSize = writer.connectRequest(header, "x").size();
+        Datagram challenge(writer.challenge(header, cookie));
+        CHECK(challenge.size < requestSize);
+        const DecodeResult c = decodePacket(challenge.view());
+        REQUIRE(c.ok());
+        CHECK(std::equal(cookie.begin(), cookie.end(), c.packet->message_as_Challenge()->cookie()->begin()));
+        Datagram response(writer.challengeResponse(header, cookie, "tester"));
+        CHECK(response.size >= kMinConnectRequestBytes);
+        const DecodeResult r = decodePacket(response.view());
+        REQUIRE(r.ok());
+        const auto* m = r.packet->message_as_ChallengeResponse();
+        CHECK(std::equal(cookie.begin(), cookie.end(), m->cookie()->begin()));
+        CHECK(m->client_name()->str() == "tester");
+        // A cookie of the wrong size is refused.
+        const std::vector<std::uint8_t> shortCookie = somePayload(kCookieBytes - 1);
+        CHECK(decodePacket(Datagram(writer.challenge(header, shortCookie)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.challengeResponse(header, shortCookie, "x")).view()).reason ==
+              DropReason::InvalidField);
+    }
+    SECTION("a snapshot slice of the largest payload fits in one datagram and keeps every byte")
+    {
+        const auto payload = somePayload(kMaxSnapshotPayloadBytes);
+        Datagram d(writer.snapshot(header, 987654321ull, 16.5, payload));
         CHECK(d.size <= kMaxDatagramBytes);
         const DecodeResult r = decodePacket(d.view());
         REQUIRE(r.ok());
         const auto* s = r.packet->message_as_Snapshot();
         CHECK(s->tick() == 987654321ull);
         CHECK(s->server_time() == 16.5);
-        CHECK(s->slice_index() == 2);
-        CHECK(s->slice_count() == 3);
-        REQUIRE(s->bodies()->size() == bodies.size());
-        for (std::size_t i = 0; i < bodies.size(); ++i)
-        {
-            const wire::BodyState* b = s->bodies()->Get(static_cast<flatbuffers::uoffset_t>(i));
-            CHECK(b->id() == bodies[i].id);
-            CHECK(b->generation() == bodies[i].generation);
-            CHECK(b->shape() == bodies[i].shape);
-            CHECK(b->at_rest() == bodies[i].atRest);
-            CHECK(b->position().x() == bodies[i].position[0]);
-            CHECK(b->orientation().w() == bodies[i].orientation[3]);
-            CHECK(b->extent().z() == bodies[i].extent[2]);
-        }
+        REQUIRE(s->payload()->size() == payload.size());
+        CHECK(std::equal(payload.begin(), payload.end(), s->payload()->begin()));
+    }
+    SECTION("a full catalogue datagram fits and keeps every entry")
+    {
+        const auto entries = someEntries(kMaxCatalogueEntriesPerDatagram);
+        Datagram d(writer.catalogue(header, entries));
+        CHECK(d.size <= kMaxDatagramBytes);
+        const DecodeResult r = decodePacket(d.view());
+        REQUIRE(r.ok());
+        std::vector<CatalogueEntry> read;
+        readCatalogue(*r.packet->message_as_Catalogue(), read);
+        CHECK(read == entries);
+    }
+    SECTION("a full input datagram fits and keeps every input; an empty one is a plain acknowledgement")
+    {
+        const auto inputs = someInputs(kMaxInputsPerDatagram);
+        Datagram d(writer.clientInput(header, inputs));
+        CHECK(d.size <= kMaxDatagramBytes);
+        const DecodeResult r = decodePacket(d.view());
+        REQUIRE(r.ok());
+        std::vector<InputCommand> read;
+        readInputs(*r.packet->message_as_ClientInput(), read);
+        CHECK(read == inputs);
+        Datagram empty(writer.clientInput(header, {}));
+        const DecodeResult e = decodePacket(empty.view());
+        REQUIRE(e.ok());
+        readInputs(*e.packet->message_as_ClientInput(), read);
+        CHECK(read.empty());
     }
 }
 
 TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with a reason", "[protocol]")
 {
     PacketWriter writer;
-    const auto bodies = someBodies(8);
-    Datagram good(writer.snapshotSlice({}, 10, 1.0, 0, 1, 8, bodies));
+    const auto entries = someEntries(8);
+    Datagram good(writer.catalogue({}, entries));
     REQUIRE(decodePacket(good.view()).ok());
     DropCounters counters;
 
     SECTION("every truncation is refused unless it cut only trailing padding")
     {
-        const auto* original = decodePacket(good.view()).packet->message_as_Snapshot();
+        const auto* original = decodePacket(good.view()).packet->message_as_Catalogue();
         std::size_t accepted = 0;
         for (std::size_t n = 0; n < good.size; ++n)
         {
@@ -138,12 +223,11 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
             }
             // The Verifier vouches that every referenced byte is inside the first n: the content is whole.
             ++accepted;
-            const auto* s = r.packet->message_as_Snapshot();
-            REQUIRE(s);
-            CHECK(s->tick() == original->tick());
-            REQUIRE(s->bodies()->size() == original->bodies()->size());
-            CHECK(std::memcmp(s->bodies()->Data(), original->bodies()->Data(),
-                              original->bodies()->size() * sizeof(wire::BodyState)) == 0);
+            const auto* c = r.packet->message_as_Catalogue();
+            REQUIRE(c);
+            REQUIRE(c->entries()->size() == original->entries()->size());
+            CHECK(std::memcmp(c->entries()->Data(), original->entries()->Data(),
+                              original->entries()->size() * sizeof(wire::CatalogueEntry)) == 0);
         }
         CHECK(accepted < 8); // at most the alignment padding at the end
         CHECK(counters.total() + accepted == good.size);
@@ -187,13 +271,14 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
             Datagram d(good.view());
             d.data()[rng() % d.size] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
             const DecodeResult r = decodePacket(d.view());
-            if (r.ok() && r.type() == wire::PacketType::Snapshot)
+            if (r.ok() && r.type() == wire::PacketType::Catalogue)
             {
                 // What passes must satisfy every range check.
-                for (const wire::BodyState* b : *r.packet->message_as_Snapshot()->bodies())
+                for (const wire::CatalogueEntry* e : *r.packet->message_as_Catalogue()->entries())
                 {
-                    CHECK(std::isfinite(b->position().x()));
-                    CHECK(b->generation() != 0);
+                    CHECK(std::isfinite(e->extent().x()));
+                    CHECK(e->extent().y() >= 0.0f);
+                    CHECK(e->generation() != 0);
                 }
             }
         }
@@ -216,26 +301,78 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
               DropReason::WrongVersion);
         CHECK(decodePacket(make(kProtocolId, kProtocolVersion, wire::PacketType::Snapshot).view()).reason ==
               DropReason::TypeMismatch);
+        CHECK(decodePacket(make(kProtocolId, 1, wire::PacketType::KeepAlive).view()).reason == DropReason::WrongVersion);
     }
-    SECTION("NaN, non-unit quaternions and bad slice indices are out of range")
+    SECTION("NaN, negative or huge extents, bad shapes and generation 0 in the catalogue are out of range")
     {
-        auto bad = bodies;
-        bad[3].position[1] = NAN;
-        CHECK(decodePacket(Datagram(writer.snapshotSlice({}, 1, 0.0, 0, 1, 8, bad)).view()).reason ==
-              DropReason::InvalidField);
-        bad = bodies;
-        bad[0].orientation = {0.0f, 0.0f, 0.0f, 2.0f};
-        CHECK(decodePacket(Datagram(writer.snapshotSlice({}, 1, 0.0, 0, 1, 8, bad)).view()).reason ==
-              DropReason::InvalidField);
-        CHECK(decodePacket(Datagram(writer.snapshotSlice({}, 1, 0.0, 1, 1, 8, bodies)).view()).reason ==
-              DropReason::InvalidField);
-        CHECK(decodePacket(Datagram(writer.snapshotSlice({}, 1, NAN, 0, 1, 8, bodies)).view()).reason ==
-              DropReason::InvalidField);
-        CHECK(decodePacket(Datagram(writer.snapshotSlice({}, 1, 0.0, 0, 1, 4000000, bodies)).view()).reason ==
-              DropReason::InvalidField);
+        for (int variant = 0; variant < 5; ++variant)
+        {
+            auto bad = entries;
+            switch (variant)
+            {
+            case 0: bad[3].extent[1] = NAN; break;
+            case 1: bad[3].extent[0] = -1.0f; break;
+            case 2: bad[3].extent[2] = 2.0f * kMaxShapeExtentMeters; break;
+            case 3: bad[3].shape = static_cast<wire::ShapeKind>(9); break;
+            default: bad[3].generation = 0; break;
+            }
+            CHECK(decodePacket(Datagram(writer.catalogue({}, bad)).view()).reason == DropReason::InvalidField);
+        }
+        CHECK(decodePacket(Datagram(writer.catalogue({}, {})).view()).reason == DropReason::InvalidField);
     }
-    SECTION("an unpadded connect request is refused")
+    SECTION("inputs: NaN, out-of-range vectors, sequence or generation 0, unknown kinds are refused")
     {
+        const auto inputs = someInputs(6);
+        for (int variant = 0; variant < 7; ++variant)
+        {
+            auto bad = inputs;
+            switch (variant)
+            {
+            case 0: bad[2].vector[0] = NAN; break;
+            case 1: bad[2].vector[1] = INFINITY; break;
+            case 2: bad[3].kind = wire::InputKind::TargetVelocity; bad[3].vector[2] = 1.01f * kMaxInputVelocity; break;
+            case 3: bad[0].kind = wire::InputKind::Impulse; bad[0].vector[0] = -1.01f * kMaxInputImpulse; break;
+            case 4: bad[1].sequence = 0; break;
+            case 5: bad[1].bodyGeneration = 0; break;
+            default: bad[5].kind = static_cast<wire::InputKind>(4); break;
+            }
+            CHECK(decodePacket(Datagram(writer.clientInput({}, bad)).view()).reason == DropReason::InvalidField);
+        }
+        // At the limit is fine.
+        auto edge = inputs;
+        edge[0].kind = wire::InputKind::Force;
+        edge[0].vector = {kMaxInputForce, -kMaxInputForce, 0.0f};
+        CHECK(decodePacket(Datagram(writer.clientInput({}, edge)).view()).ok());
+    }
+    SECTION("snapshots: empty or oversized payloads and bad server times are refused")
+    {
+        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, 0.0, {})).view()).reason == DropReason::InvalidField);
+        const auto big = somePayload(kMaxSnapshotPayloadBytes + 1);
+        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, 0.0, big)).view()).reason == DropReason::InvalidField);
+        const auto small = somePayload(10);
+        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, NAN, small)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, -1.0, small)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, 0.5, small)).view()).ok());
+    }
+    SECTION("unknown header flags are refused")
+    {
+        HeaderFields flagged;
+        flagged.flags = 0x80;
+        CHECK(decodePacket(Datagram(writer.keepAlive(flagged, 1.0)).view()).reason == DropReason::InvalidField);
+    }
+    SECTION("an unpadded connect request or challenge response is refused")
+    {
+        {
+            flatbuffers::FlatBufferBuilder fbb;
+            const wire::PacketHeader header(kProtocolId, kProtocolVersion, wire::PacketType::ChallengeResponse, 0, 0,
+                                            0, 0);
+            const std::vector<std::uint8_t> cookie(kCookieBytes, 1);
+            const auto msg = wire::CreateChallengeResponse(fbb, fbb.CreateVector(cookie), fbb.CreateString("short"));
+            wire::FinishPacketBuffer(fbb,
+                                     wire::CreatePacket(fbb, &header, wire::Message::ChallengeResponse, msg.Union()));
+            CHECK(decodePacket(Datagram({fbb.GetBufferPointer(), fbb.GetSize()}).view()).reason ==
+                  DropReason::TooShort);
+        }
         flatbuffers::FlatBufferBuilder fbb;
         const wire::PacketHeader header(kProtocolId, kProtocolVersion, wire::PacketType::ConnectRequest, 0, 0, 0, 0);
         const auto msg = wire::CreateConnectRequest(fbb, fbb.CreateString("short"));
@@ -267,6 +404,10 @@ TEST_CASE("ack tracking reports the newest sequence and the 32 before it across 
     }
     CHECK(acks.onReceived(static_cast<std::uint16_t>(start + 38))); // late arrival inside the window
     CHECK_FALSE(acks.onReceived(static_cast<std::uint16_t>(start + 3))); // too old to track
+    CHECK(acks.hasReceived(static_cast<std::uint16_t>(start + 38)));
+    CHECK_FALSE(acks.hasReceived(static_cast<std::uint16_t>(start + 8)));
+    CHECK(fields.flags == kHeaderFlagAckValid);
+    CHECK(AckTracker().nextOutgoing().flags == 0); // nothing received: the acks mean nothing
     CHECK(sequenceGreaterThan(2, 65535));
     CHECK_FALSE(sequenceGreaterThan(65535, 2));
 }

@@ -2,14 +2,25 @@
 //
 // Like the server core, the Client is driven from outside: receive() for every datagram from the server,
 // update() with the current time, and it sends through the SendFunction it was given. UdpClient (udp_client.h)
-// binds it to a real socket; tests can use an in-process transport and a test clock.
+// binds it to a real socket; tests use the in-process NetworkSimulator and a test clock.
+//
+// Protocol version 2 (protocol/STANDARD.md): ConnectRequest -> Challenge -> ChallengeResponse (echoing the
+// cookie) -> ConnectAccepted, which carries the snapshot codec's parameters. Snapshot slices are decoded as
+// they arrive against the complete ticks kept (protocol::SnapshotReceiver) and acknowledged only once
+// decoded; a complete tick is handed out once the shape catalogue names every body in it. Inputs are
+// queued with sendInput() and repeated in every ClientInput datagram until the server acknowledges one
+// that carried them. The client sends a ClientInput (which also carries the packet acks) whenever
+// something arrived, at most every ackIntervalSeconds, and a KeepAlive when idle.
 #pragma once
 
 #include "polytope/protocol/packet.h"
+#include "polytope/protocol/snapshot_channel.h"
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,16 +34,18 @@ struct ClientConfig
 {
     std::string name = "polytope-client";  ///< sent in the connect request (logs)
     double connectTimeoutSeconds = 5.0;    ///< give up when no accept arrives within this
-    double connectResendSeconds = 0.1;     ///< resend the connect request this often while connecting
-    double keepAliveSeconds = 1.0;         ///< send a keep-alive this often once connected
+    double connectResendSeconds = 0.1;     ///< resend the connect request / challenge response this often
+    double keepAliveSeconds = 1.0;         ///< send a keep-alive this often when nothing else is sent
+    double ackIntervalSeconds = 1.0 / 120.0; ///< acknowledge (and resend inputs) at most this often
     double serverTimeoutSeconds = 10.0;    ///< connection lost when the server is silent this long
     std::size_t maxQueuedSnapshots = 256;  ///< older complete snapshots are dropped past this
+    std::size_t maxPendingInputs = 1024;   ///< inputs waiting for acknowledgement; sendInput refuses past this
 };
 
 enum class ClientState : std::uint8_t
 {
     Disconnected = 0,  ///< not started, or disconnect() called
-    Connecting,        ///< sending connect requests
+    Connecting,        ///< sending connect requests, then challenge responses
     Connected,         ///< accepted; receiving snapshots
     ConnectTimedOut,   ///< nothing answered within connectTimeoutSeconds
     ConnectionDenied,  ///< the server refused (e.g. full)
@@ -42,14 +55,27 @@ enum class ClientState : std::uint8_t
 
 const char* clientStateName(ClientState state);
 
-/// A whole snapshot (all of its slices), as received.
+/// A body of a decoded snapshot: dequantized pose plus its shape from the catalogue.
+struct SnapshotBody
+{
+    std::uint32_t id = 0;
+    std::uint32_t generation = 0;
+    protocol::wire::ShapeKind shape = protocol::wire::ShapeKind::Sphere;
+    bool atRest = false;
+    std::array<float, 3> position{};                          ///< metres (quantized: error <= half a step)
+    std::array<float, 4> orientation{0.0f, 0.0f, 0.0f, 1.0f}; ///< x, y, z, w
+    std::array<float, 3> extent{};                            ///< see protocol::CatalogueEntry
+};
+
+/// A whole snapshot (all of its slices), decoded.
 struct ReceivedSnapshot
 {
     std::uint64_t tick = 0;
     double serverTime = 0.0;  ///< seconds, server's simulation clock
-    double receiveTime = 0.0; ///< seconds, the client's clock, when the last slice arrived
+    double receiveTime = 0.0; ///< seconds, the client's clock, when it became complete and showable
     std::size_t bytes = 0;    ///< datagram bytes of all its slices
-    std::vector<protocol::SnapshotBody> bodies;
+    std::vector<SnapshotBody> bodies;             ///< sorted by id
+    std::vector<protocol::QuantizedBody> quantized; ///< the same bodies exactly as decoded
 };
 
 struct ClientStats
@@ -58,9 +84,17 @@ struct ClientStats
     std::uint64_t bytesReceived = 0;     ///< every datagram, accepted or not
     std::uint64_t datagramsSent = 0;
     std::uint64_t bytesSent = 0;
-    std::uint64_t snapshotsCompleted = 0;
-    std::uint64_t snapshotsIncomplete = 0; ///< given up: a newer tick arrived before all slices
-    std::uint64_t staleSlices = 0;         ///< slices of a tick older than the newest seen
+    std::uint64_t slicesDecoded = 0;
+    std::uint64_t duplicateSlices = 0;     ///< slices of a tick or range already decoded
+    std::uint64_t staleSlices = 0;         ///< slices too old to decode
+    std::uint64_t snapshotsCompleted = 0;  ///< ticks with every slice decoded
+    std::uint64_t snapshotsShown = 0;      ///< handed out by popSnapshot's queue
+    std::uint64_t snapshotsSuperseded = 0; ///< complete but older than one already shown, or replaced while
+                                           ///< waiting for the catalogue
+    std::uint64_t catalogueEntries = 0;    ///< catalogue entries received (duplicates included)
+    std::uint64_t inputsSent = 0;          ///< inputs queued by sendInput
+    std::uint64_t inputsAcknowledged = 0;
+    std::array<std::uint64_t, protocol::kCodecErrorCount> sliceErrors{}; ///< by protocol::CodecError
     protocol::DropCounters drops;
 };
 
@@ -73,27 +107,50 @@ public:
     void connect(double now);
     /// Handles one datagram from the server.
     void receive(std::span<const std::uint8_t> datagram, double now);
-    /// Resends, keeps alive and checks time-outs.
+    /// Resends, acknowledges, keeps alive and checks time-outs.
     void update(double now);
     /// Says goodbye (several times, as UDP may lose it) and stops.
     void disconnect(double now);
+
+    /// Queues an input (its sequence is assigned here and returned; 0 when refused: not connected, invalid,
+    /// or too many pending). It is sent with the next update and repeated until acknowledged.
+    std::uint32_t sendInput(const protocol::InputCommand& input);
 
     ClientState state() const { return m_state; }
     bool isConnected() const { return m_state == ClientState::Connected; }
     /// True once the connection has ended for any reason (time-out, denial, server closed, lost).
     bool isFinished() const;
-    std::uint32_t clientId() const { return m_clientId; }
-    int tickRateHz() const { return m_tickRateHz; }
-    int snapshotRateHz() const { return m_snapshotRateHz; }
-    const std::string& sceneName() const { return m_scene; }
+    std::uint32_t clientId() const { return m_session.clientId; }
+    int tickRateHz() const { return m_session.tickRateHz; }
+    int snapshotRateHz() const { return m_session.snapshotRateHz; }
+    const std::string& sceneName() const { return m_session.scene; }
+    /// What ConnectAccepted announced.
+    const protocol::SessionParameters& session() const { return m_session; }
     const ClientStats& stats() const { return m_stats; }
+    /// The snapshot decoder's store of complete ticks (nullptr before the session opens).
+    const protocol::SnapshotReceiver* receiver() const { return m_receiver.get(); }
+    /// Known shapes by body id.
+    const std::map<std::uint32_t, protocol::CatalogueEntry>& catalogue() const { return m_catalogue; }
+    /// Inputs sent and not yet acknowledged.
+    std::size_t pendingInputs() const { return m_pendingInputs.size(); }
 
     /// Takes the oldest complete snapshot not yet taken. Returns false when there is none.
     bool popSnapshot(ReceivedSnapshot& out);
 
 private:
+    struct InputDatagram
+    {
+        std::uint16_t sequence = 0;
+        std::uint32_t firstInput = 0; ///< input sequences [firstInput, lastInput] it carried
+        std::uint32_t lastInput = 0;
+        bool valid = false;
+    };
     void send(std::span<const std::uint8_t> datagram, double now);
-    void onSnapshot(const protocol::wire::Snapshot& slice, std::size_t bytes, double now);
+    void sendAcknowledgement(double now);
+    void onServerAcks(const protocol::wire::PacketHeader& header);
+    bool onSnapshot(const protocol::wire::Snapshot& slice, std::size_t bytes, double now);
+    void onCatalogue(const protocol::wire::Catalogue& message, double now);
+    bool tryShow(std::uint64_t tick, double now);
 
     ClientConfig m_config;
     SendFunction m_send;
@@ -103,20 +160,24 @@ private:
     double m_connectStartTime = 0.0;
     double m_lastSendTime = -1e9;
     double m_lastReceiveTime = 0.0;
-    std::uint32_t m_clientId = 0;
-    int m_tickRateHz = 0;
-    int m_snapshotRateHz = 0;
-    std::string m_scene;
+    bool m_receivedSinceAck = false;
+    std::vector<std::uint8_t> m_cookie; ///< from the Challenge, echoed until accepted
+    protocol::SessionParameters m_session;
     ClientStats m_stats;
 
-    // The snapshot being assembled from slices.
-    bool m_assembling = false;
-    std::uint64_t m_newestTick = 0;
-    bool m_anyTick = false;
-    ReceivedSnapshot m_partial;
-    std::vector<bool> m_slicesSeen;
-    std::size_t m_slicesMissing = 0;
+    std::unique_ptr<protocol::SnapshotReceiver> m_receiver;
+    std::map<std::uint64_t, std::pair<std::size_t, double>> m_tickBytes; ///< per incomplete tick: bytes, time
+    std::map<std::uint32_t, protocol::CatalogueEntry> m_catalogue;
+    std::vector<protocol::CatalogueEntry> m_catalogueScratch;
+    bool m_anyShown = false;
+    std::uint64_t m_lastShownTick = 0;
+    bool m_waiting = false;        ///< a complete tick waits for catalogue entries
+    std::uint64_t m_waitingTick = 0;
     std::deque<ReceivedSnapshot> m_complete;
+
+    std::uint32_t m_nextInputSequence = 1;
+    std::deque<protocol::InputCommand> m_pendingInputs; ///< by sequence
+    std::vector<InputDatagram> m_inputDatagrams;        ///< by packet sequence mod 256
 };
 
 } // namespace polytope::client

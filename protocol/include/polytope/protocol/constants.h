@@ -10,17 +10,35 @@ namespace polytope::protocol
 /// "PLTP" read as a little-endian 32-bit integer. Datagrams with another id are dropped.
 inline constexpr std::uint32_t kProtocolId = 0x50544C50u;
 /// Bumped on every incompatible change of the schema or its meaning. Datagrams of another version are dropped.
-inline constexpr std::uint16_t kProtocolVersion = 1;
+/// Version 2: challenge handshake, delta-coded snapshot payloads, reliable shape catalogue, client inputs.
+inline constexpr std::uint16_t kProtocolVersion = 2;
 /// No datagram, in either direction, is larger than this (bytes of UDP payload).
 inline constexpr std::size_t kMaxDatagramBytes = 1200;
 /// The smallest valid datagram: a FlatBuffer root offset, file identifier, table and header struct.
 inline constexpr std::size_t kMinDatagramBytes = 32;
-/// A ConnectRequest datagram is padded to at least this size, and smaller ones are dropped, so that no
-/// reply sent before the handshake completes is larger than the request that caused it.
+/// ConnectRequest and ChallengeResponse datagrams are padded to at least this size, and smaller ones are
+/// dropped, so that no reply sent before the handshake completes is larger than the request that caused it
+/// (the server cannot be used to amplify a spoofed flood).
 inline constexpr std::size_t kMinConnectRequestBytes = 512;
-/// Longest client name accepted in a ConnectRequest (bytes).
+/// Longest client name accepted in a ConnectRequest or ChallengeResponse (bytes).
 inline constexpr std::size_t kMaxClientNameBytes = 64;
 /// Longest scene name carried in ConnectAccepted (bytes).
 inline constexpr std::size_t kMaxSceneNameBytes = 64;
+/// Size of the opaque challenge cookie the server sends and the client echoes (bytes).
+inline constexpr std::size_t kCookieBytes = 20;
+/// Largest delta-coded snapshot payload in one Snapshot datagram (bytes).
+inline constexpr std::size_t kMaxSnapshotPayloadBytes = 1100;
+/// Most shape catalogue entries in one Catalogue datagram.
+inline constexpr std::size_t kMaxCatalogueEntriesPerDatagram = 40;
+/// Most inputs in one ClientInput datagram.
+inline constexpr std::size_t kMaxInputsPerDatagram = 24;
+/// Largest magnitude of each component of an input's vector, by kind (force N, impulse N s, torque N m,
+/// target velocity m/s). Larger values are refused as out of range.
+inline constexpr float kMaxInputForce = 1.0e6f;
+inline constexpr float kMaxInputImpulse = 1.0e5f;
+inline constexpr float kMaxInputTorque = 1.0e6f;
+inline constexpr float kMaxInputVelocity = 400.0f;
+/// Largest extent (metres) a catalogue entry may announce.
+inline constexpr float kMaxShapeExtentMeters = 1.0e5f;
 
 } // namespace polytope::protocol

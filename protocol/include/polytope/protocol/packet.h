@@ -2,16 +2,20 @@
 //
 // Reading follows one rule: untrusted bytes never assert and never throw. decodePacket checks the size,
 // the file identifier, runs flatbuffers::Verifier with tight limits, then checks the header and every
-// field of the message against its range (finite floats, unit quaternions, slice indices...). Anything
-// wrong comes back as a DropReason that the caller counts; only a fully valid packet is handed on.
+// field of the message against its range (finite floats, cookie and payload sizes, catalogue extents,
+// input vectors...). Anything wrong comes back as a DropReason that the caller counts; only a fully valid
+// packet is handed on. The snapshot payload inside a valid Snapshot is still untrusted: it has its own
+// bounds-checked decoder (snapshot_codec.h).
 #pragma once
 
 #include "polytope/protocol/constants.h"
+#include "polytope/protocol/quantize.h"
 #include "polytope/wire/polytope_generated.h"
 
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,8 +35,10 @@ enum class DropReason : std::uint8_t
     WrongProtocol,     ///< header.protocol_id is not kProtocolId
     WrongVersion,      ///< header.version is not kProtocolVersion
     TypeMismatch,      ///< header.type differs from the message's type, or no message
-    InvalidField,      ///< a field out of its range: NaN/Inf, non-unit quaternion, bad slice index, long string
+    InvalidField,      ///< a field out of its range: NaN/Inf, bad sizes, bad enum, long string, ...
     UnexpectedMessage, ///< valid, but not one this peer accepts in its current state
+    BadCookie,         ///< a ChallengeResponse whose cookie is forged, for another address, or expired
+    BadPayload,        ///< a Snapshot whose delta payload does not decode (snapshot_codec.h's CodecError)
     Count
 };
 inline constexpr std::size_t kDropReasonCount = static_cast<std::size_t>(DropReason::Count);
@@ -63,32 +69,69 @@ struct DecodeResult
 /// Checks a received datagram completely; see the file comment. The bytes must be 8-byte aligned.
 DecodeResult decodePacket(std::span<const std::uint8_t> datagram);
 
+/// PacketHeader.flags bit: ack and ack_bits are meaningful (the sender has received at least one packet).
+inline constexpr std::uint8_t kHeaderFlagAckValid = 1u;
+
 /// Sequence/ack fields a sender stamps on each packet.
 struct HeaderFields
 {
     std::uint16_t sequence = 0;
     std::uint16_t ack = 0;
     std::uint32_t ackBits = 0;
+    std::uint8_t flags = 0; ///< kHeaderFlag* bits
 };
 
-/// A body as carried in a snapshot: plain data, independent of the physics engine.
-struct SnapshotBody
+/// What ConnectAccepted announces: the session and everything the snapshot decoder must agree on.
+struct SessionParameters
+{
+    std::uint32_t clientId = 0;     ///< >= 1
+    std::uint16_t tickRateHz = 60;  ///< > 0
+    std::uint16_t snapshotRateHz = 20; ///< 1 .. tickRateHz
+    std::string scene;              ///< at most kMaxSceneNameBytes
+    PositionQuantization position;  ///< world bounds and steps per metre
+    std::uint32_t maxBaselineAgeTicks = 256; ///< 1 .. 65536
+    std::uint64_t firstTick = 0;    ///< the server's tick when the session opened
+};
+
+/// Reads a (verified) ConnectAccepted.
+SessionParameters readSessionParameters(const wire::ConnectAccepted& message);
+
+/// A body's shape as the catalogue carries it: plain data, independent of the physics engine.
+struct CatalogueEntry
 {
     std::uint32_t id = 0;
-    std::uint32_t generation = 0;
+    std::uint32_t generation = 1; ///< never 0
     wire::ShapeKind shape = wire::ShapeKind::Sphere;
-    bool atRest = false;
-    std::array<float, 3> position{};
-    std::array<float, 4> orientation{0.0f, 0.0f, 0.0f, 1.0f}; ///< x, y, z, w
-    std::array<float, 3> extent{};
+    bool removed = false;         ///< the body is gone
+    std::array<float, 3> extent{}; ///< metres, see the schema
+
+    bool operator==(const CatalogueEntry&) const = default;
 };
 
-/// Bytes of a snapshot datagram besides its bodies (root, identifier, tables, vtables, header, vector
-/// length, alignment), with room to spare; a test checks that a full slice stays within kMaxDatagramBytes.
-inline constexpr std::size_t kSnapshotOverheadBytes = 200;
-/// How many bodies fit in one snapshot slice while the datagram stays within kMaxDatagramBytes.
-inline constexpr std::size_t kBodiesPerSnapshotSlice =
-    (kMaxDatagramBytes - kSnapshotOverheadBytes) / sizeof(wire::BodyState);
+/// Reads a (verified) Catalogue's entries into `out` (cleared first).
+void readCatalogue(const wire::Catalogue& message, std::vector<CatalogueEntry>& out);
+
+/// One input for one body at one tick (see the schema's InputKind for units).
+struct InputCommand
+{
+    std::uint64_t tick = 0;
+    std::uint32_t sequence = 0;   ///< per client, from 1; assigned by the client library
+    std::uint32_t bodyId = 0;
+    std::uint32_t bodyGeneration = 1;
+    wire::InputKind kind = wire::InputKind::Force;
+    std::array<float, 3> vector{};
+
+    bool operator==(const InputCommand&) const = default;
+};
+
+/// Largest magnitude allowed for each component of an input of this kind.
+float inputComponentLimit(wire::InputKind kind);
+/// True when an input is one a server may accept: known kind, generation and sequence not 0, every
+/// component finite and within inputComponentLimit.
+bool isValidInput(const InputCommand& input);
+
+/// Reads a (verified) ClientInput's inputs into `out` (cleared first).
+void readInputs(const wire::ClientInput& message, std::vector<InputCommand>& out);
 
 /// Writes packets into one reused FlatBufferBuilder. Each call returns a view of the finished datagram,
 /// valid until the next call on the same writer. No allocation once the builder has grown to size.
@@ -97,24 +140,33 @@ class PacketWriter
 public:
     PacketWriter();
 
+    /// Padded to kMinConnectRequestBytes.
     std::span<const std::uint8_t> connectRequest(const HeaderFields& header, std::string_view clientName);
-    std::span<const std::uint8_t> connectAccepted(const HeaderFields& header, std::uint32_t clientId,
-                                                  std::uint16_t tickRateHz, std::uint16_t snapshotRateHz,
-                                                  std::string_view scene);
+    std::span<const std::uint8_t> challenge(const HeaderFields& header, std::span<const std::uint8_t> cookie);
+    /// Padded to kMinConnectRequestBytes.
+    std::span<const std::uint8_t> challengeResponse(const HeaderFields& header, std::span<const std::uint8_t> cookie,
+                                                    std::string_view clientName);
+    std::span<const std::uint8_t> connectAccepted(const HeaderFields& header, const SessionParameters& session);
     std::span<const std::uint8_t> connectDenied(const HeaderFields& header, wire::DenyReason reason);
-    /// One slice of a snapshot: bodies.size() must be at most kBodiesPerSnapshotSlice.
-    std::span<const std::uint8_t> snapshotSlice(const HeaderFields& header, std::uint64_t tick, double serverTime,
-                                                std::uint16_t sliceIndex, std::uint16_t sliceCount,
-                                                std::uint32_t bodyCount, std::span<const SnapshotBody> bodies);
+    /// One slice: payload.size() in 1 .. kMaxSnapshotPayloadBytes.
+    std::span<const std::uint8_t> snapshot(const HeaderFields& header, std::uint64_t tick, double serverTime,
+                                           std::span<const std::uint8_t> payload);
+    /// entries.size() in 1 .. kMaxCatalogueEntriesPerDatagram.
+    std::span<const std::uint8_t> catalogue(const HeaderFields& header, std::span<const CatalogueEntry> entries);
+    /// inputs.size() at most kMaxInputsPerDatagram.
+    std::span<const std::uint8_t> clientInput(const HeaderFields& header, std::span<const InputCommand> inputs);
     std::span<const std::uint8_t> keepAlive(const HeaderFields& header, double time);
     std::span<const std::uint8_t> disconnect(const HeaderFields& header, wire::DisconnectReason reason);
 
 private:
     std::span<const std::uint8_t> finish(const HeaderFields& header, wire::PacketType type,
                                          flatbuffers::Offset<void> message);
+    std::span<const std::uint8_t> padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
+                                         std::string_view clientName, bool isResponse);
 
     flatbuffers::FlatBufferBuilder m_builder;
-    std::vector<wire::BodyState> m_bodyStaging;
+    std::vector<wire::CatalogueEntry> m_catalogueStaging;
+    std::vector<wire::Input> m_inputStaging;
 };
 
 /// Sequence numbers and acknowledgements of one direction of a connection (16-bit, wrapping), as in
@@ -127,8 +179,12 @@ public:
     HeaderFields nextOutgoing();
     /// Records a received sequence; returns false for a duplicate or one too old to track.
     bool onReceived(std::uint16_t sequence);
+    /// True when `sequence` was recorded (the newest or one of the 32 before it).
+    bool hasReceived(std::uint16_t sequence) const;
 
     std::uint16_t newestReceived() const { return m_newestReceived; }
+    /// The sequence the next outgoing packet will carry.
+    std::uint16_t nextSequence() const { return m_nextSequence; }
 
 private:
     std::uint16_t m_nextSequence = 0;
@@ -141,6 +197,25 @@ private:
 constexpr bool sequenceGreaterThan(std::uint16_t a, std::uint16_t b)
 {
     return ((a > b) && (a - b <= 32768)) || ((a < b) && (b - a > 32768));
+}
+
+/// Calls fn(sequence) for every sequence a received header acknowledges (ack and the set bits of ack_bits),
+/// nothing when the header says its acks are not valid yet.
+template <class Fn> void forEachAcked(const wire::PacketHeader& header, Fn&& fn)
+{
+    if ((header.flags() & kHeaderFlagAckValid) == 0)
+    {
+        return;
+    }
+    fn(header.ack());
+    const std::uint32_t bits = header.ack_bits();
+    for (std::uint32_t i = 0; i < 32; ++i)
+    {
+        if ((bits >> i) & 1u)
+        {
+            fn(static_cast<std::uint16_t>(header.ack() - 1 - i));
+        }
+    }
 }
 
 } // namespace polytope::protocol

@@ -2,14 +2,27 @@
 //
 // Time and transport are injected: the owner calls receive() for every datagram and update() with the
 // current time, and the server sends through the SendFunction it was given. The same core runs behind real
-// UDP sockets (UdpServer) and, in tests, behind an in-process transport with a test clock.
+// UDP sockets (UdpServer) and, in tests and benchmarks, behind the in-process NetworkSimulator with a test
+// clock.
+//
+// Protocol version 2 (protocol/STANDARD.md), per tick:
+//   - inputs queued for this tick are applied to the World, then the World steps;
+//   - at snapshot ticks every body is quantized once into the shared SnapshotHistory, and for each client
+//     the SnapshotEncoder codes it against the newest tick that client holds (all its slice datagrams
+//     acknowledged), skipping a snapshot identical to that baseline except every idleHeartbeatTicks;
+//   - shape catalogue changes are (re)sent to each client until the datagram carrying them is acknowledged.
+// Handshake: a ConnectRequest is answered with a Challenge and forgotten (connect_cookie.h); a session opens
+// only on a ChallengeResponse with a valid cookie from the address it was issued to.
 #pragma once
 
 #include "polytope/physics/world.h"
 #include "polytope/protocol/address.h"
 #include "polytope/protocol/packet.h"
+#include "polytope/protocol/snapshot_channel.h"
+#include "polytope/server/connect_cookie.h"
 #include "polytope/server/server_config.h"
 
+#include <bitset>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -23,7 +36,7 @@ namespace polytope::server
 
 using SendFunction = std::function<void(const protocol::Address& to, std::span<const std::uint8_t> datagram)>;
 
-/// Counters for logs, tests and (later) /metrics.
+/// Counters for logs, tests, benchmarks and (later) /metrics.
 struct ServerMetrics
 {
     std::uint64_t ticks = 0;
@@ -32,12 +45,38 @@ struct ServerMetrics
     std::uint64_t bytesIn = 0;       ///< of every received datagram, accepted or not
     std::uint64_t datagramsOut = 0;
     std::uint64_t bytesOut = 0;
-    std::uint64_t snapshotsSent = 0; ///< whole snapshots (all their slices), summed over clients
+    std::uint64_t snapshotsSent = 0;      ///< snapshots (all their slices) sent, summed over clients
+    std::uint64_t snapshotsSkipped = 0;   ///< identical to the client's baseline and not due as heartbeat
+    std::uint64_t fullSnapshots = 0;      ///< sent without a baseline
+    std::uint64_t snapshotDatagrams = 0;
+    std::uint64_t snapshotEncodeErrors = 0; ///< the encoder refused (a bug: logged)
+    std::uint64_t catalogueDatagrams = 0;
+    std::uint64_t catalogueEntriesSent = 0;   ///< including resends
+    std::uint64_t catalogueEntriesResent = 0;
+    std::uint64_t challengesSent = 0;
+    std::uint64_t cookiesForged = 0;  ///< ChallengeResponses with a forged, tampered or foreign cookie
+    std::uint64_t cookiesExpired = 0;
     std::uint64_t clientsAccepted = 0;
     std::uint64_t clientsDenied = 0;
     std::uint64_t clientsTimedOut = 0;
     std::uint64_t clientsDisconnected = 0;
-    protocol::DropCounters drops;    ///< datagrams dropped, by reason
+    std::uint64_t inputsReceived = 0;  ///< inputs in accepted ClientInput datagrams, duplicates included
+    std::uint64_t inputsDuplicate = 0; ///< already received (resends), ignored
+    std::uint64_t inputsLate = 0;      ///< arrived after their tick ran: applied at the next tick
+    std::uint64_t inputsRefused = 0;   ///< too far ahead, or the queue was full
+    std::uint64_t inputsApplied = 0;   ///< applied to the World
+    std::uint64_t inputsFailed = 0;    ///< the World refused (stale body id, static body)
+    double encodeSeconds = 0.0;        ///< snapshot encoding time, when a profile clock is set
+    protocol::DropCounters drops;      ///< datagrams dropped, by reason
+};
+
+/// An input as the server applied it (for tests and logs).
+struct AppliedInput
+{
+    std::uint32_t clientId = 0;
+    protocol::InputCommand input;
+    std::uint64_t appliedTick = 0;    ///< the tick whose step it took part in
+    physics::WorldStatus status = physics::WorldStatus::Ok;
 };
 
 class Server
@@ -45,10 +84,13 @@ class Server
 public:
     /// Builds the scene named in config; returns nullptr and sets error when the config or scene is bad.
     static std::unique_ptr<Server> create(const ServerConfig& config, SendFunction send, std::string& error);
+    /// The same with a given cookie key (tests).
+    static std::unique_ptr<Server> create(const ServerConfig& config, SendFunction send, std::string& error,
+                                          const ConnectCookies::Key& cookieKey);
 
     /// Handles one received datagram at time `now` (seconds, the caller's monotonic clock).
     void receive(const protocol::Address& from, std::span<const std::uint8_t> datagram, double now);
-    /// Runs the ticks that are due, sends due snapshots and drops silent clients.
+    /// Runs the ticks that are due, sends due snapshots and catalogue entries and drops silent clients.
     void update(double now);
     /// Tells every client the server is going away (sent several times, as UDP may lose it).
     void shutdown(double now);
@@ -59,32 +101,93 @@ public:
     const ServerMetrics& metrics() const { return m_metrics; }
     const ServerConfig& config() const { return m_config; }
     const physics::World& world() const { return m_world; }
+    /// Mutable access for scripted scenes (benchmarks, tests): call between updates only.
+    physics::World& world() { return m_world; }
+    /// The quantized snapshots sent recently (tests compare clients' decoded state with them).
+    const protocol::SnapshotHistory& history() const { return m_history; }
+    const protocol::SnapshotCodecConfig& codecConfig() const { return m_codec; }
+    /// Called for every input applied (or refused by the World), in order.
+    void setInputObserver(std::function<void(const AppliedInput&)> observer) { m_inputObserver = std::move(observer); }
+    /// Called before each tick's World::step with the tick about to be made (scripted scenes).
+    void setPreStepHook(std::function<void(std::uint64_t tick)> hook) { m_preStep = std::move(hook); }
+    /// A clock (seconds) used only to measure encoding time into metrics().encodeSeconds.
+    void setProfileClock(std::function<double()> clock) { m_profileClock = std::move(clock); }
 
 private:
+    struct CatalogueRecord
+    {
+        std::uint32_t id;
+        std::uint64_t version;
+    };
+    struct PendingCatalogue
+    {
+        std::uint64_t sentVersion = 0; ///< 0: never sent at any version
+        double sentTime = 0.0;
+    };
     struct Session
     {
+        explicit Session(std::uint32_t maxAge) : snapshots(maxAge) {}
         std::uint32_t clientId = 0;
         std::string name;
         protocol::AckTracker acks;
         double lastReceiveTime = 0.0;
+        protocol::SnapshotSendState snapshots;
+        std::map<std::uint32_t, PendingCatalogue> catalogueDirty; ///< ids whose entry the client lacks
+        /// Catalogue entries each recent datagram carried, by sequence mod kCatalogueRing.
+        std::vector<std::pair<std::uint16_t, std::vector<CatalogueRecord>>> catalogueSent;
+        std::uint32_t newestInputSequence = 0;
+        std::bitset<1024> inputsSeen; ///< bit (sequence mod 1024) of the last 1024 sequences
     };
+    /// The server-wide catalogue, by body slot.
+    struct CatalogueSlot
+    {
+        protocol::CatalogueEntry entry;
+        std::uint64_t version = 0; ///< bumped whenever the entry changes; 0: never used
+        std::uint64_t seenTick = 0;
+    };
+    struct QueuedInput
+    {
+        std::uint32_t clientId;
+        protocol::InputCommand input;
+    };
+    static constexpr std::size_t kCatalogueRing = 256;
 
-    Server(const ServerConfig& config, SendFunction send);
+    Server(const ServerConfig& config, SendFunction send, const ConnectCookies::Key* cookieKey);
     void send(const protocol::Address& to, std::span<const std::uint8_t> datagram);
-    void handleConnectRequest(const protocol::Address& from, const protocol::wire::Packet& packet, double now);
-    void tick();
+    void handleConnectRequest(const protocol::Address& from, double now);
+    void handleChallengeResponse(const protocol::Address& from, const protocol::wire::Packet& packet, double now);
+    void handleAcks(Session& session, const protocol::wire::PacketHeader& header);
+    void handleInputs(Session& session, const protocol::wire::ClientInput& message);
+    bool firstTimeInput(Session& session, std::uint32_t sequence);
+    void applyInputs(std::uint64_t tick);
+    void tick(double now);
+    void refreshCatalogue();
     void captureSnapshot();
     void sendSnapshot(const protocol::Address& to, Session& session);
+    void sendCatalogue(const protocol::Address& to, Session& session, double now);
+    protocol::SessionParameters sessionParameters(const Session& session) const;
 
     ServerConfig m_config;
     SendFunction m_send;
     physics::World m_world;
+    ConnectCookies m_cookies;
     protocol::PacketWriter m_writer;
+    protocol::SnapshotCodecConfig m_codec;
+    protocol::SnapshotHistory m_history;
+    protocol::SnapshotEncoder m_encoder;
     std::map<protocol::Address, Session> m_sessions; ///< ordered: iteration is deterministic
-    std::vector<protocol::SnapshotBody> m_snapshotBodies;
+    std::vector<CatalogueSlot> m_catalogue;
+    std::uint64_t m_catalogueVersion = 0;
+    std::vector<protocol::CatalogueEntry> m_catalogueScratch;
+    std::vector<protocol::InputCommand> m_inputScratch;
+    std::multimap<std::uint64_t, QueuedInput> m_inputQueue; ///< by tick, then arrival
+    std::function<void(const AppliedInput&)> m_inputObserver;
+    std::function<void(std::uint64_t)> m_preStep;
+    std::function<double()> m_profileClock;
     ServerMetrics m_metrics;
     double m_tickSeconds = 1.0 / 60.0;
     double m_nextTickTime = 0.0;
+    double m_now = 0.0;
     bool m_started = false;
     std::uint32_t m_nextClientId = 1;
     int m_ticksPerSnapshot = 3;

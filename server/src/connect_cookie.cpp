@@ -1,0 +1,111 @@
+#include "polytope/server/connect_cookie.h"
+
+#include <sodium.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace polytope::server
+{
+namespace
+{
+constexpr std::size_t kStampBytes = 4;
+constexpr std::size_t kMacBytes = protocol::kCookieBytes - kStampBytes;
+static_assert(kMacBytes >= crypto_generichash_BYTES_MIN, "the cookie's hash is too short for BLAKE2b");
+
+void ensureSodium()
+{
+    if (sodium_init() < 0)
+    {
+        std::abort(); // no usable randomness: nothing secure can be done (programmer/platform error)
+    }
+}
+
+std::uint32_t stampOf(double now)
+{
+    return static_cast<std::uint32_t>(std::floor(std::fmax(0.0, now)));
+}
+} // namespace
+
+const char* cookieCheckName(CookieCheck check)
+{
+    switch (check)
+    {
+    case CookieCheck::Valid:
+        return "valid";
+    case CookieCheck::BadSize:
+        return "bad_size";
+    case CookieCheck::Forged:
+        return "forged";
+    case CookieCheck::Expired:
+        return "expired";
+    }
+    return "unknown";
+}
+
+ConnectCookies::ConnectCookies(double lifetimeSeconds) : m_lifetimeSeconds(lifetimeSeconds)
+{
+    ensureSodium();
+    crypto_generichash_keygen(m_key.data());
+}
+
+ConnectCookies::ConnectCookies(const Key& key, double lifetimeSeconds) : m_key(key), m_lifetimeSeconds(lifetimeSeconds)
+{
+    ensureSodium();
+}
+
+void ConnectCookies::mac(const protocol::Address& address, std::uint32_t stamp, std::uint8_t* out) const
+{
+    // Hashed: family, the 16 address bytes, port (little-endian), stamp (little-endian).
+    std::uint8_t message[1 + 16 + 2 + 4];
+    message[0] = static_cast<std::uint8_t>(address.family);
+    std::memcpy(message + 1, address.bytes.data(), 16);
+    message[17] = static_cast<std::uint8_t>(address.port & 0xFF);
+    message[18] = static_cast<std::uint8_t>(address.port >> 8);
+    for (int i = 0; i < 4; ++i)
+    {
+        message[19 + i] = static_cast<std::uint8_t>(stamp >> (8 * i));
+    }
+    crypto_generichash(out, kMacBytes, message, sizeof message, m_key.data(), m_key.size());
+}
+
+ConnectCookies::Cookie ConnectCookies::issue(const protocol::Address& address, double now) const
+{
+    Cookie cookie{};
+    const std::uint32_t stamp = stampOf(now);
+    for (std::size_t i = 0; i < kStampBytes; ++i)
+    {
+        cookie[i] = static_cast<std::uint8_t>(stamp >> (8 * i));
+    }
+    mac(address, stamp, cookie.data() + kStampBytes);
+    return cookie;
+}
+
+CookieCheck ConnectCookies::verify(const protocol::Address& address, std::span<const std::uint8_t> cookie,
+                                   double now) const
+{
+    if (cookie.size() != protocol::kCookieBytes)
+    {
+        return CookieCheck::BadSize;
+    }
+    std::uint32_t stamp = 0;
+    for (std::size_t i = 0; i < kStampBytes; ++i)
+    {
+        stamp |= static_cast<std::uint32_t>(cookie[i]) << (8 * i);
+    }
+    std::uint8_t expected[kMacBytes];
+    mac(address, stamp, expected);
+    if (sodium_memcmp(expected, cookie.data() + kStampBytes, kMacBytes) != 0)
+    {
+        return CookieCheck::Forged;
+    }
+    const std::uint32_t current = stampOf(now);
+    if (stamp > current || static_cast<double>(current - stamp) > m_lifetimeSeconds)
+    {
+        return CookieCheck::Expired;
+    }
+    return CookieCheck::Valid;
+}
+
+} // namespace polytope::server

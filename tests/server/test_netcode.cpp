@@ -1,0 +1,377 @@
+// Protocol version 2 end to end in one process: the Server and Client cores over the seeded NetworkSimulator
+// (protocol/network_simulator.h) with a test clock, no sleeps. Handshake and cookies, snapshots under loss
+// and jitter compared bit for bit with what the server quantized, the shape catalogue and inputs under loss.
+#include "polytope/client/client.h"
+#include "polytope/protocol/network_simulator.h"
+#include "polytope/server/server.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <set>
+
+using namespace polytope;
+
+namespace
+{
+
+const protocol::Address kServerAddress = protocol::Address::ipv4(10, 0, 0, 1, 7777);
+const server::ConnectCookies::Key kCookieKey{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                             17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+
+/// One server and some clients joined by a NetworkSimulator; frame() advances everyone by 1/120 s.
+struct SimulatedSession
+{
+    explicit SimulatedSession(const protocol::NetworkConditions& conditions, server::ServerConfig config = {},
+                              std::uint64_t seed = 1)
+        : net(conditions, seed)
+    {
+        std::string error;
+        server = server::Server::create(
+            config,
+            [this](const protocol::Address& to, std::span<const std::uint8_t> d) { net.send(kServerAddress, to, d, now); },
+            error, kCookieKey);
+        REQUIRE(server);
+    }
+
+    client::Client& addClient(std::uint8_t host, client::ClientConfig config = {})
+    {
+        const protocol::Address address = protocol::Address::ipv4(10, 0, 0, host, 5000);
+        auto c = std::make_unique<client::Client>(
+            config, [this, address](std::span<const std::uint8_t> d) { net.send(address, kServerAddress, d, now); });
+        clients.emplace_back(address, std::move(c));
+        return *clients.back().second;
+    }
+
+    void frame()
+    {
+        now += 1.0 / 120.0;
+        for (const protocol::SimulatedDatagram& d : net.receive(kServerAddress, now))
+        {
+            server->receive(d.from, d.bytes, now);
+        }
+        server->update(now);
+        for (auto& [address, c] : clients)
+        {
+            for (const protocol::SimulatedDatagram& d : net.receive(address, now))
+            {
+                c->receive(d.bytes, now);
+            }
+            c->update(now);
+        }
+    }
+
+    void runUntil(double seconds)
+    {
+        while (now < seconds)
+        {
+            frame();
+        }
+    }
+
+    double now = 0.0;
+    protocol::NetworkSimulator net;
+    std::unique_ptr<server::Server> server;
+    std::vector<std::pair<protocol::Address, std::unique_ptr<client::Client>>> clients;
+};
+
+/// An aligned copy of a datagram, as a receive buffer holds it.
+struct Aligned
+{
+    explicit Aligned(std::span<const std::uint8_t> bytes) : storage(bytes.size() / 8 + 1), size(bytes.size())
+    {
+        std::memcpy(storage.data(), bytes.data(), bytes.size());
+    }
+    std::span<const std::uint8_t> view() const { return {reinterpret_cast<const std::uint8_t*>(storage.data()), size}; }
+    std::vector<std::uint64_t> storage;
+    std::size_t size;
+};
+
+} // namespace
+
+TEST_CASE("handshake: the server keeps no state before a valid challenge response", "[server][handshake]")
+{
+    std::vector<std::pair<protocol::Address, std::vector<std::uint8_t>>> sent;
+    std::string error;
+    auto server = server::Server::create(
+        {}, [&](const protocol::Address& to, std::span<const std::uint8_t> d) { sent.emplace_back(to, std::vector(d.begin(), d.end())); },
+        error, kCookieKey);
+    REQUIRE(server);
+    protocol::PacketWriter writer;
+    const auto alice = protocol::Address::ipv4(10, 0, 0, 2, 5000);
+    const auto mallory = protocol::Address::ipv4(10, 0, 0, 66, 5000);
+    server->update(0.0);
+
+    // A request gets a challenge no larger than itself, and nothing else happens.
+    Aligned request(writer.connectRequest({}, "alice"));
+    server->receive(alice, request.view(), 1.0);
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].first == alice);
+    CHECK(sent[0].second.size() < request.size);
+    CHECK(server->clientCount() == 0);
+    Aligned challenge(sent[0].second);
+    const protocol::DecodeResult decoded = protocol::decodePacket(challenge.view());
+    REQUIRE(decoded.ok());
+    REQUIRE(decoded.type() == protocol::wire::PacketType::Challenge);
+    const auto* cookieVector = decoded.packet->message_as_Challenge()->cookie();
+    std::vector<std::uint8_t> cookie(cookieVector->begin(), cookieVector->end());
+    sent.clear();
+
+    SECTION("forged cookies are refused and counted")
+    {
+        auto forged = cookie;
+        forged[10] ^= 1;
+        server->receive(alice, Aligned(writer.challengeResponse({}, forged, "alice")).view(), 1.5);
+        std::vector<std::uint8_t> zeros(protocol::kCookieBytes, 0);
+        server->receive(alice, Aligned(writer.challengeResponse({}, zeros, "alice")).view(), 1.5);
+        CHECK(server->metrics().cookiesForged == 2);
+        CHECK(server->metrics().drops[protocol::DropReason::BadCookie] == 2);
+        CHECK(server->clientCount() == 0);
+        CHECK(sent.empty());
+    }
+    SECTION("a cookie echoed from another address or port is refused")
+    {
+        server->receive(mallory, Aligned(writer.challengeResponse({}, cookie, "mallory")).view(), 1.5);
+        auto otherPort = alice;
+        otherPort.port = 5001;
+        server->receive(otherPort, Aligned(writer.challengeResponse({}, cookie, "alice")).view(), 1.5);
+        CHECK(server->metrics().cookiesForged == 2);
+        CHECK(server->clientCount() == 0);
+        CHECK(sent.empty());
+    }
+    SECTION("an expired cookie is refused, a fresh one accepted")
+    {
+        server->receive(alice, Aligned(writer.challengeResponse({}, cookie, "alice")).view(), 1.0 + 6.5);
+        CHECK(server->metrics().cookiesExpired == 1);
+        CHECK(server->clientCount() == 0);
+        CHECK(sent.empty());
+        server->receive(alice, Aligned(writer.challengeResponse({}, cookie, "alice")).view(), 1.0 + 4.0);
+        CHECK(server->clientCount() == 1);
+        REQUIRE(sent.size() == 1);
+        Aligned accepted(sent[0].second);
+        const protocol::DecodeResult r = protocol::decodePacket(accepted.view());
+        REQUIRE(r.ok());
+        REQUIRE(r.type() == protocol::wire::PacketType::ConnectAccepted);
+        CHECK(accepted.size < request.size);
+        const protocol::SessionParameters p = protocol::readSessionParameters(*r.packet->message_as_ConnectAccepted());
+        CHECK(p.clientId == 1);
+        CHECK(p.maxBaselineAgeTicks == server->config().maxBaselineAgeTicks);
+        CHECK(p.position.stepsPerMetre == server->config().quantization.stepsPerMetre);
+        // The same response again (the accept may have been lost) gets the same session.
+        server->receive(alice, Aligned(writer.challengeResponse({}, cookie, "alice")).view(), 1.0 + 4.1);
+        CHECK(server->clientCount() == 1);
+        CHECK(server->metrics().clientsAccepted == 1);
+    }
+    SECTION("a cookie from another server process (another key) is refused")
+    {
+        server::ConnectCookies other(2.0);
+        const auto foreign = other.issue(alice, 1.0);
+        server->receive(alice, Aligned(writer.challengeResponse({}, foreign, "alice")).view(), 1.5);
+        CHECK(server->metrics().cookiesForged == 1);
+        CHECK(server->clientCount() == 0);
+    }
+}
+
+TEST_CASE("a client at 5% loss and 100 +- 30 ms jitter decodes only correct snapshots", "[server][netcode]")
+{
+    protocol::NetworkConditions conditions;
+    conditions.latencySeconds = 0.07;
+    conditions.jitterSeconds = 0.06;
+    conditions.lossProbability = 0.05;
+    server::ServerConfig config;
+    config.snapshotRateHz = 60;
+    SimulatedSession sim(conditions, config, 42);
+    client::Client& c = sim.addClient(2);
+    c.connect(0.0);
+
+    std::size_t compared = 0, mismatched = 0;
+    std::uint64_t lastTick = 0;
+    bool increasing = true;
+    std::set<std::uint32_t> moved;
+    std::map<std::uint32_t, float> firstHeight;
+    while (sim.now < 10.0)
+    {
+        sim.frame();
+        client::ReceivedSnapshot s;
+        while (c.popSnapshot(s))
+        {
+            increasing = increasing && s.tick > lastTick;
+            lastTick = s.tick;
+            const protocol::SnapshotFrame* truth = sim.server->history().find(s.tick);
+            REQUIRE(truth != nullptr);
+            const bool same = s.quantized.size() == truth->bodies.size() &&
+                              std::equal(s.quantized.begin(), s.quantized.end(), truth->bodies.begin());
+            mismatched += same ? 0 : 1;
+            ++compared;
+            for (const client::SnapshotBody& b : s.bodies)
+            {
+                if (!firstHeight.count(b.id))
+                {
+                    firstHeight[b.id] = b.position[1];
+                }
+                else if (b.position[1] < firstHeight[b.id] - 0.5f)
+                {
+                    moved.insert(b.id);
+                }
+            }
+        }
+    }
+    REQUIRE(c.isConnected());
+    CHECK(mismatched == 0);
+    CHECK(increasing);
+    CHECK(compared > 300); // of ~590 snapshot ticks; lost slices and idle skips account for the rest
+    CHECK(moved.size() >= 20);
+    const auto& errors = c.stats().sliceErrors;
+    CHECK(std::accumulate(errors.begin(), errors.end(), std::uint64_t{0}) == 0);
+    // Full snapshots only until the first one is acknowledged, about one round trip (~0.2 s, 12 ticks) later.
+    CHECK(sim.server->metrics().fullSnapshots < 30);
+    CHECK(sim.server->metrics().snapshotEncodeErrors == 0);
+    INFO("server sent " << sim.server->metrics().snapshotsSent << " snapshots, skipped "
+                        << sim.server->metrics().snapshotsSkipped);
+}
+
+TEST_CASE("the shape catalogue arrives reliably under loss and follows removals and new bodies",
+          "[server][netcode]")
+{
+    protocol::NetworkConditions conditions;
+    conditions.latencySeconds = 0.05;
+    conditions.jitterSeconds = 0.02;
+    conditions.lossProbability = 0.25;
+    SimulatedSession sim(conditions, {}, 9);
+    client::Client& c = sim.addClient(2);
+    c.connect(0.0);
+    sim.runUntil(4.0);
+    REQUIRE(c.isConnected());
+
+    auto serverCatalogue = [&]
+    {
+        std::map<std::uint32_t, std::pair<std::uint32_t, protocol::wire::ShapeKind>> out;
+        sim.server->world().forEachBody(
+            [&](const physics::BodyState& b)
+            { out[b.id.index] = {b.id.generation, static_cast<protocol::wire::ShapeKind>(b.shape.type)}; });
+        return out;
+    };
+    auto clientCatalogue = [&]
+    {
+        std::map<std::uint32_t, std::pair<std::uint32_t, protocol::wire::ShapeKind>> out;
+        for (const auto& [id, e] : c.catalogue())
+        {
+            out[id] = {e.generation, e.shape};
+        }
+        return out;
+    };
+    CHECK(clientCatalogue() == serverCatalogue());
+    CHECK(sim.server->metrics().catalogueEntriesResent > 0); // 25% loss: some had to be resent
+
+    // Remove three bodies and add a sphere (which reuses a freed slot with a new generation).
+    std::vector<physics::BodyId> victims;
+    sim.server->world().forEachBody(
+        [&](const physics::BodyState& b)
+        {
+            if (b.type == physics::BodyType::Dynamic && victims.size() < 3)
+            {
+                victims.push_back(b.id);
+            }
+        });
+    REQUIRE(victims.size() == 3);
+    for (const physics::BodyId id : victims)
+    {
+        REQUIRE(sim.server->world().destroyBody(id) == physics::WorldStatus::Ok);
+    }
+    physics::BodyDesc sphere;
+    sphere.shape = physics::Shape::makeSphere(0.75f);
+    sphere.transform.p = {0.0f, 8.0f, 0.0f};
+    const physics::BodyId added = sim.server->world().createBody(sphere).id;
+    REQUIRE_FALSE(added.isNull());
+    sim.runUntil(8.0);
+    CHECK(clientCatalogue() == serverCatalogue());
+    REQUIRE(c.catalogue().count(added.index) == 1);
+    CHECK(c.catalogue().at(added.index).extent[0] == 0.75f);
+    client::ReceivedSnapshot s, latest;
+    while (c.popSnapshot(s))
+    {
+        latest = std::move(s);
+    }
+    REQUIRE(latest.tick > 0);
+    CHECK(latest.bodies.size() == sim.server->world().bodyCount());
+    for (const client::SnapshotBody& b : latest.bodies)
+    {
+        for (const physics::BodyId id : victims)
+        {
+            CHECK_FALSE((b.id == id.index && b.generation == id.generation));
+        }
+    }
+}
+
+TEST_CASE("inputs under loss arrive exactly once and are applied at their tick", "[server][netcode]")
+{
+    protocol::NetworkConditions conditions;
+    conditions.latencySeconds = 0.05;
+    conditions.jitterSeconds = 0.03;
+    conditions.lossProbability = 0.2;
+    SimulatedSession sim(conditions, {}, 5);
+    std::vector<server::AppliedInput> applied;
+    sim.server->setInputObserver([&](const server::AppliedInput& a) { applied.push_back(a); });
+    client::Client& c = sim.addClient(2);
+    c.connect(0.0);
+    sim.runUntil(1.0);
+    REQUIRE(c.isConnected());
+
+    // Dynamic bodies to push.
+    std::vector<physics::BodyId> targets;
+    sim.server->world().forEachBody(
+        [&](const physics::BodyState& b)
+        {
+            if (b.type == physics::BodyType::Dynamic)
+            {
+                targets.push_back(b.id);
+            }
+        });
+    REQUIRE(targets.size() >= 4);
+    std::map<std::uint32_t, protocol::InputCommand> sentInputs;
+    int frame = 0;
+    while (sim.now < 6.0)
+    {
+        if (frame % 6 == 0 && sentInputs.size() < 120)
+        {
+            // 0.5 s ahead of the newest snapshot: enough for a few resends at 20% loss.
+            const std::uint64_t newest = c.receiver() ? c.receiver()->newestComplete() : 0;
+            protocol::InputCommand in;
+            in.tick = newest + 30;
+            const physics::BodyId target = targets[sentInputs.size() % targets.size()];
+            in.bodyId = target.index;
+            in.bodyGeneration = target.generation;
+            in.kind = static_cast<protocol::wire::InputKind>(sentInputs.size() % 4);
+            in.vector = {0.5f, 1.0f, -0.25f};
+            const std::uint32_t sequence = c.sendInput(in);
+            REQUIRE(sequence != 0);
+            in.sequence = sequence;
+            sentInputs[sequence] = in;
+        }
+        sim.frame();
+        ++frame;
+    }
+    sim.runUntil(8.0);
+    std::map<std::uint32_t, int> times;
+    for (const server::AppliedInput& a : applied)
+    {
+        ++times[a.input.sequence];
+        REQUIRE(sentInputs.count(a.input.sequence) == 1);
+        CHECK(a.input == sentInputs[a.input.sequence]);
+        CHECK(a.appliedTick == a.input.tick);
+        CHECK(a.status == physics::WorldStatus::Ok);
+    }
+    CHECK(times.size() == sentInputs.size());
+    for (const auto& [sequence, count] : times)
+    {
+        CHECK(count == 1);
+    }
+    const server::ServerMetrics& m = sim.server->metrics();
+    CHECK(m.inputsLate == 0);
+    CHECK(m.inputsApplied == sentInputs.size());
+    CHECK(m.inputsDuplicate > 0); // resends of inputs whose acknowledgement was lost or not yet back
+    CHECK(c.pendingInputs() == 0);
+    CHECK(c.stats().inputsAcknowledged == sentInputs.size());
+}
