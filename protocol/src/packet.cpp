@@ -11,6 +11,8 @@ namespace
 // Tight verifier limits: a Packet is one table with one message table inside it, and vectors of structs.
 constexpr flatbuffers::uoffset_t kMaxVerifierDepth = 8;
 constexpr flatbuffers::uoffset_t kMaxVerifierTables = 16;
+/// File identifier of an AdminCommand buffer (it is not a Packet).
+constexpr const char* kAdminCommandIdentifier = "PLTA";
 
 bool finite(const wire::Vec3f& v) { return std::isfinite(v.x()) && std::isfinite(v.y()) && std::isfinite(v.z()); }
 
@@ -21,6 +23,8 @@ template <class Enum> bool validEnum(Enum value)
 
 bool validName(const flatbuffers::String* name) { return !name || name->size() <= kMaxClientNameBytes; }
 
+bool validRoom(const flatbuffers::String* room) { return !room || room->size() <= kMaxRoomNameBytes; }
+
 bool validCookie(const flatbuffers::Vector<std::uint8_t>* cookie)
 {
     return cookie != nullptr && cookie->size() == kCookieBytes;
@@ -29,6 +33,10 @@ bool validCookie(const flatbuffers::Vector<std::uint8_t>* cookie)
 bool validConnectAccepted(const wire::ConnectAccepted& m)
 {
     const auto* scene = m.scene();
+    if (!validRoom(m.room()))
+    {
+        return false;
+    }
     if (m.client_id() == 0 || m.tick_rate_hz() == 0 || m.snapshot_rate_hz() == 0 ||
         m.snapshot_rate_hz() > m.tick_rate_hz() || (scene && scene->size() > kMaxSceneNameBytes) ||
         m.bounds_min() == nullptr || m.bounds_max() == nullptr || m.max_baseline_age_ticks() == 0 ||
@@ -48,7 +56,8 @@ bool validCatalogue(const wire::Catalogue& m)
     }
     for (const wire::CatalogueEntry* e : *entries)
     {
-        if (e->generation() == 0 || !validEnum(e->shape()) || e->flags() != 0 || !finite(e->extent()))
+        if (e->generation() == 0 || !validEnum(e->shape()) || (e->flags() & ~kCatalogueFlagOwned) != 0 ||
+            !finite(e->extent()))
         {
             return false;
         }
@@ -110,7 +119,8 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
             reason = DropReason::TooShort;
             return false;
         }
-        return validName(packet.message_as_ConnectRequest()->client_name());
+        return validName(packet.message_as_ConnectRequest()->client_name()) &&
+               validRoom(packet.message_as_ConnectRequest()->room());
     case wire::Message::Challenge:
         return validCookie(packet.message_as_Challenge()->cookie());
     case wire::Message::ChallengeResponse:
@@ -121,7 +131,7 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
             return false;
         }
         const auto* m = packet.message_as_ChallengeResponse();
-        return validCookie(m->cookie()) && validName(m->client_name());
+        return validCookie(m->cookie()) && validName(m->client_name()) && validRoom(m->room());
     }
     case wire::Message::ConnectAccepted:
         return validConnectAccepted(*packet.message_as_ConnectAccepted());
@@ -142,6 +152,22 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
         return std::isfinite(packet.message_as_KeepAlive()->time());
     case wire::Message::Disconnect:
         return validEnum(packet.message_as_Disconnect()->reason());
+    case wire::Message::AdminRequest:
+    {
+        if (datagramBytes < kMinAdminRequestBytes)
+        {
+            reason = DropReason::TooShort;
+            return false;
+        }
+        const auto* m = packet.message_as_AdminRequest();
+        return m->command() && m->command()->size() > 0 && m->command()->size() <= kMaxAdminCommandBytes &&
+               m->mac() && m->mac()->size() == kAdminMacBytes;
+    }
+    case wire::Message::AdminReply:
+    {
+        const auto* message = packet.message_as_AdminReply()->message();
+        return !message || message->size() <= kMaxAdminMessageBytes;
+    }
     case wire::Message::NONE:
         break;
     }
@@ -268,6 +294,7 @@ SessionParameters readSessionParameters(const wire::ConnectAccepted& m)
     out.position.stepsPerMetre = m.steps_per_metre();
     out.maxBaselineAgeTicks = m.max_baseline_age_ticks();
     out.firstTick = m.first_tick();
+    out.room = m.room() ? m.room()->str() : std::string();
     return out;
 }
 
@@ -283,6 +310,7 @@ void readCatalogue(const wire::Catalogue& message, std::vector<CatalogueEntry>& 
             entry.generation = e->generation();
             entry.shape = e->shape();
             entry.removed = e->removed();
+            entry.owned = (e->flags() & kCatalogueFlagOwned) != 0;
             entry.extent = {e->extent().x(), e->extent().y(), e->extent().z()};
             out.push_back(entry);
         }
@@ -301,13 +329,22 @@ float inputComponentLimit(wire::InputKind kind)
         return kMaxInputTorque;
     case wire::InputKind::TargetVelocity:
         return kMaxInputVelocity;
+    case wire::InputKind::Spawn:
+        return kMaxInputPosition;
+    case wire::InputKind::Remove:
+        return 0.0f;
     }
     return 0.0f;
 }
 
 bool isValidInput(const InputCommand& input)
 {
-    if (!validEnum(input.kind) || input.sequence == 0 || input.bodyGeneration == 0)
+    if (!validEnum(input.kind) || input.sequence == 0)
+    {
+        return false;
+    }
+    if (input.kind == wire::InputKind::Spawn ? (input.bodyId != 0 || input.bodyGeneration != 0)
+                                             : input.bodyGeneration == 0)
     {
         return false;
     }
@@ -352,16 +389,19 @@ std::span<const std::uint8_t> PacketWriter::finish(const HeaderFields& fields, w
 }
 
 std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
-                                                   std::string_view clientName, bool isResponse)
+                                                   std::string_view clientName, std::string_view room,
+                                                   std::uint16_t snapshotRateHz, bool spectator, bool isResponse)
 {
     // Pad so that the finished datagram is at least kMinConnectRequestBytes. The padding vector's payload
     // is the size we still need after everything else; a first pass measures the rest.
     const std::string_view name = clientName.substr(0, kMaxClientNameBytes);
+    const std::string_view roomName = room.substr(0, kMaxRoomNameBytes);
     std::size_t padding = 0;
     for (int pass = 0; pass < 2; ++pass)
     {
         m_builder.Clear();
         const auto nameOffset = m_builder.CreateString(name.data(), name.size());
+        const auto roomOffset = m_builder.CreateString(roomName.data(), roomName.size());
         std::uint8_t* pad = nullptr;
         const auto paddingOffset = m_builder.CreateUninitializedVector<std::uint8_t>(padding, &pad);
         std::fill(pad, pad + padding, std::uint8_t{0});
@@ -369,12 +409,13 @@ std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, s
         if (isResponse)
         {
             const auto cookieOffset = m_builder.CreateVector(cookie.data(), cookie.size());
-            const auto message = wire::CreateChallengeResponse(m_builder, cookieOffset, nameOffset, paddingOffset);
+            const auto message = wire::CreateChallengeResponse(m_builder, cookieOffset, nameOffset, paddingOffset,
+                                                               roomOffset, snapshotRateHz, spectator);
             bytes = finish(header, wire::PacketType::ChallengeResponse, message.Union());
         }
         else
         {
-            const auto message = wire::CreateConnectRequest(m_builder, nameOffset, paddingOffset);
+            const auto message = wire::CreateConnectRequest(m_builder, nameOffset, paddingOffset, roomOffset);
             bytes = finish(header, wire::PacketType::ConnectRequest, message.Union());
         }
         if (bytes.size() >= kMinConnectRequestBytes)
@@ -386,9 +427,10 @@ std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, s
     return {m_builder.GetBufferPointer(), m_builder.GetSize()};
 }
 
-std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& header, std::string_view clientName)
+std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& header, std::string_view clientName,
+                                                          std::string_view room)
 {
-    return padded(header, {}, clientName, false);
+    return padded(header, {}, clientName, room, 0, false, false);
 }
 
 std::span<const std::uint8_t> PacketWriter::challenge(const HeaderFields& header, std::span<const std::uint8_t> cookie)
@@ -401,9 +443,10 @@ std::span<const std::uint8_t> PacketWriter::challenge(const HeaderFields& header
 
 std::span<const std::uint8_t> PacketWriter::challengeResponse(const HeaderFields& header,
                                                               std::span<const std::uint8_t> cookie,
-                                                              std::string_view clientName)
+                                                              std::string_view clientName, std::string_view room,
+                                                              std::uint16_t snapshotRateHz, bool spectator)
 {
-    return padded(header, cookie, clientName, true);
+    return padded(header, cookie, clientName, room, snapshotRateHz, spectator, true);
 }
 
 std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& header, const SessionParameters& session)
@@ -411,12 +454,14 @@ std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& 
     m_builder.Clear();
     const std::string_view name = std::string_view(session.scene).substr(0, kMaxSceneNameBytes);
     const auto sceneOffset = m_builder.CreateString(name.data(), name.size());
+    const std::string_view room = std::string_view(session.room).substr(0, kMaxRoomNameBytes);
+    const auto roomOffset = m_builder.CreateString(room.data(), room.size());
     const wire::Vec3f boundsMin = toWire(session.position.boundsMin);
     const wire::Vec3f boundsMax = toWire(session.position.boundsMax);
     const auto message = wire::CreateConnectAccepted(m_builder, session.clientId, session.tickRateHz,
                                                      session.snapshotRateHz, sceneOffset, &boundsMin, &boundsMax,
                                                      session.position.stepsPerMetre, session.maxBaselineAgeTicks,
-                                                     session.firstTick);
+                                                     session.firstTick, roomOffset);
     return finish(header, wire::PacketType::ConnectAccepted, message.Union());
 }
 
@@ -443,7 +488,8 @@ std::span<const std::uint8_t> PacketWriter::catalogue(const HeaderFields& header
     m_catalogueStaging.clear();
     for (const CatalogueEntry& e : entries)
     {
-        m_catalogueStaging.emplace_back(e.id, e.generation, e.shape, e.removed, std::uint16_t{0}, toWire(e.extent));
+        m_catalogueStaging.emplace_back(e.id, e.generation, e.shape, e.removed,
+                                        e.owned ? kCatalogueFlagOwned : std::uint16_t{0}, toWire(e.extent));
     }
     const auto vector = m_builder.CreateVectorOfStructs(m_catalogueStaging.data(), m_catalogueStaging.size());
     const auto message = wire::CreateCatalogue(m_builder, vector);
@@ -479,6 +525,93 @@ std::span<const std::uint8_t> PacketWriter::disconnect(const HeaderFields& heade
     m_builder.Clear();
     const auto message = wire::CreateDisconnect(m_builder, reason);
     return finish(header, wire::PacketType::Disconnect, message.Union());
+}
+
+std::span<const std::uint8_t> PacketWriter::adminRequest(const HeaderFields& header,
+                                                        std::span<const std::uint8_t> command,
+                                                        std::span<const std::uint8_t> mac)
+{
+    std::size_t padding = 0;
+    for (int pass = 0; pass < 2; ++pass)
+    {
+        m_builder.Clear();
+        const auto commandOffset = m_builder.CreateVector(command.data(), command.size());
+        const auto macOffset = m_builder.CreateVector(mac.data(), mac.size());
+        std::uint8_t* pad = nullptr;
+        const auto paddingOffset = m_builder.CreateUninitializedVector<std::uint8_t>(padding, &pad);
+        std::fill(pad, pad + padding, std::uint8_t{0});
+        const auto message = wire::CreateAdminRequest(m_builder, commandOffset, macOffset, paddingOffset);
+        const auto bytes = finish(header, wire::PacketType::AdminRequest, message.Union());
+        if (bytes.size() >= kMinAdminRequestBytes)
+        {
+            return bytes;
+        }
+        padding += kMinAdminRequestBytes - bytes.size();
+    }
+    return {m_builder.GetBufferPointer(), m_builder.GetSize()};
+}
+
+std::span<const std::uint8_t> PacketWriter::adminReply(const HeaderFields& header, std::uint64_t nonce, bool ok,
+                                                      std::string_view message)
+{
+    m_builder.Clear();
+    const std::string_view text = message.substr(0, kMaxAdminMessageBytes);
+    const auto textOffset = m_builder.CreateString(text.data(), text.size());
+    const auto reply = wire::CreateAdminReply(m_builder, nonce, ok, textOffset);
+    return finish(header, wire::PacketType::AdminReply, reply.Union());
+}
+
+std::vector<std::uint8_t> encodeAdminCommand(const AdminCommandFields& c)
+{
+    flatbuffers::FlatBufferBuilder builder(256);
+    const std::string_view room = std::string_view(c.room).substr(0, kMaxRoomNameBytes);
+    const std::string_view text = std::string_view(c.text).substr(0, kMaxAdminTextBytes);
+    const auto roomOffset = builder.CreateString(room.data(), room.size());
+    const auto textOffset = builder.CreateString(text.data(), text.size());
+    const wire::Vec3f vector = toWire(c.vector);
+    const auto command =
+        wire::CreateAdminCommand(builder, roomOffset, c.nonce, c.time, c.op, c.count, c.value, &vector, textOffset);
+    builder.Finish(command, kAdminCommandIdentifier);
+    return {builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize()};
+}
+
+bool decodeAdminCommand(std::span<const std::uint8_t> bytes, AdminCommandFields& out)
+{
+    if (bytes.size() < 16 || bytes.size() > kMaxAdminCommandBytes)
+    {
+        return false;
+    }
+    // The bytes sit at an arbitrary offset inside the datagram: copy them to aligned storage first.
+    alignas(8) std::array<std::uint8_t, kMaxAdminCommandBytes> aligned{};
+    std::copy(bytes.begin(), bytes.end(), aligned.begin());
+    if (!flatbuffers::BufferHasIdentifier(aligned.data(), kAdminCommandIdentifier))
+    {
+        return false;
+    }
+    flatbuffers::Verifier::Options options;
+    options.max_depth = kMaxVerifierDepth;
+    options.max_tables = kMaxVerifierTables;
+    flatbuffers::Verifier verifier(aligned.data(), bytes.size(), options);
+    if (!verifier.VerifyBuffer<wire::AdminCommand>(kAdminCommandIdentifier))
+    {
+        return false;
+    }
+    const auto* c = flatbuffers::GetRoot<wire::AdminCommand>(aligned.data());
+    if (!validRoom(c->room()) || (c->text() && c->text()->size() > kMaxAdminTextBytes) || !validEnum(c->op()) ||
+        !std::isfinite(c->time()) || !std::isfinite(c->value()) || (c->vector() && !finite(*c->vector())))
+    {
+        return false;
+    }
+    out.room = c->room() ? c->room()->str() : std::string();
+    out.nonce = c->nonce();
+    out.time = c->time();
+    out.op = c->op();
+    out.count = c->count();
+    out.value = c->value();
+    out.vector = c->vector() ? std::array<float, 3>{c->vector()->x(), c->vector()->y(), c->vector()->z()}
+                             : std::array<float, 3>{};
+    out.text = c->text() ? c->text()->str() : std::string();
+    return true;
 }
 
 HeaderFields AckTracker::nextOutgoing()

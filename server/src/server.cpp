@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace polytope::server
 {
@@ -58,49 +59,108 @@ std::string ServerConfig::validate() const
     {
         return "catalogue datagrams per tick, input lead and input queue must be at least 1";
     }
-    if (!buildScene && !physics::findScene(scene))
+    if (room.empty() || room.size() > protocol::kMaxRoomNameBytes)
     {
-        std::string known;
-        for (const physics::SceneInfo& info : physics::builtinScenes())
-        {
-            known += (known.empty() ? "" : ", ") + std::string(info.name);
-        }
-        return "unknown scene '" + scene + "' (built-in scenes: " + known + ")";
+        return "room name must be 1..64 bytes";
+    }
+    if (maxBodiesPerClient < 0 || maxBodiesPerClient > 1024)
+    {
+        return "max bodies per client must be 0..1024, got " + std::to_string(maxBodiesPerClient);
+    }
+    if (!(maxInputsPerSecond > 0.0) || !std::isfinite(maxInputsPerSecond) || !(maxInputBurst >= 1.0) ||
+        !std::isfinite(maxInputBurst))
+    {
+        return "input rate limit must be positive with a burst of at least 1";
     }
     return {};
 }
 
-std::unique_ptr<Server> Server::create(const ServerConfig& config, SendFunction send, std::string& error)
+namespace
+{
+/// Built-in scenes' player: a 0.4 m ball on a ring of spawn points around the origin, 3 m up.
+bool spawnDefaultPlayer(physics::World& world, std::uint32_t spawnIndex, const physics::Vec3* at, physics::BodyId& out)
+{
+    physics::BodyDesc desc;
+    desc.shape = physics::Shape::makeSphere(0.4f);
+    desc.density = 500.0f;
+    desc.friction = 0.6f;
+    desc.restitution = 0.2f;
+    desc.linearDamping = 0.1f;
+    desc.angularDamping = 0.5f;
+    if (at)
+    {
+        desc.transform.p = *at;
+    }
+    else
+    {
+        const float angle = 2.39996323f * static_cast<float>(spawnIndex % 64); // golden angle
+        const float radius = 6.0f + 1.0f * static_cast<float>((spawnIndex / 64) % 8);
+        desc.transform.p = {radius * std::cos(angle), 3.0f, radius * std::sin(angle)};
+    }
+    const physics::CreateBodyResult result = world.createBody(desc);
+    out = result.id;
+    return result.status == physics::WorldStatus::Ok;
+}
+} // namespace
+
+bool Server::buildWorld(const ServerConfig& config, physics::World& world, std::string& error) const
+{
+    if (config.buildScene)
+    {
+        if (!config.buildScene(world))
+        {
+            error = "scene '" + config.scene + "' does not fit in the world's capacity";
+            return false;
+        }
+        return true;
+    }
+    if (const physics::SceneInfo* info = physics::findScene(config.scene))
+    {
+        if (!info->build(world))
+        {
+            error = "scene '" + config.scene + "' does not fit in the world's capacity";
+            return false;
+        }
+        return true;
+    }
+    std::string known;
+    for (const physics::SceneInfo& info : physics::builtinScenes())
+    {
+        known += (known.empty() ? "" : ", ") + std::string(info.name);
+    }
+    error = "unknown scene '" + config.scene + "' (built-in scenes: " + known + ")";
+    return false;
+}
+
+std::unique_ptr<Server> Server::make(const ServerConfig& config, SendFunction send, std::string& error,
+                                     const ConnectCookies::Key* cookieKey)
 {
     error = config.validate();
     if (!error.empty())
     {
         return nullptr;
     }
-    std::unique_ptr<Server> server(new Server(config, std::move(send), nullptr));
-    if (!(config.buildScene ? config.buildScene(server->m_world) : physics::findScene(config.scene)->build(server->m_world)))
+    std::unique_ptr<Server> server(new Server(config, std::move(send), cookieKey));
+    if (!server->buildWorld(server->m_config, server->m_world, error))
     {
-        error = "scene '" + config.scene + "' does not fit in the world's capacity";
         return nullptr;
     }
+    if (!server->m_config.spawnPlayer && !config.buildScene && config.playerBodies)
+    {
+        server->m_config.spawnPlayer = spawnDefaultPlayer;
+    }
     return server;
+}
+
+std::unique_ptr<Server> Server::create(const ServerConfig& config, SendFunction send, std::string& error)
+{
+    return make(config, std::move(send), error, nullptr);
 }
 
 std::unique_ptr<Server> Server::create(const ServerConfig& config, SendFunction send, std::string& error,
                                        const ConnectCookies::Key& cookieKey)
 {
-    error = config.validate();
-    if (!error.empty())
-    {
-        return nullptr;
-    }
-    std::unique_ptr<Server> server(new Server(config, std::move(send), &cookieKey));
-    if (!(config.buildScene ? config.buildScene(server->m_world) : physics::findScene(config.scene)->build(server->m_world)))
-    {
-        error = "scene '" + config.scene + "' does not fit in the world's capacity";
-        return nullptr;
-    }
-    return server;
+    return make(config, std::move(send), error, &cookieKey);
 }
 
 namespace
@@ -135,13 +195,18 @@ void Server::send(const protocol::Address& to, std::span<const std::uint8_t> dat
 
 void Server::receive(const protocol::Address& from, std::span<const std::uint8_t> datagram, double now)
 {
-    m_metrics.bytesIn += datagram.size();
-    const protocol::DecodeResult decoded = protocol::decodePacket(datagram);
+    receive(from, protocol::decodePacket(datagram), datagram.size(), now);
+}
+
+void Server::receive(const protocol::Address& from, const protocol::DecodeResult& decoded, std::size_t bytes,
+                     double now)
+{
+    m_metrics.bytesIn += bytes;
     if (!decoded.ok())
     {
         m_metrics.drops.add(decoded.reason);
         spdlog::debug("ignored datagram from {}: {} ({} bytes)", from.toString(),
-                      protocol::dropReasonName(decoded.reason), datagram.size());
+                      protocol::dropReasonName(decoded.reason), bytes);
         return;
     }
     const wire::Packet& packet = *decoded.packet;
@@ -175,14 +240,93 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
     handleAcks(session, *packet.header());
     if (type == wire::PacketType::ClientInput)
     {
-        handleInputs(session, *packet.message_as_ClientInput());
+        handleInputs(session, *packet.message_as_ClientInput(), now);
     }
     else if (type == wire::PacketType::Disconnect)
     {
-        spdlog::info("client {} ({}, {}) disconnected", session.clientId, session.name, from.toString());
         ++m_metrics.clientsDisconnected;
-        m_sessions.erase(it);
+        endSession(it, "disconnected");
     }
+}
+
+void Server::endSession(std::map<protocol::Address, Session>::iterator it, const char* why)
+{
+    Session& session = it->second;
+    spdlog::info("client {} ({}, {}) {}; {} client(s) left", session.clientId, session.name, it->first.toString(), why,
+                 m_sessions.size() - 1);
+    releaseBodies(session);
+    const protocol::Address address = it->first;
+    m_sessions.erase(it);
+    if (m_sessionObserver)
+    {
+        m_sessionObserver(address, false);
+    }
+}
+
+Server::Session* Server::findSession(std::uint32_t clientId, protocol::Address* address)
+{
+    for (auto& [from, session] : m_sessions)
+    {
+        if (session.clientId == clientId)
+        {
+            if (address)
+            {
+                *address = from;
+            }
+            return &session;
+        }
+    }
+    return nullptr;
+}
+
+std::vector<physics::BodyId> Server::ownedBodies(std::uint32_t clientId) const
+{
+    for (const auto& [from, session] : m_sessions)
+    {
+        if (session.clientId == clientId)
+        {
+            return session.owned;
+        }
+    }
+    return {};
+}
+
+bool Server::ownsBody(const Session& session, physics::BodyId id) const
+{
+    return std::find(session.owned.begin(), session.owned.end(), id) != session.owned.end();
+}
+
+bool Server::spawnFor(Session& session, const physics::Vec3* at)
+{
+    if (!m_config.spawnPlayer || session.owned.size() >= static_cast<std::size_t>(m_config.maxBodiesPerClient))
+    {
+        return false;
+    }
+    physics::BodyId id;
+    if (!m_config.spawnPlayer(m_world, m_spawnCount, at, id))
+    {
+        spdlog::warn("could not spawn a body for client {} (world full?)", session.clientId);
+        return false;
+    }
+    ++m_spawnCount;
+    ++m_metrics.bodiesSpawned;
+    session.owned.push_back(id);
+    return true;
+}
+
+void Server::releaseBodies(Session& session)
+{
+    if (!m_config.keepBodiesOnLeave)
+    {
+        for (const physics::BodyId id : session.owned)
+        {
+            if (m_world.destroyBody(id) == physics::WorldStatus::Ok)
+            {
+                ++m_metrics.bodiesRemoved;
+            }
+        }
+    }
+    session.owned.clear();
 }
 
 void Server::handleConnectRequest(const protocol::Address& from, double now)
@@ -198,8 +342,10 @@ protocol::SessionParameters Server::sessionParameters(const Session& session) co
     protocol::SessionParameters p;
     p.clientId = session.clientId;
     p.tickRateHz = static_cast<std::uint16_t>(m_config.tickRateHz);
-    p.snapshotRateHz = static_cast<std::uint16_t>(m_config.snapshotRateHz);
+    // Rounded down: the granted rate never exceeds the real one (tick rate / ticks per snapshot).
+    p.snapshotRateHz = static_cast<std::uint16_t>(std::max(1, m_config.tickRateHz / session.ticksPerSnapshot));
     p.scene = m_config.scene;
+    p.room = m_config.room;
     p.position = m_config.quantization;
     p.maxBaselineAgeTicks = m_config.maxBaselineAgeTicks;
     p.firstTick = m_metrics.ticks;
@@ -234,6 +380,15 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
         const auto* name = message->client_name();
         session.name = name ? name->str() : std::string();
         session.catalogueSent.assign(kCatalogueRing, {});
+        // The rate asked for, rounded down to one the tick rate divides into whole ticks.
+        session.ticksPerSnapshot = m_ticksPerSnapshot;
+        if (const int wanted = message->snapshot_rate_hz(); wanted > 0)
+        {
+            session.ticksPerSnapshot = std::clamp((m_config.tickRateHz + wanted - 1) / wanted, 1, m_config.tickRateHz);
+        }
+        session.inputTokens = m_config.maxInputBurst;
+        session.inputTokenTime = now;
+        session.spectator = message->spectator();
         for (std::uint32_t id = 0; id < m_catalogue.size(); ++id)
         {
             if (m_catalogue[id].version != 0 && !m_catalogue[id].entry.removed)
@@ -243,8 +398,16 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
         }
         it = m_sessions.emplace(from, std::move(session)).first;
         ++m_metrics.clientsAccepted;
-        spdlog::info("client {} ({}, {}) connected; {} client(s)", it->second.clientId, it->second.name,
-                     from.toString(), m_sessions.size());
+        spdlog::info("client {} ({}, {}) joined room '{}'; {} client(s)", it->second.clientId, it->second.name,
+                     from.toString(), m_config.room, m_sessions.size());
+        if (!it->second.spectator)
+        {
+            spawnFor(it->second, nullptr);
+        }
+        if (m_sessionObserver)
+        {
+            m_sessionObserver(from, true);
+        }
     }
     // Repeated responses get the same answer: the first reply may have been lost.
     Session& session = it->second;
@@ -306,15 +469,33 @@ bool Server::firstTimeInput(Session& session, std::uint32_t sequence)
     return true;
 }
 
-void Server::handleInputs(Session& session, const wire::ClientInput& message)
+void Server::handleInputs(Session& session, const wire::ClientInput& message, double now)
 {
     protocol::readInputs(message, m_inputScratch); // each already range-checked by decodePacket
+    session.inputTokens = std::min(m_config.maxInputBurst,
+                                   session.inputTokens + (now - session.inputTokenTime) * m_config.maxInputsPerSecond);
+    session.inputTokenTime = now;
     for (const protocol::InputCommand& input : m_inputScratch)
     {
         ++m_metrics.inputsReceived;
         if (!firstTimeInput(session, input.sequence))
         {
             ++m_metrics.inputsDuplicate;
+            continue;
+        }
+        if (session.inputTokens < 1.0)
+        {
+            ++m_metrics.inputsRateLimited;
+            continue;
+        }
+        session.inputTokens -= 1.0;
+        const bool spawnKind = input.kind == wire::InputKind::Spawn || input.kind == wire::InputKind::Remove;
+        if ((spawnKind && !m_config.allowClientSpawn) ||
+            (input.kind != wire::InputKind::Spawn && !ownsBody(session, {input.bodyId, input.bodyGeneration})))
+        {
+            ++m_metrics.inputsNotOwned;
+            spdlog::debug("refused input {} of client {}: {}", input.sequence, session.clientId,
+                          spawnKind && !m_config.allowClientSpawn ? "spawning not allowed here" : "body not owned");
             continue;
         }
         if (input.tick > m_metrics.ticks + static_cast<std::uint64_t>(m_config.maxInputLeadTicks) ||
@@ -344,7 +525,32 @@ void Server::applyInputs(std::uint64_t tick)
         const physics::Vec3 v{in.vector[0], in.vector[1], in.vector[2]};
         physics::WorldStatus status = physics::WorldStatus::StaleBodyId;
         physics::BodyState body;
-        if (m_world.getBody(id, body))
+        Session* session = findSession(queued.clientId);
+        if (session == nullptr)
+        {
+            status = physics::WorldStatus::StaleBodyId; // the client left before its tick
+        }
+        else if (in.kind == wire::InputKind::Spawn)
+        {
+            const protocol::PositionQuantization& q = m_config.quantization;
+            const bool inside = v.x >= q.boundsMin[0] && v.x <= q.boundsMax[0] && v.y >= q.boundsMin[1] &&
+                                v.y <= q.boundsMax[1] && v.z >= q.boundsMin[2] && v.z <= q.boundsMax[2];
+            status = inside && spawnFor(*session, &v) ? physics::WorldStatus::Ok : physics::WorldStatus::InvalidBodyDesc;
+        }
+        else if (!ownsBody(*session, id))
+        {
+            status = physics::WorldStatus::StaleBodyId; // removed since it was queued
+        }
+        else if (in.kind == wire::InputKind::Remove)
+        {
+            status = m_world.destroyBody(id);
+            if (status == physics::WorldStatus::Ok)
+            {
+                ++m_metrics.bodiesRemoved;
+                std::erase(session->owned, id);
+            }
+        }
+        else if (m_world.getBody(id, body))
         {
             switch (in.kind)
             {
@@ -360,6 +566,9 @@ void Server::applyInputs(std::uint64_t tick)
             case wire::InputKind::TargetVelocity:
                 status = body.type == physics::BodyType::Static ? physics::WorldStatus::WrongBodyType
                                                                 : m_world.setVelocity(id, v, body.angularVelocity);
+                break;
+            case wire::InputKind::Spawn:
+            case wire::InputKind::Remove:
                 break;
             }
         }
@@ -379,6 +588,7 @@ void Server::update(double now)
         m_started = true;
         m_nextTickTime = now;
     }
+    const double interval = m_tickSeconds / m_timeScale; // real seconds per tick
     int ran = 0;
     while (m_nextTickTime <= now)
     {
@@ -386,26 +596,48 @@ void Server::update(double now)
         {
             // Too far behind: drop the debt instead of spiralling.
             ++m_metrics.overruns;
-            m_nextTickTime = now + m_tickSeconds;
+            m_nextTickTime = now + interval;
             break;
         }
-        tick(now);
-        m_nextTickTime += m_tickSeconds;
+        if (m_paused && m_stepBudget == 0)
+        {
+            ++m_metrics.pausedTicks;
+        }
+        else
+        {
+            m_stepBudget -= m_paused ? 1 : 0;
+            tick(now);
+        }
+        m_nextTickTime += interval;
         ++ran;
+    }
+    if (m_paused)
+    {
+        keepAlivePaused(now);
     }
 
     for (auto it = m_sessions.begin(); it != m_sessions.end();)
     {
+        auto next = std::next(it);
         if (now - it->second.lastReceiveTime > m_config.clientTimeoutSeconds)
         {
-            spdlog::info("client {} ({}, {}) timed out", it->second.clientId, it->second.name, it->first.toString());
             ++m_metrics.clientsTimedOut;
             send(it->first, m_writer.disconnect(it->second.acks.nextOutgoing(), wire::DisconnectReason::TimedOut));
-            it = m_sessions.erase(it);
+            endSession(it, "timed out");
         }
-        else
+        it = next;
+    }
+}
+
+void Server::keepAlivePaused(double now)
+{
+    // No ticks, so no snapshots: keep the clients' connections alive once a second.
+    for (auto& [address, session] : m_sessions)
+    {
+        if (now - session.lastKeepAliveTime >= 1.0)
         {
-            ++it;
+            session.lastKeepAliveTime = now;
+            send(address, m_writer.keepAlive(session.acks.nextOutgoing(), now));
         }
     }
 }
@@ -425,13 +657,18 @@ void Server::tick(double now)
     {
         sendCatalogue(address, session, now);
     }
-    if (m_metrics.ticks % static_cast<std::uint64_t>(m_ticksPerSnapshot) != 0 || m_sessions.empty())
-    {
-        return;
-    }
-    captureSnapshot();
+    bool captured = false;
     for (auto& [address, session] : m_sessions)
     {
+        if (m_metrics.ticks % static_cast<std::uint64_t>(session.ticksPerSnapshot) != 0)
+        {
+            continue;
+        }
+        if (!captured)
+        {
+            captureSnapshot();
+            captured = true;
+        }
         sendSnapshot(address, session);
     }
 }
@@ -547,6 +784,8 @@ void Server::sendCatalogue(const protocol::Address& to, Session& session, double
             pending.sentVersion = slot.version;
             pending.sentTime = now;
             m_catalogueScratch.push_back(slot.entry);
+            m_catalogueScratch.back().owned =
+                !slot.entry.removed && ownsBody(session, {slot.entry.id, slot.entry.generation});
             records.push_back({it->first, slot.version});
         }
         if (m_catalogueScratch.empty())
@@ -632,7 +871,230 @@ void Server::shutdown(double /*now*/)
             send(address, m_writer.disconnect(session.acks.nextOutgoing(), wire::DisconnectReason::ServerShutdown));
         }
     }
-    m_sessions.clear();
+    while (!m_sessions.empty())
+    {
+        endSession(m_sessions.begin(), "told the server is shutting down");
+    }
+}
+
+bool Server::kick(std::uint32_t clientId, double /*now*/)
+{
+    protocol::Address address;
+    Session* session = findSession(clientId, &address);
+    if (session == nullptr)
+    {
+        return false;
+    }
+    for (int repeat = 0; repeat < 3; ++repeat)
+    {
+        send(address, m_writer.disconnect(session->acks.nextOutgoing(), wire::DisconnectReason::Kicked));
+    }
+    ++m_metrics.clientsKicked;
+    endSession(m_sessions.find(address), "kicked");
+    return true;
+}
+
+void Server::resetWorld(physics::World&& world)
+{
+    // Bodies of the old world are gone: owners forget them, queued inputs are void, and every catalogue
+    // slot is rewritten (a new body may reuse an old id and generation with another shape).
+    m_world = std::move(world);
+    m_inputQueue.clear();
+    for (CatalogueSlot& slot : m_catalogue)
+    {
+        if (slot.version != 0 && !slot.entry.removed)
+        {
+            slot.entry.removed = true;
+            slot.version = ++m_catalogueVersion;
+        }
+    }
+    for (std::uint32_t id = 0; id < m_catalogue.size(); ++id)
+    {
+        if (m_catalogue[id].version != 0)
+        {
+            for (auto& [address, session] : m_sessions)
+            {
+                session.catalogueDirty[id];
+            }
+        }
+    }
+    for (auto& [address, session] : m_sessions)
+    {
+        session.owned.clear();
+        if (!session.spectator)
+        {
+            spawnFor(session, nullptr);
+        }
+    }
+    refreshCatalogue();
+}
+
+AdminResult Server::admin(const protocol::AdminCommandFields& command, double now)
+{
+    ++m_metrics.adminCommands;
+    AdminResult result;
+    result.ok = true;
+    switch (command.op)
+    {
+    case wire::AdminOp::Status:
+        break;
+    case wire::AdminOp::Pause:
+        m_paused = true;
+        m_stepBudget = 0;
+        break;
+    case wire::AdminOp::Resume:
+        m_paused = false;
+        m_stepBudget = 0;
+        break;
+    case wire::AdminOp::Step:
+        if (!m_paused || command.count < 1 || command.count > 3600)
+        {
+            return {false, m_paused ? "step needs a count of 1..3600" : "step needs the room paused first"};
+        }
+        m_stepBudget += command.count;
+        break;
+    case wire::AdminOp::Reset:
+    case wire::AdminOp::LoadScene:
+    {
+        ServerConfig config = m_config;
+        if (command.op == wire::AdminOp::LoadScene)
+        {
+            if (command.text.empty())
+            {
+                return {false, "load needs a scene name or file"};
+            }
+            config.scene = command.text;
+            config.buildScene = nullptr;
+        }
+        physics::World fresh(m_world.config());
+        std::string error;
+        if (!buildWorld(config, fresh, error))
+        {
+            return {false, "scene kept: " + error};
+        }
+        m_config.scene = config.scene;
+        m_config.buildScene = config.buildScene;
+        resetWorld(std::move(fresh));
+        break;
+    }
+    case wire::AdminOp::SetGravity:
+        for (const float g : command.vector)
+        {
+            if (!std::isfinite(g) || std::fabs(g) > 1000.0f)
+            {
+                return {false, "gravity components must be within 1000 m/s^2"};
+            }
+        }
+        m_world.setGravity({command.vector[0], command.vector[1], command.vector[2]});
+        break;
+    case wire::AdminOp::SetTimeScale:
+        if (!(command.value >= 0.01f && command.value <= 16.0f))
+        {
+            return {false, "time scale must be 0.01..16"};
+        }
+        m_timeScale = command.value;
+        m_nextTickTime = std::min(m_nextTickTime, now + m_tickSeconds / m_timeScale);
+        break;
+    case wire::AdminOp::Kick:
+        if (!kick(command.count, now))
+        {
+            return {false, "no client " + std::to_string(command.count) + " in room '" + m_config.room + "'"};
+        }
+        break;
+    }
+    result.message = "room '" + m_config.room + "' scene '" + m_config.scene + "' tick " +
+                     std::to_string(m_metrics.ticks) + ", " + std::to_string(m_world.bodyCount()) + " bodies, " +
+                     std::to_string(m_sessions.size()) + " clients, " + (m_paused ? "paused" : "running") +
+                     ", time scale " + std::to_string(m_timeScale).substr(0, 4);
+    spdlog::info("admin {}: {}", wire::EnumNameAdminOp(command.op), result.message);
+    return result;
+}
+
+namespace
+{
+constexpr std::uint32_t kRoomStateMagic = 0x4d4f4f52u; // "ROOM"
+constexpr std::uint32_t kRoomStateVersion = 1;
+
+template <class T> void put(std::vector<std::uint8_t>& out, const T& value)
+{
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&value);
+    out.insert(out.end(), bytes, bytes + sizeof(T));
+}
+
+template <class T> bool take(std::span<const std::uint8_t>& in, T& value)
+{
+    if (in.size() < sizeof(T))
+    {
+        return false;
+    }
+    std::memcpy(&value, in.data(), sizeof(T));
+    in = in.subspan(sizeof(T));
+    return true;
+}
+} // namespace
+
+void Server::saveState(std::vector<std::uint8_t>& out) const
+{
+    put(out, kRoomStateMagic);
+    put(out, kRoomStateVersion);
+    put(out, m_metrics.ticks);
+    put(out, m_spawnCount);
+    put(out, static_cast<std::uint8_t>(m_paused ? 1 : 0));
+    put(out, m_timeScale);
+    std::vector<std::uint8_t> world;
+    m_world.saveState(world);
+    put(out, static_cast<std::uint64_t>(world.size()));
+    out.insert(out.end(), world.begin(), world.end());
+}
+
+bool Server::restoreState(std::span<const std::uint8_t> data, std::string& error)
+{
+    std::uint32_t magic = 0, version = 0, spawnCount = 0;
+    std::uint64_t ticks = 0, worldBytes = 0;
+    std::uint8_t paused = 0;
+    double timeScale = 0.0;
+    if (!take(data, magic) || !take(data, version) || !take(data, ticks) || !take(data, spawnCount) ||
+        !take(data, paused) || !take(data, timeScale) || !take(data, worldBytes))
+    {
+        error = "room state truncated";
+        return false;
+    }
+    if (magic != kRoomStateMagic || version != kRoomStateVersion)
+    {
+        error = "not a room state of this version";
+        return false;
+    }
+    if (paused > 1 || !(timeScale >= 0.01 && timeScale <= 16.0) || worldBytes != data.size())
+    {
+        error = "room state corrupt (flags, time scale or size)";
+        return false;
+    }
+    if (!m_sessions.empty())
+    {
+        error = "room has clients: restore before any connect";
+        return false;
+    }
+    const physics::RestoreStatus status = m_world.restoreState(data);
+    if (status != physics::RestoreStatus::Ok)
+    {
+        error = "world state refused (status " + std::to_string(static_cast<int>(status)) + ")";
+        return false;
+    }
+    m_metrics.ticks = ticks;
+    m_spawnCount = spawnCount;
+    m_paused = paused != 0;
+    m_timeScale = timeScale;
+    m_inputQueue.clear();
+    for (CatalogueSlot& slot : m_catalogue)
+    {
+        if (slot.version != 0 && !slot.entry.removed)
+        {
+            slot.entry.removed = true;
+            slot.version = ++m_catalogueVersion;
+        }
+    }
+    refreshCatalogue();
+    return true;
 }
 
 } // namespace polytope::server

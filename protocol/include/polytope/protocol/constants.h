@@ -11,7 +11,8 @@ namespace polytope::protocol
 inline constexpr std::uint32_t kProtocolId = 0x50544C50u;
 /// Bumped on every incompatible change of the schema or its meaning. Datagrams of another version are dropped.
 /// Version 2: challenge handshake, delta-coded snapshot payloads, reliable shape catalogue, client inputs.
-inline constexpr std::uint16_t kProtocolVersion = 2;
+/// Version 3: rooms, per-client snapshot rates, owned bodies (catalogue flag), Spawn/Remove inputs, admin.
+inline constexpr std::uint16_t kProtocolVersion = 3;
 /// No datagram, in either direction, is larger than this (bytes of UDP payload).
 inline constexpr std::size_t kMaxDatagramBytes = 1200;
 /// The smallest valid datagram: a FlatBuffer root offset, file identifier, table and header struct.
@@ -38,6 +39,24 @@ inline constexpr float kMaxInputForce = 1.0e6f;
 inline constexpr float kMaxInputImpulse = 1.0e5f;
 inline constexpr float kMaxInputTorque = 1.0e6f;
 inline constexpr float kMaxInputVelocity = 400.0f;
+/// Largest magnitude of each component of a Spawn input's position (metres); the room also checks its bounds.
+inline constexpr float kMaxInputPosition = 1.0e5f;
+/// Longest room name (bytes).
+inline constexpr std::size_t kMaxRoomNameBytes = 64;
+/// CatalogueEntry.flags bit: the receiving client owns the body.
+inline constexpr std::uint16_t kCatalogueFlagOwned = 1u;
+/// AdminRequest datagrams are padded to at least this size, and no AdminReply is larger.
+inline constexpr std::size_t kMinAdminRequestBytes = 320;
+/// Largest AdminCommand FlatBuffer inside an AdminRequest (bytes).
+inline constexpr std::size_t kMaxAdminCommandBytes = 512;
+/// Size of an AdminRequest's keyed hash (bytes).
+inline constexpr std::size_t kAdminMacBytes = 32;
+/// Longest AdminCommand.text (bytes).
+inline constexpr std::size_t kMaxAdminTextBytes = 256;
+/// Longest AdminReply.message (bytes).
+inline constexpr std::size_t kMaxAdminMessageBytes = 200;
+/// Largest gap between an AdminCommand's time and the server's clock (seconds).
+inline constexpr double kAdminTimeWindowSeconds = 30.0;
 /// Largest extent (metres) a catalogue entry may announce.
 inline constexpr float kMaxShapeExtentMeters = 1.0e5f;
 

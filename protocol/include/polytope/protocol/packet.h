@@ -91,6 +91,7 @@ struct SessionParameters
     PositionQuantization position;  ///< world bounds and steps per metre
     std::uint32_t maxBaselineAgeTicks = 256; ///< 1 .. 65536
     std::uint64_t firstTick = 0;    ///< the server's tick when the session opened
+    std::string room;               ///< the room joined, at most kMaxRoomNameBytes
 };
 
 /// Reads a (verified) ConnectAccepted.
@@ -103,6 +104,7 @@ struct CatalogueEntry
     std::uint32_t generation = 1; ///< never 0
     wire::ShapeKind shape = wire::ShapeKind::Sphere;
     bool removed = false;         ///< the body is gone
+    bool owned = false;           ///< the receiving client owns it (kCatalogueFlagOwned)
     std::array<float, 3> extent{}; ///< metres, see the schema
 
     bool operator==(const CatalogueEntry&) const = default;
@@ -126,12 +128,31 @@ struct InputCommand
 
 /// Largest magnitude allowed for each component of an input of this kind.
 float inputComponentLimit(wire::InputKind kind);
-/// True when an input is one a server may accept: known kind, generation and sequence not 0, every
-/// component finite and within inputComponentLimit.
+/// True when an input is one a server may accept: known kind, sequence not 0, every component finite and
+/// within inputComponentLimit; the body's generation not 0, except for Spawn, which names no body (id and
+/// generation 0); Remove's vector zero.
 bool isValidInput(const InputCommand& input);
 
 /// Reads a (verified) ClientInput's inputs into `out` (cleared first).
 void readInputs(const wire::ClientInput& message, std::vector<InputCommand>& out);
+
+/// An admin command as plain data (see the schema's AdminCommand).
+struct AdminCommandFields
+{
+    std::string room;
+    std::uint64_t nonce = 0;
+    double time = 0.0;           ///< sender's Unix time, seconds
+    wire::AdminOp op = wire::AdminOp::Status;
+    std::uint32_t count = 0;
+    float value = 0.0f;
+    std::array<float, 3> vector{};
+    std::string text;
+};
+
+/// Builds the AdminCommand FlatBuffer that an AdminRequest carries (and its keyed hash covers).
+std::vector<std::uint8_t> encodeAdminCommand(const AdminCommandFields& command);
+/// Verifies and reads an AdminCommand's bytes (any alignment); false on anything malformed or out of range.
+bool decodeAdminCommand(std::span<const std::uint8_t> bytes, AdminCommandFields& out);
 
 /// Writes packets into one reused FlatBufferBuilder. Each call returns a view of the finished datagram,
 /// valid until the next call on the same writer. No allocation once the builder has grown to size.
@@ -141,11 +162,13 @@ public:
     PacketWriter();
 
     /// Padded to kMinConnectRequestBytes.
-    std::span<const std::uint8_t> connectRequest(const HeaderFields& header, std::string_view clientName);
+    std::span<const std::uint8_t> connectRequest(const HeaderFields& header, std::string_view clientName,
+                                                 std::string_view room = {});
     std::span<const std::uint8_t> challenge(const HeaderFields& header, std::span<const std::uint8_t> cookie);
     /// Padded to kMinConnectRequestBytes.
     std::span<const std::uint8_t> challengeResponse(const HeaderFields& header, std::span<const std::uint8_t> cookie,
-                                                    std::string_view clientName);
+                                                    std::string_view clientName, std::string_view room = {},
+                                                    std::uint16_t snapshotRateHz = 0, bool spectator = false);
     std::span<const std::uint8_t> connectAccepted(const HeaderFields& header, const SessionParameters& session);
     std::span<const std::uint8_t> connectDenied(const HeaderFields& header, wire::DenyReason reason);
     /// One slice: payload.size() in 1 .. kMaxSnapshotPayloadBytes.
@@ -157,12 +180,19 @@ public:
     std::span<const std::uint8_t> clientInput(const HeaderFields& header, std::span<const InputCommand> inputs);
     std::span<const std::uint8_t> keepAlive(const HeaderFields& header, double time);
     std::span<const std::uint8_t> disconnect(const HeaderFields& header, wire::DisconnectReason reason);
+    /// `command` from encodeAdminCommand, `mac` kAdminMacBytes; padded to kMinAdminRequestBytes.
+    std::span<const std::uint8_t> adminRequest(const HeaderFields& header, std::span<const std::uint8_t> command,
+                                               std::span<const std::uint8_t> mac);
+    /// `message` is cut to kMaxAdminMessageBytes.
+    std::span<const std::uint8_t> adminReply(const HeaderFields& header, std::uint64_t nonce, bool ok,
+                                             std::string_view message);
 
 private:
     std::span<const std::uint8_t> finish(const HeaderFields& header, wire::PacketType type,
                                          flatbuffers::Offset<void> message);
     std::span<const std::uint8_t> padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
-                                         std::string_view clientName, bool isResponse);
+                                         std::string_view clientName, std::string_view room,
+                                         std::uint16_t snapshotRateHz, bool spectator, bool isResponse);
 
     flatbuffers::FlatBufferBuilder m_builder;
     std::vector<wire::CatalogueEntry> m_catalogueStaging;

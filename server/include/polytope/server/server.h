@@ -66,6 +66,13 @@ struct ServerMetrics
     std::uint64_t inputsRefused = 0;   ///< too far ahead, or the queue was full
     std::uint64_t inputsApplied = 0;   ///< applied to the World
     std::uint64_t inputsFailed = 0;    ///< the World refused (stale body id, static body)
+    std::uint64_t inputsNotOwned = 0;  ///< for a body the client does not own (or Spawn/Remove not allowed)
+    std::uint64_t inputsRateLimited = 0; ///< over the client's input rate
+    std::uint64_t bodiesSpawned = 0;   ///< player bodies created (joins and Spawn inputs)
+    std::uint64_t bodiesRemoved = 0;   ///< owned bodies removed (Remove inputs, leaving clients)
+    std::uint64_t clientsKicked = 0;
+    std::uint64_t adminCommands = 0;   ///< admin commands carried out (any outcome)
+    std::uint64_t pausedTicks = 0;     ///< tick slots skipped while paused
     double encodeSeconds = 0.0;        ///< snapshot encoding time, when a profile clock is set
     protocol::DropCounters drops;      ///< datagrams dropped, by reason
 };
@@ -79,6 +86,14 @@ struct AppliedInput
     physics::WorldStatus status = physics::WorldStatus::Ok;
 };
 
+/// The outcome of an admin command.
+struct AdminResult
+{
+    bool ok = false;
+    std::string message;
+};
+
+/// One room: a World, its fixed-tick loop and its clients. `Host` (host.h) puts several behind one socket.
 class Server
 {
 public:
@@ -90,6 +105,28 @@ public:
 
     /// Handles one received datagram at time `now` (seconds, the caller's monotonic clock).
     void receive(const protocol::Address& from, std::span<const std::uint8_t> datagram, double now);
+    /// The same for a datagram already checked by protocol::decodePacket (Host routes them so).
+    void receive(const protocol::Address& from, const protocol::DecodeResult& decoded, std::size_t bytes, double now);
+    /// Carries out an authenticated admin command (the Host checked the key).
+    AdminResult admin(const protocol::AdminCommandFields& command, double now);
+    /// Disconnects a client (admin kick). False when no such client.
+    bool kick(std::uint32_t clientId, double now);
+    bool hasSession(const protocol::Address& from) const { return m_sessions.count(from) != 0; }
+    /// Called with (address, true) when a session opens and (address, false) when it ends.
+    void setSessionObserver(std::function<void(const protocol::Address&, bool)> observer)
+    {
+        m_sessionObserver = std::move(observer);
+    }
+    bool paused() const { return m_paused; }
+    double timeScale() const { return m_timeScale; }
+    /// The bodies a client owns (empty for unknown clients).
+    std::vector<physics::BodyId> ownedBodies(std::uint32_t clientId) const;
+
+    /// Appends the room's state (its tick, pause and time scale, and World::saveState) to `out`.
+    void saveState(std::vector<std::uint8_t>& out) const;
+    /// Replaces the room's state with one saved by saveState from a room with the same scene. Sessions are
+    /// not part of it: call before clients connect. On failure nothing changes and error says why.
+    bool restoreState(std::span<const std::uint8_t> data, std::string& error);
     /// Runs the ticks that are due, sends due snapshots and catalogue entries and drops silent clients.
     void update(double now);
     /// Tells every client the server is going away (sent several times, as UDP may lose it).
@@ -137,6 +174,12 @@ private:
         std::vector<std::pair<std::uint16_t, std::vector<CatalogueRecord>>> catalogueSent;
         std::uint32_t newestInputSequence = 0;
         std::bitset<1024> inputsSeen; ///< bit (sequence mod 1024) of the last 1024 sequences
+        std::vector<physics::BodyId> owned;
+        bool spectator = false;      ///< asked for no player body
+        int ticksPerSnapshot = 3;
+        double inputTokens = 0.0;
+        double inputTokenTime = 0.0;
+        double lastKeepAliveTime = 0.0;
     };
     /// The server-wide catalogue, by body slot.
     struct CatalogueSlot
@@ -153,11 +196,22 @@ private:
     static constexpr std::size_t kCatalogueRing = 256;
 
     Server(const ServerConfig& config, SendFunction send, const ConnectCookies::Key* cookieKey);
+    static std::unique_ptr<Server> make(const ServerConfig& config, SendFunction send, std::string& error,
+                                        const ConnectCookies::Key* cookieKey);
+    bool buildWorld(const ServerConfig& config, physics::World& world, std::string& error) const;
+    Session* findSession(std::uint32_t clientId, protocol::Address* address = nullptr);
+    void endSession(std::map<protocol::Address, Session>::iterator it, const char* why);
+    bool spawnFor(Session& session, const physics::Vec3* at);
+    void releaseBodies(Session& session);
+    bool ownsBody(const Session& session, physics::BodyId id) const;
+    void resetWorld(physics::World&& world);
+    void runTick(double now);
+    void keepAlivePaused(double now);
     void send(const protocol::Address& to, std::span<const std::uint8_t> datagram);
     void handleConnectRequest(const protocol::Address& from, double now);
     void handleChallengeResponse(const protocol::Address& from, const protocol::wire::Packet& packet, double now);
     void handleAcks(Session& session, const protocol::wire::PacketHeader& header);
-    void handleInputs(Session& session, const protocol::wire::ClientInput& message);
+    void handleInputs(Session& session, const protocol::wire::ClientInput& message, double now);
     bool firstTimeInput(Session& session, std::uint32_t sequence);
     void applyInputs(std::uint64_t tick);
     void tick(double now);
@@ -184,6 +238,11 @@ private:
     std::function<void(const AppliedInput&)> m_inputObserver;
     std::function<void(std::uint64_t)> m_preStep;
     std::function<double()> m_profileClock;
+    std::function<void(const protocol::Address&, bool)> m_sessionObserver;
+    std::uint32_t m_spawnCount = 0;
+    bool m_paused = false;
+    std::uint64_t m_stepBudget = 0; ///< ticks to run while paused (admin Step)
+    double m_timeScale = 1.0;
     ServerMetrics m_metrics;
     double m_tickSeconds = 1.0 / 60.0;
     double m_nextTickTime = 0.0;

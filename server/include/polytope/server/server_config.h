@@ -11,11 +11,18 @@
 namespace polytope::server
 {
 
+/// Spawns a player body for a client: the `spawnIndex`-th join of the room, at `at` when given (a Spawn
+/// input) or at the scene's spawn point otherwise. Returns false when the world refused.
+using SpawnFunction =
+    std::function<bool(physics::World& world, std::uint32_t spawnIndex, const physics::Vec3* at, physics::BodyId& out)>;
+
+/// The configuration of one room: its scene, tick, clients and rules. (polytope-server runs one or more.)
 struct ServerConfig
 {
+    std::string room = "main";        ///< the room's name, 1..64 bytes; clients join a room by name
     std::uint16_t port = 7777;        ///< UDP port; 0 picks an ephemeral port
     std::string bindAddress = "0.0.0.0";
-    std::string scene = "default";    ///< built-in scene name
+    std::string scene = "default";    ///< built-in scene name, or a scene file path (scene_file.h)
     /// When set, builds the world instead of the built-in scene (benchmarks, tests); `scene` is then only the
     /// name announced to clients. Returns false when the world refused a body.
     std::function<bool(physics::World&)> buildScene;
@@ -34,6 +41,15 @@ struct ServerConfig
     int maxCatalogueDatagramsPerTick = 8; ///< catalogue datagrams per client per tick at most, >= 1
     int maxInputLeadTicks = 600;      ///< inputs for ticks further ahead than this are refused
     int maxQueuedInputs = 65536;      ///< inputs waiting for their tick, over all clients
+
+    // Players (server issue: sessions own bodies). A scene file's values replace these.
+    SpawnFunction spawnPlayer;        ///< empty: clients own no bodies (set from the scene when it has a player)
+    bool playerBodies = true;         ///< built-in scenes: give each client a sphere to drive
+    bool allowClientSpawn = false;    ///< Spawn/Remove inputs allowed
+    int maxBodiesPerClient = 4;       ///< bodies one client may own at once, 0..1024
+    bool keepBodiesOnLeave = false;   ///< a leaving client's bodies stay (unowned) instead of being removed
+    double maxInputsPerSecond = 600.0; ///< per client, token bucket refill rate (new inputs, not resends)
+    double maxInputBurst = 120.0;     ///< per client, token bucket size
 
     /// Empty when every field is in range, else a message naming the first bad field.
     std::string validate() const;
