@@ -52,6 +52,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             std::abort();
         }
         break;
+    case wire::PacketType::AdminRequest:
+    {
+        const auto* request = result.packet->message_as_AdminRequest();
+        if (size < kMinAdminRequestBytes || request->mac()->size() != kAdminMacBytes)
+        {
+            std::abort();
+        }
+        AdminCommandFields command;
+        if (decodeAdminCommand({request->command()->data(), request->command()->size()}, command) &&
+            (command.room.size() > kMaxRoomNameBytes || command.text.size() > kMaxAdminTextBytes))
+        {
+            std::abort();
+        }
+        break;
+    }
     default:
         break;
     }

@@ -1,6 +1,7 @@
 // Writes the seed corpora of the fuzz targets into DIR/<target>/: a valid datagram of every message type
 // (packet), catalogue and input datagrams, real snapshot slices against the fuzz baselines, and cookies.
 #include "fuzz_snapshot_setup.h"
+#include "polytope/protocol/admin_auth.h"
 #include "polytope/protocol/packet.h"
 #include "polytope/server/connect_cookie.h"
 
@@ -73,6 +74,16 @@ int main(int argc, char** argv)
         inputs[i].vector = {1.0f, -2.0f, 3.0f};
     }
     save("packet", "client_input", writer.clientInput(header, inputs));
+    AdminCommandFields admin;
+    admin.room = "main";
+    admin.nonce = 77;
+    admin.time = 1.8e9;
+    admin.op = wire::AdminOp::SetGravity;
+    admin.vector = {0.0f, -1.6f, 0.0f};
+    const std::vector<std::uint8_t> command = encodeAdminCommand(admin);
+    const AdminMac mac = adminMac(deriveAdminMacKey("fuzz"), command);
+    save("packet", "admin_request", writer.adminRequest(header, command, mac));
+    save("packet", "admin_reply", writer.adminReply(header, 77, true, "room 'main' tick 5"));
     save("inputs", "inputs5", writer.clientInput(header, inputs));
     save("inputs", "inputs0", writer.clientInput(header, {}));
 
