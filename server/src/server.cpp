@@ -190,6 +190,13 @@ void Server::send(const protocol::Address& to, std::span<const std::uint8_t> dat
 {
     ++m_metrics.datagramsOut;
     m_metrics.bytesOut += datagram.size();
+    if (m_config.maxClientKbps > 0)
+    {
+        if (const auto it = m_sessions.find(to); it != m_sessions.end())
+        {
+            it->second.budgetTokens -= static_cast<double>(datagram.size());
+        }
+    }
     m_send(to, datagram);
 }
 
@@ -274,6 +281,18 @@ Server::Session* Server::findSession(std::uint32_t clientId, protocol::Address* 
                 *address = from;
             }
             return &session;
+        }
+    }
+    return nullptr;
+}
+
+const protocol::SnapshotFrame* Server::sentFrame(std::uint32_t clientId, std::uint64_t tick) const
+{
+    for (const auto& [from, session] : m_sessions)
+    {
+        if (session.clientId == clientId)
+        {
+            return session.sentFrames ? session.sentFrames->find(tick) : m_history.find(tick);
         }
     }
     return nullptr;
@@ -817,6 +836,130 @@ void Server::captureSnapshot()
     m_history.commit(); // forEachBody visits slots in increasing order: sorted by id
 }
 
+namespace
+{
+/// How much a changed body matters to a client this snapshot (Fiedler's priority accumulator adds it up
+/// while the body waits): its own bodies first, then new ones, then moving ones, then ones coming to rest.
+float snapshotPriority(const protocol::QuantizedBody& body, bool owned, bool created)
+{
+    if (owned)
+    {
+        return 1000.0f;
+    }
+    if (created)
+    {
+        return 100.0f;
+    }
+    return body.atRest ? 2.0f : 10.0f;
+}
+
+/// Rough coded size of a snapshot's fixed parts (slice headers, envelopes), bytes.
+constexpr double kSnapshotOverheadBytes = 80.0;
+/// Frames of its own kept per budgeted client: baselines older than this many ticks are not used.
+constexpr std::uint32_t kBudgetHistoryTicks = 64;
+} // namespace
+
+void Server::composeBudgeted(Session& session, const protocol::SnapshotFrame& current,
+                             const protocol::SnapshotFrame* baseline)
+{
+    std::vector<protocol::QuantizedBody>& out = session.composite;
+    out.clear();
+    if (baseline == nullptr)
+    {
+        // Nothing held: the client needs every body once (the bucket goes into debt if it must).
+        out.assign(current.bodies.begin(), current.bodies.end());
+        return;
+    }
+    // Walk both frames by id: unchanged bodies and removals always go in (they cost next to nothing), changed
+    // and new ones compete for the bytes left.
+    struct Candidate
+    {
+        std::uint32_t currentIndex;
+        float priority;
+        bool owned;
+    };
+    static thread_local std::vector<Candidate> candidates;
+    candidates.clear();
+    const auto cur = current.bodies;
+    const auto base = baseline->bodies;
+    std::size_t i = 0, j = 0;
+    if (!cur.empty() && session.priority.size() <= cur.back().id)
+    {
+        session.priority.resize(static_cast<std::size_t>(cur.back().id) + 1, 0.0f);
+    }
+    while (i < cur.size())
+    {
+        while (j < base.size() && base[j].id < cur[i].id)
+        {
+            ++j; // removed since the baseline: left out, so the client learns it
+        }
+        const bool kept = j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
+        if (kept && base[j].sameState(cur[i]))
+        {
+            session.priority[cur[i].id] = 0.0f;
+        }
+        else
+        {
+            const bool owned = ownsBody(session, {cur[i].id, cur[i].generation});
+            float& accumulated = session.priority[cur[i].id];
+            accumulated += snapshotPriority(cur[i], owned, !kept);
+            candidates.push_back({static_cast<std::uint32_t>(i), accumulated, owned});
+        }
+        ++i;
+    }
+    const double available = session.budgetTokens - kSnapshotOverheadBytes;
+    std::size_t take = candidates.size();
+    if (static_cast<double>(take) * session.bytesPerChangedBody > available)
+    {
+        take = available > 0.0 ? static_cast<std::size_t>(available / session.bytesPerChangedBody) : 0;
+        // The client's own bodies always go (a few bytes; the bucket pays them back later), then the rest by
+        // accumulated priority.
+        std::stable_sort(candidates.begin(), candidates.end(),
+                         [](const Candidate& a, const Candidate& b)
+                         { return a.owned != b.owned ? a.owned : a.priority > b.priority; });
+        while (take < candidates.size() && candidates[take].owned)
+        {
+            ++take;
+        }
+        ++m_metrics.budgetLimitedSnapshots;
+        m_metrics.bodiesDeferred += candidates.size() - take;
+    }
+    static thread_local std::vector<std::uint8_t> chosen;
+    chosen.assign(cur.size(), 0);
+    for (std::size_t k = 0; k < take; ++k)
+    {
+        chosen[candidates[k].currentIndex] = 1;
+        session.priority[cur[candidates[k].currentIndex].id] = 0.0f;
+    }
+    // The composite: chosen and unchanged bodies as they are now, deferred ones as the client has them.
+    j = 0;
+    for (i = 0; i < cur.size(); ++i)
+    {
+        while (j < base.size() && base[j].id < cur[i].id)
+        {
+            ++j;
+        }
+        const bool kept = j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
+        if (kept && base[j].sameState(cur[i]))
+        {
+            out.push_back(cur[i]);
+        }
+        else if (chosen[i])
+        {
+            out.push_back(cur[i]);
+        }
+        else if (kept)
+        {
+            out.push_back(base[j]); // deferred: unchanged for the client
+        }
+        else if (j < base.size() && base[j].id == cur[i].id)
+        {
+            out.push_back(base[j]); // a replaced body deferred: the old one stays a little longer
+        }
+        // else: a new body deferred: not in this snapshot
+    }
+}
+
 void Server::sendSnapshot(const protocol::Address& to, Session& session)
 {
     const protocol::SnapshotFrame* current = m_history.newest();
@@ -824,9 +967,45 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
     {
         return;
     }
+    const bool budgeted = m_config.maxClientKbps > 0;
+    const protocol::SnapshotHistory* history = &m_history;
+    if (budgeted)
+    {
+        const double rate = m_config.maxClientKbps * 1000.0 / 8.0; // bytes per second
+        if (!session.sentFrames)
+        {
+            session.sentFrames = std::make_unique<protocol::SnapshotHistory>(kBudgetHistoryTicks);
+            session.budgetTokens = rate * m_config.budgetBurstSeconds;
+            session.budgetTime = m_now;
+        }
+        session.budgetTokens =
+            std::min(rate * m_config.budgetBurstSeconds, session.budgetTokens + rate * (m_now - session.budgetTime));
+        session.budgetTime = m_now;
+        history = session.sentFrames.get();
+    }
     const protocol::SnapshotFrame* baseline = nullptr;
     const protocol::SnapshotFrame* reference = nullptr;
-    session.snapshots.choose(m_history, current->tick, baseline, reference);
+    session.snapshots.choose(*history, current->tick, baseline, reference);
+    if (budgeted)
+    {
+        // The slot of the frame about to be kept must not be one of these.
+        if (reference && current->tick - reference->tick >= kBudgetHistoryTicks)
+        {
+            reference = nullptr;
+        }
+        if (baseline && current->tick - baseline->tick >= kBudgetHistoryTicks)
+        {
+            baseline = nullptr;
+            reference = nullptr;
+        }
+        // What this client is sent is kept as its own frame (with the history's unchanged-since hints): it
+        // is the baseline once acknowledged. A frame skipped below is never held, so never a baseline.
+        composeBudgeted(session, *current, baseline);
+        std::vector<protocol::QuantizedBody>& kept = session.sentFrames->begin(current->tick);
+        kept.assign(session.composite.begin(), session.composite.end());
+        session.sentFrames->commit();
+        current = session.sentFrames->newest();
+    }
     const double start = m_profileClock ? m_profileClock() : 0.0;
     const protocol::CodecError error = m_encoder.encode(*current, baseline, reference);
     if (m_profileClock)
@@ -851,12 +1030,35 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
     state.lastSentTick = current->tick;
     const double serverTime = static_cast<double>(current->tick) * m_tickSeconds;
     const auto slices = m_encoder.slices();
+    std::size_t bytes = 0;
     for (const protocol::EncodedSlice& slice : slices)
     {
         const protocol::HeaderFields header = session.acks.nextOutgoing();
-        send(to, m_writer.snapshot(header, current->tick, serverTime, slice.payload));
+        const auto datagram = m_writer.snapshot(header, current->tick, serverTime, slice.payload);
+        bytes += datagram.size();
+        send(to, datagram);
         state.onSliceSent(current->tick, header.sequence, static_cast<std::uint32_t>(slices.size()));
         ++m_metrics.snapshotDatagrams;
+    }
+    if (budgeted && baseline != nullptr)
+    {
+        // Learn what a changed body costs this client, for the next choice.
+        std::size_t changed = 0;
+        std::size_t j = 0;
+        for (const protocol::QuantizedBody& body : session.composite)
+        {
+            while (j < baseline->bodies.size() && baseline->bodies[j].id < body.id)
+            {
+                ++j;
+            }
+            changed += (j < baseline->bodies.size() && baseline->bodies[j] == body) ? 0 : 1;
+        }
+        if (changed > 0)
+        {
+            const double perBody =
+                std::max(1.0, (static_cast<double>(bytes) - kSnapshotOverheadBytes) / static_cast<double>(changed));
+            session.bytesPerChangedBody = 0.7 * session.bytesPerChangedBody + 0.3 * perBody;
+        }
     }
     ++m_metrics.snapshotsSent;
     m_metrics.fullSnapshots += baseline == nullptr ? 1 : 0;

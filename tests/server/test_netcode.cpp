@@ -2,11 +2,13 @@
 // (protocol/network_simulator.h) with a test clock, no sleeps. Handshake and cookies, snapshots under loss
 // and jitter compared bit for bit with what the server quantized, the shape catalogue and inputs under loss.
 #include "polytope/client/client.h"
+#include "polytope/physics/scenes.h"
 #include "polytope/protocol/network_simulator.h"
 #include "polytope/server/server.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -366,4 +368,80 @@ TEST_CASE("inputs under loss arrive exactly once and are applied at their tick",
     CHECK(m.inputsDuplicate > 0); // resends of inputs whose acknowledgement was lost or not yet back
     CHECK(c.pendingInputs() == 0);
     CHECK(c.stats().inputsAcknowledged == sentInputs.size());
+}
+
+TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[server][netcode][budget]")
+{
+    protocol::NetworkConditions conditions;
+    conditions.latencySeconds = 0.04;
+    conditions.jitterSeconds = 0.01;
+    conditions.lossProbability = 0.02;
+    server::ServerConfig config;
+    config.snapshotRateHz = 30;
+    config.maxClientKbps = 48; // 6000 bytes a second: far below what 300 falling boxes need
+    config.buildScene = [](physics::World& world) { return physics::buildPile(world, 300); };
+    config.spawnPlayer = [](physics::World& world, std::uint32_t, const physics::Vec3*, physics::BodyId& out)
+    {
+        physics::BodyDesc desc;
+        desc.shape = physics::Shape::makeSphere(0.4f);
+        desc.transform.p = {30.0f, 0.4f, 0.0f};
+        desc.linearVelocity = {0.0f, 0.0f, 2.0f}; // rolls on: it changes every snapshot
+        const physics::CreateBodyResult r = world.createBody(desc);
+        out = r.id;
+        return r.status == physics::WorldStatus::Ok;
+    };
+    SimulatedSession sim(conditions, config, 9);
+    client::Client& c = sim.addClient(2);
+    c.connect(0.0);
+    sim.runUntil(1.0);
+    REQUIRE(c.isConnected());
+    const physics::BodyId own = sim.server->ownedBodies(c.clientId()).at(0);
+
+    const std::uint64_t bytesAtStart = sim.server->metrics().bytesOut;
+    const double start = sim.now;
+    std::size_t compared = 0, mismatched = 0, ownFresh = 0, lagging = 0;
+    while (sim.now < 9.0)
+    {
+        sim.frame();
+        client::ReceivedSnapshot s;
+        while (c.popSnapshot(s))
+        {
+            // The client decodes exactly what it was sent ...
+            const protocol::SnapshotFrame* sent = sim.server->sentFrame(c.clientId(), s.tick);
+            REQUIRE(sent != nullptr);
+            mismatched += std::equal(s.quantized.begin(), s.quantized.end(), sent->bodies.begin(),
+                                     sent->bodies.end())
+                              ? 0
+                              : 1;
+            ++compared;
+            // ... where its own body is always current, while others may lag behind the truth.
+            const protocol::SnapshotFrame* truth = sim.server->history().find(s.tick);
+            REQUIRE(truth != nullptr);
+            for (const protocol::QuantizedBody& b : s.quantized)
+            {
+                const auto t = std::lower_bound(truth->bodies.begin(), truth->bodies.end(), b.id,
+                                                [](const protocol::QuantizedBody& q, std::uint32_t id) { return q.id < id; });
+                const bool current = t != truth->bodies.end() && *t == b;
+                if (b.id == own.index)
+                {
+                    ownFresh += current ? 1 : 0;
+                }
+                else
+                {
+                    lagging += current ? 0 : 1;
+                }
+            }
+        }
+    }
+    const double seconds = sim.now - start;
+    const double kbps = static_cast<double>(sim.server->metrics().bytesOut - bytesAtStart) * 8.0 / 1000.0 / seconds;
+    INFO("sent " << kbps << " kbps to a client with a 48 kbps budget; " << compared << " snapshots, "
+                 << sim.server->metrics().bodiesDeferred << " bodies deferred");
+    CHECK(kbps <= 48.0 * 1.05);
+    CHECK(kbps >= 30.0); // and it uses what it is given
+    CHECK(compared > 100);
+    CHECK(mismatched == 0);
+    CHECK(ownFresh == compared);
+    CHECK(lagging > 0); // the budget really did bind
+    CHECK(sim.server->metrics().budgetLimitedSnapshots > 0);
 }

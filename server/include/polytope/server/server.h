@@ -73,6 +73,8 @@ struct ServerMetrics
     std::uint64_t clientsKicked = 0;
     std::uint64_t adminCommands = 0;   ///< admin commands carried out (any outcome)
     std::uint64_t pausedTicks = 0;     ///< tick slots skipped while paused
+    std::uint64_t bodiesDeferred = 0;  ///< changed bodies left out of a snapshot by a client's budget
+    std::uint64_t budgetLimitedSnapshots = 0; ///< snapshots that left some changed body out
     double encodeSeconds = 0.0;        ///< snapshot encoding time, when a profile clock is set
     protocol::DropCounters drops;      ///< datagrams dropped, by reason
 };
@@ -143,6 +145,9 @@ public:
     /// The quantized snapshots sent recently (tests compare clients' decoded state with them).
     const protocol::SnapshotHistory& history() const { return m_history; }
     const protocol::SnapshotCodecConfig& codecConfig() const { return m_codec; }
+    /// The snapshot of `tick` exactly as that client was sent it (under a bandwidth budget it may hold older
+    /// states of some bodies than history() does), or nullptr.
+    const protocol::SnapshotFrame* sentFrame(std::uint32_t clientId, std::uint64_t tick) const;
     /// Called for every input applied (or refused by the World), in order.
     void setInputObserver(std::function<void(const AppliedInput&)> observer) { m_inputObserver = std::move(observer); }
     /// Called before each tick's World::step with the tick about to be made (scripted scenes).
@@ -180,6 +185,14 @@ private:
         double inputTokens = 0.0;
         double inputTokenTime = 0.0;
         double lastKeepAliveTime = 0.0;
+        // Bandwidth budget (maxClientKbps > 0): the frames this client was actually sent, its bytes left,
+        // each body's accumulated priority and the measured cost of a changed body.
+        std::unique_ptr<protocol::SnapshotHistory> sentFrames;
+        std::vector<protocol::QuantizedBody> composite;
+        std::vector<float> priority; ///< by body id
+        double budgetTokens = 0.0;   ///< bytes
+        double budgetTime = 0.0;
+        double bytesPerChangedBody = 8.0;
     };
     /// The server-wide catalogue, by body slot.
     struct CatalogueSlot
@@ -218,6 +231,9 @@ private:
     void refreshCatalogue();
     void captureSnapshot();
     void sendSnapshot(const protocol::Address& to, Session& session);
+    /// Fills session.composite with what fits the client's budget (see ServerConfig::maxClientKbps).
+    void composeBudgeted(Session& session, const protocol::SnapshotFrame& current,
+                         const protocol::SnapshotFrame* baseline);
     void sendCatalogue(const protocol::Address& to, Session& session, double now);
     protocol::SessionParameters sessionParameters(const Session& session) const;
 

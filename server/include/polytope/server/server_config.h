@@ -41,6 +41,11 @@ struct ServerConfig
     int maxCatalogueDatagramsPerTick = 8; ///< catalogue datagrams per client per tick at most, >= 1
     int maxInputLeadTicks = 600;      ///< inputs for ticks further ahead than this are refused
     int maxQueuedInputs = 65536;      ///< inputs waiting for their tick, over all clients
+    /// Bandwidth budget per client, kilobits per second (1000 bits) of UDP payload, everything sent to it
+    /// counted; 0: unlimited. Under it, snapshots carry the changed bodies with the highest accumulated
+    /// priority (owned, new, moving first) and the rest keep the state the client has until a later one.
+    int maxClientKbps = 2048;
+    double budgetBurstSeconds = 0.25; ///< the budget's token bucket holds this many seconds of it
 
     // Players (server issue: sessions own bodies). A scene file's values replace these.
     SpawnFunction spawnPlayer;        ///< empty: clients own no bodies (set from the scene when it has a player)
