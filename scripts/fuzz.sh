@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 seconds="${1:-30}"
-targets=(packet snapshot_payload catalogue inputs challenge)
+targets=(packet snapshot_payload catalogue inputs challenge scene)
 
 polytope_ensure_packages "${POLYTOPE_PACKAGES[@]}" clang libclang-rt-14-dev
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
@@ -15,12 +15,17 @@ cmake --build build/fuzz --target make_packet_corpus "${targets[@]/#/fuzz_}"
 
 mkdir -p build/fuzz/corpus build/fuzz/crashes
 build/fuzz/bin/make_packet_corpus build/fuzz/corpus
+# Scene files are text: their seeds are the example scenes, with a dictionary of the schema's names.
+mkdir -p build/fuzz/corpus/scene
+cp scenes/*.json build/fuzz/corpus/scene/
 
 status=0
 for target in "${targets[@]}"; do
   mkdir -p build/fuzz/corpus/$target
   echo "== fuzz_$target for ${seconds}s"
-  if ! build/fuzz/bin/fuzz_$target build/fuzz/corpus/$target -max_total_time="$seconds" -max_len=1300 \
+  extra=(-max_len=1300)
+  if [ "$target" = scene ]; then extra=(-max_len=4096 -dict=tests/fuzz/scene.dict); fi
+  if ! build/fuzz/bin/fuzz_$target build/fuzz/corpus/$target -max_total_time="$seconds" "${extra[@]}" \
       -artifact_prefix=build/fuzz/crashes/$target- -print_final_stats=1 2>build/fuzz/fuzz_$target.log; then
     status=1
     echo "fuzz_$target FAILED; see build/fuzz/fuzz_$target.log and build/fuzz/crashes/" >&2

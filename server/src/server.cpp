@@ -103,8 +103,10 @@ bool spawnDefaultPlayer(physics::World& world, std::uint32_t spawnIndex, const p
 }
 } // namespace
 
-bool Server::buildWorld(const ServerConfig& config, physics::World& world, std::string& error) const
+bool Server::buildWorld(const ServerConfig& config, physics::World& world, std::string& error,
+                        std::shared_ptr<const SceneDescription>& file) const
 {
+    file.reset();
     if (config.buildScene)
     {
         if (!config.buildScene(world))
@@ -123,13 +125,64 @@ bool Server::buildWorld(const ServerConfig& config, physics::World& world, std::
         }
         return true;
     }
-    std::string known;
-    for (const physics::SceneInfo& info : physics::builtinScenes())
+    const bool looksLikeFile = config.scene.find('/') != std::string::npos ||
+                               (config.scene.size() > 5 && config.scene.ends_with(".json"));
+    if (!looksLikeFile)
     {
-        known += (known.empty() ? "" : ", ") + std::string(info.name);
+        std::string known;
+        for (const physics::SceneInfo& info : physics::builtinScenes())
+        {
+            known += (known.empty() ? "" : ", ") + std::string(info.name);
+        }
+        error = "unknown scene '" + config.scene + "' (built-in scenes: " + known + "; or a .json scene file)";
+        return false;
     }
-    error = "unknown scene '" + config.scene + "' (built-in scenes: " + known + ")";
-    return false;
+    auto description = std::make_shared<SceneDescription>();
+    if (!loadSceneFile(config.scene, *description, error) || !buildScene(*description, world, error))
+    {
+        return false;
+    }
+    file = std::move(description);
+    return true;
+}
+
+void Server::adoptSceneRules(std::shared_ptr<const SceneDescription> file)
+{
+    m_sceneFile = std::move(file);
+    if (!m_sceneFile)
+    {
+        m_config.spawnPlayer = m_explicitSpawn ? m_explicitSpawn
+                                               : (!m_config.buildScene && m_config.playerBodies ? spawnDefaultPlayer
+                                                                                                 : SpawnFunction{});
+        return;
+    }
+    const SceneDescription& scene = *m_sceneFile;
+    m_config.allowClientSpawn = scene.allowClientSpawn;
+    m_config.maxBodiesPerClient = static_cast<int>(std::min<std::uint32_t>(scene.maxBodiesPerClient, 1024));
+    m_config.keepBodiesOnLeave = scene.keepBodiesOnLeave;
+    if (!scene.player)
+    {
+        m_config.spawnPlayer = nullptr;
+        return;
+    }
+    m_config.spawnPlayer = [file = m_sceneFile](physics::World& world, std::uint32_t spawnIndex,
+                                                const physics::Vec3* at, physics::BodyId& out)
+    {
+        physics::BodyDesc desc;
+        std::string error;
+        if (!makePlayerBody(*file, spawnIndex, world, desc, error))
+        {
+            spdlog::warn("player body: {}", error);
+            return false;
+        }
+        if (at)
+        {
+            desc.transform.p = *at;
+        }
+        const physics::CreateBodyResult result = world.createBody(desc);
+        out = result.id;
+        return result.status == physics::WorldStatus::Ok;
+    };
 }
 
 std::unique_ptr<Server> Server::make(const ServerConfig& config, SendFunction send, std::string& error,
@@ -141,14 +194,13 @@ std::unique_ptr<Server> Server::make(const ServerConfig& config, SendFunction se
         return nullptr;
     }
     std::unique_ptr<Server> server(new Server(config, std::move(send), cookieKey));
-    if (!server->buildWorld(server->m_config, server->m_world, error))
+    std::shared_ptr<const SceneDescription> file;
+    if (!server->buildWorld(server->m_config, server->m_world, error, file))
     {
         return nullptr;
     }
-    if (!server->m_config.spawnPlayer && !config.buildScene && config.playerBodies)
-    {
-        server->m_config.spawnPlayer = spawnDefaultPlayer;
-    }
+    server->m_explicitSpawn = config.spawnPlayer;
+    server->adoptSceneRules(std::move(file));
     return server;
 }
 
@@ -1169,13 +1221,16 @@ AdminResult Server::admin(const protocol::AdminCommandFields& command, double no
             config.buildScene = nullptr;
         }
         physics::World fresh(m_world.config());
+        fresh.setGravity(physics::WorldConfig{}.gravity); // scene files set their own
         std::string error;
-        if (!buildWorld(config, fresh, error))
+        std::shared_ptr<const SceneDescription> file;
+        if (!buildWorld(config, fresh, error, file))
         {
             return {false, "scene kept: " + error};
         }
         m_config.scene = config.scene;
         m_config.buildScene = config.buildScene;
+        adoptSceneRules(std::move(file));
         resetWorld(std::move(fresh));
         break;
     }

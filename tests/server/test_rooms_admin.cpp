@@ -577,3 +577,63 @@ TEST_CASE("checkpoint files are written atomically and read back", "[server][che
     CHECK_FALSE(server::writeCheckpointFile((dir / "no-such-dir" / "x.ckpt").string(), payload, error));
     std::filesystem::remove_all(dir);
 }
+
+namespace
+{
+std::string arenaPath()
+{
+    return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "scenes" / "arena.json")
+        .string();
+}
+} // namespace
+
+TEST_CASE("a room runs a scene file with its player template and rules", "[server][rooms][scenefile]")
+{
+    Loopback net({roomConfig("arena", arenaPath())});
+    server::Server& room = *net.host->findRoom("arena");
+    const std::uint32_t before = room.world().bodyCount();
+    const auto alice = net.join(kAlice, "arena");
+    REQUIRE(alice);
+    const auto owned = room.ownedBodies(alice->clientId);
+    REQUIRE(owned.size() == 1);
+    physics::BodyState body;
+    REQUIRE(room.world().getBody(owned[0], body));
+    CHECK(body.shape.type == physics::ShapeType::Capsule); // the file's template
+    CHECK(body.transform.p.x == Approx(-2.0f));             // at its first spawn point
+    CHECK(body.transform.p.z == Approx(-2.0f));
+    CHECK(room.world().bodyCount() == before + 1);
+
+    // The file allows client spawns.
+    protocol::InputCommand spawn;
+    spawn.tick = room.metrics().ticks + 1;
+    spawn.sequence = 1;
+    spawn.kind = wire::InputKind::Spawn;
+    spawn.bodyGeneration = 0;
+    spawn.vector = {0.0f, 3.0f, 0.0f};
+    net.sendInputs(kAlice, std::array{spawn});
+    net.run(0.1);
+    CHECK(room.ownedBodies(alice->clientId).size() == 2);
+    CHECK(room.metrics().inputsNotOwned == 0);
+}
+
+TEST_CASE("admin load takes a scene file, and a bad one leaves the old scene running", "[server][admin][scenefile]")
+{
+    Loopback net({roomConfig("main", "stack10")});
+    server::Server& room = *net.host->findRoom("main");
+    protocol::AdminCommandFields load;
+    load.op = wire::AdminOp::LoadScene;
+    load.text = "/no/such/scene.json";
+    const auto refused = net.admin(load);
+    REQUIRE(refused);
+    CHECK_FALSE(refused->first);
+    CHECK(refused->second.find("/no/such/scene.json") != std::string::npos);
+    CHECK(room.config().scene == "stack10");
+    CHECK(room.world().bodyCount() == 11);
+    load.text = arenaPath();
+    const auto loaded = net.admin(load);
+    REQUIRE(loaded);
+    CHECK(loaded->first);
+    CHECK(room.config().scene == arenaPath());
+    CHECK(room.world().bodyCount() > 5);
+    CHECK(room.config().allowClientSpawn);
+}

@@ -20,6 +20,7 @@
 #include "polytope/protocol/packet.h"
 #include "polytope/protocol/snapshot_channel.h"
 #include "polytope/server/connect_cookie.h"
+#include "polytope/server/scene_file.h"
 #include "polytope/server/server_config.h"
 
 #include <bitset>
@@ -211,7 +212,12 @@ private:
     Server(const ServerConfig& config, SendFunction send, const ConnectCookies::Key* cookieKey);
     static std::unique_ptr<Server> make(const ServerConfig& config, SendFunction send, std::string& error,
                                         const ConnectCookies::Key* cookieKey);
-    bool buildWorld(const ServerConfig& config, physics::World& world, std::string& error) const;
+    /// Builds config.scene (a built-in name or a scene file) into `world`; a scene file's description
+    /// comes back in `file` (nullptr for built-in scenes and buildScene).
+    bool buildWorld(const ServerConfig& config, physics::World& world, std::string& error,
+                    std::shared_ptr<const SceneDescription>& file) const;
+    /// Takes the player rules (template, spawning, limits) of the scene now running.
+    void adoptSceneRules(std::shared_ptr<const SceneDescription> file);
     Session* findSession(std::uint32_t clientId, protocol::Address* address = nullptr);
     void endSession(std::map<protocol::Address, Session>::iterator it, const char* why);
     bool spawnFor(Session& session, const physics::Vec3* at);
@@ -256,6 +262,8 @@ private:
     std::function<double()> m_profileClock;
     std::function<void(const protocol::Address&, bool)> m_sessionObserver;
     std::uint32_t m_spawnCount = 0;
+    SpawnFunction m_explicitSpawn;  ///< the spawnPlayer the config came with (tests, benchmarks)
+    std::shared_ptr<const SceneDescription> m_sceneFile; ///< the running scene's file, if any
     bool m_paused = false;
     std::uint64_t m_stepBudget = 0; ///< ticks to run while paused (admin Step)
     double m_timeScale = 1.0;
