@@ -28,6 +28,10 @@ enum MotionClass : int
 };
 constexpr std::int64_t kJitterUnits = 2;       ///< largest change (codes) still taken for noise
 constexpr std::int64_t kSlowUnitsPerTick = 16; ///< above this many codes per tick, a body is "fast"
+/// Deceleration is applied only while baselineAge + referenceGap is at most this (keeps 64-bit products).
+constexpr std::int64_t kDecelerationAgeLimit = 1024;
+/// Largest deceleration a header may carry (1/16 code per tick^2).
+constexpr std::uint32_t kMaxDeceleration = 4095;
 
 /// A signed integer: non-zero flag, sign (in the context of the value's trend: the sign of its change from
 /// reference to baseline, since a decelerating body overshoots its extrapolation), magnitude class (unary),
@@ -288,14 +292,7 @@ struct CodeLimits
     }
 };
 
-struct Prediction
-{
-    std::array<std::int64_t, 3> position{};
-    QuantizedOrientation orientation;               ///< in the baseline's smallest-three frame
-    std::uint8_t predictedLargest = 3;              ///< largestComponent(orientation)
-    std::array<std::uint8_t, 3> positionTrend{};    ///< trendOf(baseline - reference), per axis
-    std::array<std::uint8_t, 3> orientationTrend{}; ///< the same per component, in the baseline's frame
-};
+using Prediction = detail::BodyPrediction;
 
 /// Largest absolute change of any position or orientation code from reference to baseline, the reference's
 /// orientation first re-expressed in the baseline's frame.
@@ -341,9 +338,20 @@ constexpr bool isQuiet(int motionClass)
 
 /// The predicted state of a changed kept body: its baseline state, extrapolated linearly from reference to
 /// baseline over the baseline's age when the body was clearly moving.
-Prediction predict(const CodeLimits& limits, const QuantizedBody& base, const QuantizedBody* reference,
-                   int motionClass, std::int64_t baselineAge, std::int64_t referenceGap)
+/// Extrapolation parameters shared by every body of a slice (from its header).
+struct Extrapolation
 {
+    std::int64_t baselineAge = 0;  ///< h, ticks
+    std::int64_t referenceGap = 1; ///< g, ticks
+    std::int64_t deceleration =
+        0; ///< horizontal, in 1/16 code per tick^2 (0 when h + g > kDecelerationAgeLimit)
+};
+
+Prediction predict(const CodeLimits& limits, const QuantizedBody& base, const QuantizedBody* reference,
+                   int motionClass, const Extrapolation& e)
+{
+    const std::int64_t baselineAge = e.baselineAge;
+    const std::int64_t referenceGap = e.referenceGap;
     Prediction p;
     for (std::size_t a = 0; a < 3; ++a)
     {
@@ -367,11 +375,30 @@ Prediction predict(const CodeLimits& limits, const QuantizedBody& base, const Qu
     {
         return p;
     }
+    std::array<std::int64_t, 3> dp{};
     for (std::size_t a = 0; a < 3; ++a)
     {
-        const std::int64_t dp = static_cast<std::int64_t>(base.position[a]) - reference->position[a];
-        p.position[a] = std::clamp<std::int64_t>(
-            base.position[a] + divideRounded(dp * baselineAge, referenceGap), 0, limits.maxPosition[a]);
+        dp[a] = static_cast<std::int64_t>(base.position[a]) - reference->position[a];
+        p.position[a] = base.position[a] + divideRounded(dp[a] * baselineAge, referenceGap);
+    }
+    // Sliding bodies slow down: take L = deceleration * h (h + g) / 32 codes off the horizontal (x, z)
+    // displacement, along its direction, but at most half of it. With M = 32 g L (an integer) the
+    // correction of axis a is dp[a] * M / (32 g s), s the horizontal speed over the gap.
+    if (e.deceleration > 0)
+    {
+        const std::int64_t speed = roundedSqrt(dp[0] * dp[0] + dp[2] * dp[2]);
+        if (speed > 0)
+        {
+            const std::int64_t m =
+                std::min(e.deceleration * baselineAge * (baselineAge + referenceGap) * referenceGap,
+                         16 * speed * baselineAge);
+            p.position[0] -= divideRounded(dp[0] * m, 32 * referenceGap * speed);
+            p.position[2] -= divideRounded(dp[2] * m, 32 * referenceGap * speed);
+        }
+    }
+    for (std::size_t a = 0; a < 3; ++a)
+    {
+        p.position[a] = std::clamp<std::int64_t>(p.position[a], 0, limits.maxPosition[a]);
     }
     std::array<std::int64_t, 3> k{};
     for (std::size_t a = 0; a < 3; ++a)
@@ -397,10 +424,8 @@ Prediction predict(const CodeLimits& limits, const QuantizedBody& base, const Qu
 /// On decode `body` holds the baseline state on entry and the decoded one on return.
 template <class Side>
 CodecError codeChangedBody(Side& side, Models& m, const CodeLimits& limits, int c, const QuantizedBody& base,
-                           const QuantizedBody* reference, std::int64_t baselineAge,
-                           std::int64_t referenceGap, QuantizedBody& body)
+                           const Prediction& p, QuantizedBody& body)
 {
-    const Prediction p = predict(limits, base, reference, c, baselineAge, referenceGap);
     bool atRest = body.atRest;
     side.bit(m.atRest[base.atRest ? 1 : 0], atRest);
     body.atRest = atRest;
@@ -469,12 +494,13 @@ CodecError codeChangedBody(Side& side, Models& m, const CodeLimits& limits, int 
     return CodecError::None;
 }
 
-/// A created body's generation and state (its id is coded by the caller), predicted from the previous created
-/// body of the slice (or fixed values for the first) and, for the generation, from a removed body of the same
-/// id.
+/// A created body's generation and state (its id is coded by the caller), predicted from the previous two
+/// created bodies of the slice (or fixed values for the first) and, for the generation, from a removed body
+/// of the same id.
 template <class Side>
 CodecError codeCreated(Side& side, Models& m, const CodeLimits& limits, const QuantizedBody* previous,
-                       const QuantizedBody* replaced, QuantizedBody& body)
+                       const QuantizedBody* beforePrevious, const QuantizedBody* replaced,
+                       QuantizedBody& body)
 {
     const std::uint32_t predictedGeneration =
         replaced != nullptr ? replaced->generation + 1u : (previous != nullptr ? previous->generation : 1u);
@@ -498,8 +524,17 @@ CodecError codeCreated(Side& side, Models& m, const CodeLimits& limits, const Qu
     for (std::size_t a = 0; a < 3; ++a)
     {
         const std::int64_t top = limits.maxPosition[a];
-        const std::int64_t predicted =
-            previous != nullptr ? static_cast<std::int64_t>(previous->position[a]) : top / 2;
+        // Bodies created together are often laid out regularly (a grid, a stack): continue the step from the
+        // body before the previous one to the previous one.
+        std::int64_t predicted = top / 2;
+        if (previous != nullptr)
+        {
+            predicted = previous->position[a];
+            if (beforePrevious != nullptr)
+            {
+                predicted = std::clamp<std::int64_t>(2 * predicted - beforePrevious->position[a], 0, top);
+            }
+        }
         std::int64_t residual = Side::kDecoding ? 0 : static_cast<std::int64_t>(body.position[a]) - predicted;
         codeSigned(side, m.createdPosition[a == 1 ? 1 : 0], residual);
         if constexpr (Side::kDecoding)
@@ -552,6 +587,15 @@ std::span<const QuantizedBody> idRange(std::span<const QuantizedBody> bodies, st
         std::lower_bound(bodies.begin(), bodies.end(), static_cast<std::uint64_t>(firstId), byId);
     const auto end = std::lower_bound(begin, bodies.end(), endId, byId);
     return {begin, end};
+}
+
+/// Rough cost of a created body without predecessor, and of a residual, in 1/8 bit (for choosing slice
+/// boundaries only).
+constexpr std::uint32_t kCreatedEighths = 40 * 8;
+std::uint32_t residualEighths(std::int64_t residual)
+{
+    const auto magnitude = static_cast<std::uint64_t>(residual < 0 ? -residual : residual);
+    return magnitude == 0 ? 4u : static_cast<std::uint32_t>(8 * (2 * floorLog2(magnitude) + 2));
 }
 
 /// Walks a sorted frame forward to the body with `id` and `generation`, if any.
@@ -732,9 +776,11 @@ SliceHeaderResult readSliceHeader(const SnapshotCodecConfig& config, std::span<c
     {
         baselineAge = static_cast<std::uint64_t>(reader.readVarUint()) + 1u;
     }
+    std::uint64_t deceleration = 0;
     if (h.hasReference)
     {
         referenceGap = static_cast<std::uint64_t>(reader.readVarUint()) + 1u;
+        deceleration = reader.readVarUint();
     }
     h.firstId = reader.readVarUint();
     h.endId = last ? kIdSpace : static_cast<std::uint64_t>(h.firstId) + reader.readVarUint() + 1u;
@@ -746,13 +792,14 @@ SliceHeaderResult readSliceHeader(const SnapshotCodecConfig& config, std::span<c
     }
     h.headerBytes = reader.bytesRead();
     if ((h.hasReference && !h.hasBaseline) || h.endId > kIdSpace ||
-        baselineAge + referenceGap > config.maxBaselineAgeTicks)
+        baselineAge + referenceGap > config.maxBaselineAgeTicks || deceleration > kMaxDeceleration)
     {
         result.error = CodecError::BadHeader;
         return result;
     }
     h.baselineAge = static_cast<std::uint32_t>(baselineAge);
     h.referenceGap = static_cast<std::uint32_t>(referenceGap);
+    h.deceleration = static_cast<std::uint32_t>(deceleration);
     return result;
 }
 
@@ -760,10 +807,208 @@ SliceHeaderResult readSliceHeader(const SnapshotCodecConfig& config, std::span<c
 
 SnapshotEncoder::SnapshotEncoder(const SnapshotCodecConfig& config) : m_config(config) {}
 
+void SnapshotEncoder::classify(const SnapshotFrame& current, const SnapshotFrame* baseline,
+                               const SnapshotFrame* reference)
+{
+    // One walk over the two id-sorted lists. A current body is kept (same id and generation in the
+    // baseline), replaces a baseline body (same id, new generation) or is new; a baseline body is kept or
+    // removed. Kept bodies are classified at once (motion class; changed or not), using the caller's
+    // unchanged-since ticks where they settle it: a body unchanged since the reference (or, without one,
+    // the baseline) and asleep is quiet and unchanged.
+    const std::span<const QuantizedBody> now = current.bodies;
+    const std::span<const QuantizedBody> before =
+        baseline ? baseline->bodies : std::span<const QuantizedBody>{};
+    const std::int64_t referenceGap =
+        reference ? static_cast<std::int64_t>(baseline->tick - reference->tick) : 1;
+    m_baselineKept.assign(before.size(), 0);
+    m_quietBefore.resize(now.size() + 1);
+    m_createdBodies.clear();
+    m_keptBodies.clear();
+    std::uint32_t removed = 0;
+    std::uint32_t changed = 0;
+    std::uint32_t quiet = 0;
+    const std::span<const std::uint64_t> since = current.unchangedSince;
+    const std::uint64_t settledTick = reference ? reference->tick : (baseline ? baseline->tick : 0);
+    ForwardLookup referenceLookup(reference ? reference->bodies : std::span<const QuantizedBody>{});
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < now.size(); ++i)
+    {
+        m_quietBefore[i] = quiet;
+        const QuantizedBody& c = now[i];
+        while (j < before.size() && before[j].id < c.id)
+        {
+            ++j;
+            ++removed;
+        }
+        if (j >= before.size() || before[j].id != c.id)
+        {
+            m_createdBodies.push_back({static_cast<std::uint32_t>(i), Match::kNone});
+            continue;
+        }
+        if (before[j].generation != c.generation)
+        {
+            m_createdBodies.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j)});
+            ++j;
+            ++removed;
+            continue;
+        }
+        const QuantizedBody& b = before[j];
+        m_baselineKept[j++] = 1;
+        if (!since.empty() && b.atRest && since[i] <= settledTick)
+        {
+            ++quiet; // quiet and unchanged: only counted
+            continue;
+        }
+        KeptBody kept{static_cast<std::uint32_t>(i),
+                      static_cast<std::uint32_t>(j - 1),
+                      nullptr,
+                      quiet,
+                      kStillResting,
+                      false};
+        kept.reference = referenceLookup.find(b.id, b.generation);
+        kept.motionClass = static_cast<std::uint8_t>(motionClassOf(b, kept.reference, referenceGap));
+        kept.changed = !c.sameState(b);
+        changed += kept.changed ? 1u : 0u;
+        if (isQuiet(kept.motionClass))
+        {
+            ++quiet;
+            if (!kept.changed)
+            {
+                continue;
+            }
+        }
+        m_keptBodies.push_back(kept); // bodies needing a flag, or a change, coded one by one
+    }
+    m_quietBefore[now.size()] = quiet;
+    removed += static_cast<std::uint32_t>(before.size() - j);
+    m_stats.changedBodies = changed;
+    m_stats.createdBodies = static_cast<std::uint32_t>(m_createdBodies.size());
+    m_stats.removedBodies = removed;
+    m_stats.identicalToBaseline =
+        baseline != nullptr && changed == 0 && m_createdBodies.empty() && removed == 0;
+
+    // The deceleration of sliding bodies: the median, over the changed bodies that will be extrapolated, of
+    // how far short of linear motion each fell along its horizontal direction (any choice decodes; the median
+    // ignores bodies that were struck).
+    m_deceleration = 0;
+    Extrapolation e;
+    e.baselineAge = baseline ? static_cast<std::int64_t>(current.tick - baseline->tick) : 0;
+    e.referenceGap = referenceGap;
+    if (reference != nullptr && e.baselineAge + e.referenceGap <= kDecelerationAgeLimit)
+    {
+        m_decelerationSamples.clear();
+        const double h = static_cast<double>(e.baselineAge);
+        const double g = static_cast<double>(e.referenceGap);
+        const double perCode = 32.0 / (h * (h + g)); // shortfall in codes -> 1/16 code per tick^2
+        for (const KeptBody& kept : m_keptBodies)
+        {
+            if (!kept.changed || kept.motionClass < kMovingSlowly)
+            {
+                continue;
+            }
+            const QuantizedBody& b = before[kept.baselineIndex];
+            const QuantizedBody& c = now[kept.currentIndex];
+            const double dx = static_cast<double>(b.position[0]) - kept.reference->position[0];
+            const double dz = static_cast<double>(b.position[2]) - kept.reference->position[2];
+            const double speed = std::sqrt(dx * dx + dz * dz);
+            if (speed <= 0.0)
+            {
+                continue;
+            }
+            const double ex = static_cast<double>(c.position[0]) - (b.position[0] + dx * h / g);
+            const double ez = static_cast<double>(c.position[2]) - (b.position[2] + dz * h / g);
+            m_decelerationSamples.push_back(static_cast<float>(-(ex * dx + ez * dz) / speed * perCode));
+        }
+        if (!m_decelerationSamples.empty())
+        {
+            const auto middle =
+                m_decelerationSamples.begin() + static_cast<std::ptrdiff_t>(m_decelerationSamples.size() / 2);
+            std::nth_element(m_decelerationSamples.begin(), middle, m_decelerationSamples.end());
+            const float median = std::round(*middle);
+            m_deceleration =
+                median <= 0.0f
+                    ? 0u
+                    : static_cast<std::uint32_t>(std::min(median, static_cast<float>(kMaxDeceleration)));
+        }
+    }
+    e.deceleration = m_deceleration;
+
+    // Predict every changed body once for all slices, and estimate what each body will cost (in 1/8 bit),
+    // in id order, to choose where to cut without coding the whole snapshot first.
+    const CodeLimits limits(m_config.position);
+    m_predictions.resize(m_keptBodies.size());
+    m_estimatedCosts.clear();
+    m_estimatedBits = 0;
+    std::size_t nextCreated = 0;
+    const auto addCost = [&](std::uint32_t id, std::uint32_t eighths)
+    {
+        m_estimatedCosts.push_back({id, eighths});
+        m_estimatedBits += eighths;
+    };
+    const QuantizedBody* previous = nullptr; // created bodies, as codeCreated predicts them
+    const QuantizedBody* beforePrevious = nullptr;
+    const auto addCreated = [&](const QuantizedBody& c)
+    {
+        std::uint32_t eighths = kCreatedEighths;
+        if (previous != nullptr)
+        {
+            eighths = 8 * 8;
+            for (std::size_t a = 0; a < 3; ++a)
+            {
+                const std::int64_t predicted =
+                    beforePrevious != nullptr
+                        ? 2 * static_cast<std::int64_t>(previous->position[a]) - beforePrevious->position[a]
+                        : previous->position[a];
+                eighths += residualEighths(c.position[a] - predicted);
+                eighths += c.largest == previous->largest
+                               ? residualEighths(static_cast<std::int64_t>(c.orientation[a]) -
+                                                 previous->orientation[a])
+                               : 12 * 8;
+            }
+        }
+        addCost(c.id, eighths);
+        beforePrevious = previous;
+        previous = &c;
+    };
+    for (std::size_t k = 0; k < m_keptBodies.size(); ++k)
+    {
+        const KeptBody& kept = m_keptBodies[k];
+        for (; nextCreated < m_createdBodies.size() &&
+               m_createdBodies[nextCreated].currentIndex < kept.currentIndex;
+             ++nextCreated)
+        {
+            addCreated(now[m_createdBodies[nextCreated].currentIndex]);
+        }
+        if (!kept.changed)
+        {
+            addCost(now[kept.currentIndex].id, 1);
+            continue;
+        }
+        const QuantizedBody& b = before[kept.baselineIndex];
+        const QuantizedBody& c = now[kept.currentIndex];
+        Prediction& p = m_predictions[k];
+        p = predict(limits, b, kept.reference, kept.motionClass, e);
+        std::uint32_t eighths = 4 * 8;
+        for (std::size_t a = 0; a < 3; ++a)
+        {
+            eighths += residualEighths(static_cast<std::int64_t>(c.position[a]) - p.position[a]);
+            eighths +=
+                c.largest == p.orientation.largest
+                    ? residualEighths(static_cast<std::int64_t>(c.orientation[a]) - p.orientation.codes[a])
+                    : 10 * 8;
+        }
+        addCost(c.id, eighths);
+    }
+    for (; nextCreated < m_createdBodies.size(); ++nextCreated)
+    {
+        addCreated(now[m_createdBodies[nextCreated].currentIndex]);
+    }
+}
+
 CodecError SnapshotEncoder::encodeRange(const SnapshotFrame& current, const SnapshotFrame* baseline,
                                         const SnapshotFrame* reference, std::uint32_t firstId,
                                         std::uint64_t endId, std::span<std::uint8_t> out,
-                                        std::size_t& written, bool recordStats, bool recordCosts)
+                                        std::size_t& written)
 {
     written = 0;
     BitWriter header(out);
@@ -771,16 +1016,14 @@ CodecError SnapshotEncoder::encodeRange(const SnapshotFrame& current, const Snap
     header.writeBool(baseline != nullptr);
     header.writeBool(reference != nullptr);
     header.writeBool(last);
-    const std::int64_t baselineAge = baseline ? static_cast<std::int64_t>(current.tick - baseline->tick) : 0;
-    const std::int64_t referenceGap =
-        reference ? static_cast<std::int64_t>(baseline->tick - reference->tick) : 1;
     if (baseline != nullptr)
     {
-        header.writeVarUint(static_cast<std::uint32_t>(baselineAge - 1));
+        header.writeVarUint(static_cast<std::uint32_t>(current.tick - baseline->tick - 1u));
     }
     if (reference != nullptr)
     {
-        header.writeVarUint(static_cast<std::uint32_t>(referenceGap - 1));
+        header.writeVarUint(static_cast<std::uint32_t>(baseline->tick - reference->tick - 1u));
+        header.writeVarUint(m_deceleration);
     }
     header.writeVarUint(firstId);
     if (!last)
@@ -799,141 +1042,96 @@ CodecError SnapshotEncoder::encodeRange(const SnapshotFrame& current, const Snap
     Models m{};
     const CodeLimits limits(m_config.position);
     const auto now = idRange(current.bodies, firstId, endId);
+    const auto nowBegin = static_cast<std::size_t>(now.data() - current.bodies.data());
     const auto before =
         baseline ? idRange(baseline->bodies, firstId, endId) : std::span<const QuantizedBody>{};
-
-    // One walk over the two id-sorted lists. A current body is kept (same id and generation in the
-    // baseline), replaces a baseline body (same id, new generation) or is new; a baseline body is kept or
-    // removed. Kept bodies are classified at once (motion class; changed or not), using the caller's
-    // unchanged-since ticks where they settle it: a body unchanged since the reference (or, without one,
-    // the baseline) and asleep is quiet and unchanged.
-    m_baselineKept.resize(before.size());
-    m_createdBodies.clear();
-    m_keptBodies.clear();
-    m_quietRuns.clear();
-    std::uint32_t removed = 0;
-    std::uint32_t changed = 0;
-    std::uint32_t quietRun = 0; ///< unchanged quiet bodies since the last changed one
-    {
-        const std::span<const std::uint64_t> since = current.unchangedSince;
-        const auto nowOffset = static_cast<std::size_t>(now.data() - current.bodies.data());
-        const std::uint64_t settledTick = reference ? reference->tick : (baseline ? baseline->tick : 0);
-        ForwardLookup referenceLookup(reference ? reference->bodies : std::span<const QuantizedBody>{});
-        std::size_t j = 0;
-        for (std::size_t i = 0; i < now.size(); ++i)
-        {
-            const QuantizedBody& c = now[i];
-            while (j < before.size() && before[j].id < c.id)
-            {
-                m_baselineKept[j++] = 0;
-                ++removed;
-            }
-            if (j >= before.size() || before[j].id != c.id)
-            {
-                m_createdBodies.push_back({static_cast<std::uint32_t>(i), Match::kNone});
-                continue;
-            }
-            if (before[j].generation != c.generation)
-            {
-                m_createdBodies.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j)});
-                m_baselineKept[j++] = 0;
-                ++removed;
-                continue;
-            }
-            const QuantizedBody& b = before[j];
-            m_baselineKept[j++] = 1;
-            KeptBody kept{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j - 1), nullptr,
-                          kStillResting, false};
-            if (!since.empty() && b.atRest && since[nowOffset + i] <= settledTick)
-            {
-                ++quietRun; // quiet and unchanged: only counted
-                continue;
-            }
-            kept.reference = referenceLookup.find(b.id, b.generation);
-            kept.motionClass = static_cast<std::uint8_t>(motionClassOf(b, kept.reference, referenceGap));
-            kept.changed = !c.sameState(b);
-            changed += kept.changed ? 1u : 0u;
-            if (isQuiet(kept.motionClass))
-            {
-                if (!kept.changed)
-                {
-                    ++quietRun;
-                    continue;
-                }
-                m_quietRuns.push_back(quietRun);
-                quietRun = 0;
-            }
-            m_keptBodies.push_back(kept); // bodies needing a flag, or a change, coded one by one
-        }
-        for (; j < before.size(); ++j)
-        {
-            m_baselineKept[j] = 0;
-            ++removed;
-        }
-    }
-    std::uint64_t created = m_createdBodies.size();
+    const auto beforeBegin =
+        baseline ? static_cast<std::size_t>(before.data() - baseline->bodies.data()) : std::size_t{0};
+    // The range's share of the lists classify() made, all in id order.
+    const auto byCurrentId = [&](std::uint32_t index, std::uint64_t id)
+    { return current.bodies[index].id < id; };
+    const auto createdBegin = std::lower_bound(
+        m_createdBodies.begin(), m_createdBodies.end(), static_cast<std::uint64_t>(firstId),
+        [&](const Match& match, std::uint64_t id) { return byCurrentId(match.currentIndex, id); });
+    const auto createdEnd = std::lower_bound(createdBegin, m_createdBodies.end(), endId,
+                                             [&](const Match& match, std::uint64_t id)
+                                             { return byCurrentId(match.currentIndex, id); });
+    const auto byKeptId = [&](const KeptBody& kept, std::uint64_t id)
+    { return byCurrentId(kept.currentIndex, id); };
+    const auto keptBegin = std::lower_bound(m_keptBodies.begin(), m_keptBodies.end(),
+                                            static_cast<std::uint64_t>(firstId), byKeptId);
+    const auto keptEnd = std::lower_bound(keptBegin, m_keptBodies.end(), endId, byKeptId);
 
     if (baseline != nullptr)
     {
-        bool removedAny = removed != 0;
+        bool removedAny = false;
+        for (std::size_t j = 0; j < before.size() && !removedAny; ++j)
+        {
+            removedAny = m_baselineKept[beforeBegin + j] == 0;
+        }
         side.bit(m.removedAny, removedAny);
         if (removedAny)
         {
             for (std::size_t j = 0; j < before.size(); ++j)
             {
-                const std::size_t start = recordCosts ? side.approximateBytes() : 0;
-                bool kept = m_baselineKept[j] != 0;
+                bool kept = m_baselineKept[beforeBegin + j] != 0;
                 side.bit(m.kept, kept);
-                if (recordCosts)
-                {
-                    m_costs.push_back(
-                        {before[j].id, static_cast<std::uint32_t>(side.approximateBytes() - start)});
-                }
             }
         }
     }
 
+    std::uint64_t created = static_cast<std::uint64_t>(createdEnd - createdBegin);
     codeUnsigned(side, m.createdCount, created);
     {
         const QuantizedBody* previous = nullptr;
+        const QuantizedBody* beforePrevious = nullptr;
         std::uint64_t nextFreeId = firstId;
-        for (const Match& match : m_createdBodies)
+        for (auto it = createdBegin; it != createdEnd; ++it)
         {
-            const QuantizedBody& c = now[match.currentIndex];
-            const std::size_t start = recordCosts ? side.approximateBytes() : 0;
+            const QuantizedBody& c = current.bodies[it->currentIndex];
             std::uint64_t gap = c.id - nextFreeId;
             codeUnsigned(side, m.idGap, gap);
             QuantizedBody body = c;
-            codeCreated(side, m, limits, previous,
-                        match.replacedIndex != Match::kNone ? &before[match.replacedIndex] : nullptr, body);
+            codeCreated(side, m, limits, previous, beforePrevious,
+                        it->replacedIndex != Match::kNone ? &baseline->bodies[it->replacedIndex] : nullptr,
+                        body);
+            beforePrevious = previous;
             previous = &c;
             nextFreeId = static_cast<std::uint64_t>(c.id) + 1u;
-            if (recordCosts)
+            if (coder.overflowed())
             {
-                m_costs.push_back({c.id, static_cast<std::uint32_t>(side.approximateBytes() - start)});
+                return CodecError::PayloadTooLarge; // no need to finish: the caller cuts
             }
         }
     }
 
     // Which quiet bodies changed: their count, then the number of unchanged quiet bodies before each.
     {
-        std::uint64_t count = m_quietRuns.size();
-        codeUnsigned(side, m.quietChangedCount, count);
-        for (std::uint64_t run : m_quietRuns)
+        std::uint64_t count = 0;
+        for (auto it = keptBegin; it != keptEnd; ++it)
         {
-            codeUnsigned(side, m.quietRun, run);
+            count += isQuiet(it->motionClass) ? 1u : 0u;
+        }
+        codeUnsigned(side, m.quietChangedCount, count);
+        std::uint64_t nextQuiet = m_quietBefore[nowBegin];
+        for (auto it = keptBegin; it != keptEnd && count != 0; ++it)
+        {
+            if (isQuiet(it->motionClass))
+            {
+                std::uint64_t run = it->quietOrdinal - nextQuiet;
+                codeUnsigned(side, m.quietRun, run);
+                nextQuiet = it->quietOrdinal + 1u;
+            }
         }
     }
     // Then, in id order: a flag for every body that is not quiet, and how each changed body changed.
     {
         bool previousChanged = false;
-        for (const KeptBody& kept : m_keptBodies)
+        for (auto it = keptBegin; it != keptEnd; ++it)
         {
-            const bool quiet = isQuiet(kept.motionClass);
-            const QuantizedBody& c = now[kept.currentIndex];
-            const QuantizedBody& b = before[kept.baselineIndex];
-            const std::size_t start = recordCosts ? side.approximateBytes() : 0;
-            if (!quiet)
+            const KeptBody& kept = *it;
+            const QuantizedBody& c = current.bodies[kept.currentIndex];
+            if (!isQuiet(kept.motionClass))
             {
                 bool bodyChanged = kept.changed;
                 side.bit(m.changed[kept.motionClass][previousChanged ? 1 : 0], bodyChanged);
@@ -942,12 +1140,12 @@ CodecError SnapshotEncoder::encodeRange(const SnapshotFrame& current, const Snap
             if (kept.changed)
             {
                 QuantizedBody body = c;
-                codeChangedBody(side, m, limits, kept.motionClass, b, kept.reference, baselineAge,
-                                referenceGap, body);
-            }
-            if (recordCosts)
-            {
-                m_costs.push_back({c.id, static_cast<std::uint32_t>(side.approximateBytes() - start)});
+                codeChangedBody(side, m, limits, kept.motionClass, baseline->bodies[kept.baselineIndex],
+                                m_predictions[static_cast<std::size_t>(it - m_keptBodies.begin())], body);
+                if (coder.overflowed())
+                {
+                    return CodecError::PayloadTooLarge;
+                }
             }
         }
     }
@@ -957,13 +1155,6 @@ CodecError SnapshotEncoder::encodeRange(const SnapshotFrame& current, const Snap
         return CodecError::PayloadTooLarge;
     }
     written = headerBytes + codedBytes;
-    if (recordStats)
-    {
-        m_stats.changedBodies = changed;
-        m_stats.createdBodies = static_cast<std::uint32_t>(created);
-        m_stats.removedBodies = removed;
-        m_stats.identicalToBaseline = baseline != nullptr && changed == 0 && created == 0 && removed == 0;
-    }
     return CodecError::None;
 }
 
@@ -979,7 +1170,7 @@ CodecError SnapshotEncoder::encodeSplit(const SnapshotFrame& current, const Snap
     std::size_t written = 0;
     const CodecError error =
         encodeRange(current, baseline, reference, firstId, endId,
-                    std::span<std::uint8_t>(m_buffer).subspan(m_used, capacity), written, false, false);
+                    std::span<std::uint8_t>(m_buffer).subspan(m_used, capacity), written);
     if (error == CodecError::None)
     {
         m_sliceOffsets.push_back(m_used);
@@ -996,13 +1187,13 @@ CodecError SnapshotEncoder::encodeSplit(const SnapshotFrame& current, const Snap
     }
     // Too big: cut at the boundary between two ids where the estimated cost of [firstId, endId) is halved.
     const auto byId = [](const BodyCost& cost, std::uint64_t id) { return cost.id < id; };
-    const auto begin = std::lower_bound(m_sortedCosts.begin(), m_sortedCosts.end(),
+    const auto begin = std::lower_bound(m_estimatedCosts.begin(), m_estimatedCosts.end(),
                                         static_cast<std::uint64_t>(firstId), byId);
-    const auto end = std::lower_bound(begin, m_sortedCosts.end(), endId, byId);
+    const auto end = std::lower_bound(begin, m_estimatedCosts.end(), endId, byId);
     std::uint64_t total = 0;
     for (auto it = begin; it != end; ++it)
     {
-        total += it->bytes;
+        total += it->eighths;
     }
     std::uint64_t running = 0;
     std::uint64_t bestImbalance = ~0ull;
@@ -1018,7 +1209,7 @@ CodecError SnapshotEncoder::encodeSplit(const SnapshotFrame& current, const Snap
                 cutId = it->id;
             }
         }
-        running += it->bytes;
+        running += it->eighths;
     }
     if (cutId == firstId)
     {
@@ -1038,7 +1229,6 @@ CodecError SnapshotEncoder::encode(const SnapshotFrame& current, const SnapshotF
 {
     m_slices.clear();
     m_sliceOffsets.clear();
-    m_costs.clear();
     m_used = 0;
     m_stats = {};
     if (!validConfig(m_config) || (reference != nullptr && baseline == nullptr))
@@ -1075,57 +1265,51 @@ CodecError SnapshotEncoder::encode(const SnapshotFrame& current, const SnapshotF
         }
         m_validated = {current.bodies.data(), current.bodies.size(), current.tick};
     }
+    classify(current, baseline, reference);
 
-    // First the whole snapshot as one payload, recording what each body cost; split only if it is too big.
-    const std::size_t baselineCount = baseline ? baseline->bodies.size() : 0;
-    const std::size_t scratchBytes = 256 + 64 * current.bodies.size() + baselineCount / 4;
-    if (m_scratch.size() < scratchBytes)
+    // The whole snapshot as one payload, straight into the output; unless the estimate says it will not fit,
+    // or it overflows: then cut into slices by the estimated costs. (The estimate runs about a quarter high
+    // on moving scenes: scaled, and trusted only when clearly over; for created bodies, which the coder
+    // learns to predict well, it runs far too high: full snapshots are always tried whole.)
+    const std::size_t budget = m_config.maxSlicePayloadBytes;
+    const std::uint64_t estimatedBytes = m_estimatedBits * 13 / (16 * 64);
+    if (m_buffer.size() < budget)
     {
-        m_scratch.resize(scratchBytes);
+        m_buffer.resize(budget);
     }
-    std::size_t written = 0;
-    CodecError error =
-        encodeRange(current, baseline, reference, 0, kIdSpace, m_scratch, written, true, false);
-    if (error != CodecError::None)
+    if (estimatedBytes <= budget + budget / 4 || baseline == nullptr)
     {
-        return error;
-    }
-    if (written <= m_config.maxSlicePayloadBytes)
-    {
-        if (m_buffer.size() < written)
+        std::size_t written = 0;
+        const CodecError error = encodeRange(current, baseline, reference, 0, kIdSpace,
+                                             std::span<std::uint8_t>(m_buffer).first(budget), written);
+        if (error == CodecError::None)
         {
-            m_buffer.resize(std::max(written, m_config.maxSlicePayloadBytes));
+            m_slices.push_back({std::span<const std::uint8_t>(m_buffer.data(), written), 0, kIdSpace,
+                                static_cast<std::uint32_t>(current.bodies.size())});
+            m_stats.payloadBytes = written;
+            return CodecError::None;
         }
-        std::memcpy(m_buffer.data(), m_scratch.data(), written);
-        m_slices.push_back({std::span<const std::uint8_t>(m_buffer.data(), written), 0, kIdSpace,
-                            static_cast<std::uint32_t>(current.bodies.size())});
-        m_stats.payloadBytes = written;
-        return CodecError::None;
+        if (error != CodecError::PayloadTooLarge)
+        {
+            return error;
+        }
     }
 
-    // Too big for one datagram: encode again, recording what each body costs, to choose where to cut.
-    m_costs.clear();
-    error = encodeRange(current, baseline, reference, 0, kIdSpace, m_scratch, written, false, true);
-    if (error != CodecError::None)
-    {
-        return error;
-    }
-    // Costs were recorded per section, each in id order: sort them all by id (ties are equal entries or
-    // differ in bytes, so the order is fully determined).
-    m_sortedCosts = m_costs;
-    std::sort(m_sortedCosts.begin(), m_sortedCosts.end(),
-              [](const BodyCost& a, const BodyCost& b)
-              { return a.id != b.id ? a.id < b.id : a.bytes < b.bytes; });
-
-    // Cut into ranges of about 3/4 of a slice (models start afresh in each slice, which costs a little), then
-    // halve any that still does not fit.
-    const std::uint64_t target = static_cast<std::uint64_t>(m_config.maxSlicePayloadBytes) * 3 / 4;
+    // Too big for one datagram: cut into as few ranges as should fit, of equal estimated cost, with a margin
+    // (models start afresh in each slice, which costs a little); halve any that does not fit.
+    const std::uint64_t sliceBudget = static_cast<std::uint64_t>(budget) * 7 / 8;
+    const std::uint64_t sliceCount =
+        std::max<std::uint64_t>(2, (estimatedBytes + sliceBudget - 1) / sliceBudget);
+    const std::uint64_t target = (m_estimatedBits + sliceCount - 1) / sliceCount;
     std::uint64_t running = 0;
     std::uint64_t sliceStart = 0;
-    for (const BodyCost& cost : m_sortedCosts)
+    std::uint64_t cuts = 0;
+    for (const BodyCost& cost : m_estimatedCosts)
     {
-        if (running > 0 && running + cost.bytes > target && cost.id > sliceStart)
+        if (cuts + 1 < sliceCount && running > 0 && running + cost.eighths / 2 > target &&
+            cost.id > sliceStart)
         {
+            ++cuts;
             const CodecError e =
                 encodeSplit(current, baseline, reference, static_cast<std::uint32_t>(sliceStart), cost.id, 0);
             if (e != CodecError::None)
@@ -1136,7 +1320,7 @@ CodecError SnapshotEncoder::encode(const SnapshotFrame& current, const SnapshotF
             sliceStart = cost.id;
             running = 0;
         }
-        running += cost.bytes;
+        running += cost.eighths;
     }
     const CodecError e =
         encodeSplit(current, baseline, reference, static_cast<std::uint32_t>(sliceStart), kIdSpace, 0);
@@ -1244,8 +1428,11 @@ CodecError SnapshotDecoder::decode(std::span<const std::uint8_t> payload, std::u
             }
             QuantizedBody body;
             body.id = static_cast<std::uint32_t>(id);
-            const QuantizedBody* previous = m_created.empty() ? nullptr : &m_created.back();
-            const CodecError error = codeCreated(side, m, limits, previous, sameId.find(body.id), body);
+            const std::size_t n = m_created.size();
+            const QuantizedBody* previous = n >= 1 ? &m_created[n - 1] : nullptr;
+            const QuantizedBody* beforePrevious = n >= 2 ? &m_created[n - 2] : nullptr;
+            const CodecError error =
+                codeCreated(side, m, limits, previous, beforePrevious, sameId.find(body.id), body);
             if (error != CodecError::None)
             {
                 return error;
@@ -1257,6 +1444,10 @@ CodecError SnapshotDecoder::decode(std::span<const std::uint8_t> payload, std::u
 
     const auto baselineAge = static_cast<std::int64_t>(h.baselineAge);
     const auto referenceGap = static_cast<std::int64_t>(h.hasReference ? h.referenceGap : 1u);
+    Extrapolation extrapolation;
+    extrapolation.baselineAge = baselineAge;
+    extrapolation.referenceGap = referenceGap;
+    extrapolation.deceleration = baselineAge + referenceGap <= kDecelerationAgeLimit ? h.deceleration : 0;
     m_keptInfo.resize(m_kept.size());
     std::uint64_t quietCount = 0;
     {
@@ -1318,9 +1509,9 @@ CodecError SnapshotDecoder::decode(std::span<const std::uint8_t> payload, std::u
             if (info.changed)
             {
                 const QuantizedBody base = m_kept[i];
+                const Prediction p = predict(limits, base, info.reference, info.motionClass, extrapolation);
                 const CodecError error =
-                    codeChangedBody(side, m, limits, info.motionClass, base, info.reference, baselineAge,
-                                    referenceGap, m_kept[i]);
+                    codeChangedBody(side, m, limits, info.motionClass, base, p, m_kept[i]);
                 if (error != CodecError::None)
                 {
                     return error;

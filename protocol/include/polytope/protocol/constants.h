@@ -11,7 +11,9 @@ namespace polytope::protocol
 inline constexpr std::uint32_t kProtocolId = 0x50544C50u;
 /// Bumped on every incompatible change of the schema or its meaning. Datagrams of another version are dropped.
 /// Version 2: challenge handshake, delta-coded snapshot payloads, reliable shape catalogue, client inputs.
-/// Version 3: rooms, per-client snapshot rates, owned bodies (catalogue flag), Spawn/Remove inputs, admin.
+/// Version 3: rooms, per-client snapshot rates, owned bodies (catalogue flag), Spawn/Remove inputs, admin;
+/// snapshot payloads carry a deceleration for extrapolation and predict created bodies from the two before
+/// (CODEC.md).
 inline constexpr std::uint16_t kProtocolVersion = 3;
 /// No datagram, in either direction, is larger than this (bytes of UDP payload).
 inline constexpr std::size_t kMaxDatagramBytes = 1200;

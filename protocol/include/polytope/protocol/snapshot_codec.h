@@ -11,9 +11,10 @@
 //   ("quiet": most of a pile at any time) are not visited one by one at all: the few of them that changed
 //   are sent as run lengths, which also keeps encoding fast.
 // - A changed body's position is predicted by linear extrapolation from reference to baseline (only when it
-//   was clearly moving: jitter is not extrapolated), its orientation likewise in smallest-three space, with
-//   the prediction re-expressed exactly (integer arithmetic) when the largest component changes; the
-//   residuals are coded as zero/sign/magnitude-class/mantissa with contexts per motion class, so small
+//   was clearly moving: jitter is not extrapolated), less a horizontal deceleration that the encoder measures
+//   and sends in the slice header (sliding bodies slow down), its orientation likewise in smallest-three
+//   space, with the prediction re-expressed exactly (integer arithmetic) when the largest component changes;
+//   the residuals are coded as zero/sign/magnitude-class/mantissa with contexts per motion class, so small
 //   corrections are cheap and big ones still bounded.
 // - Bodies created since the baseline (new id, or new generation in an old slot) are listed with their id,
 //   generation and full state (predicted from the previous created body, which makes the full, baseline-less
@@ -144,9 +145,12 @@ struct SliceHeader
     bool hasReference = false;
     std::uint32_t baselineAge = 0;  ///< ticks from the baseline to the current snapshot (>= 1), if any
     std::uint32_t referenceGap = 0; ///< ticks from the reference to the baseline (>= 1), if any
-    std::uint32_t firstId = 0;      ///< the slice holds every body with firstId <= id < endId
-    std::uint64_t endId = 0;        ///< exclusive, at most 2^32; the last slice of a snapshot ends at 2^32
-    std::size_t headerBytes = 0;    ///< where the range-coded part starts
+    /// Horizontal deceleration of sliding bodies for extrapolation, 1/16 code per tick^2, in [0, 4095]; 0
+    /// without a reference.
+    std::uint32_t deceleration = 0;
+    std::uint32_t firstId = 0;   ///< the slice holds every body with firstId <= id < endId
+    std::uint64_t endId = 0;     ///< exclusive, at most 2^32; the last slice of a snapshot ends at 2^32
+    std::size_t headerBytes = 0; ///< where the range-coded part starts
 
     bool isLastSlice() const { return endId == (1ull << 32); }
 };
@@ -181,6 +185,19 @@ struct EncodeStats
     bool identicalToBaseline = false;
 };
 
+namespace detail
+{
+/// A changed kept body's predicted state and sign contexts (CODEC.md 4.3); internal to the codec.
+struct BodyPrediction
+{
+    std::array<std::int64_t, 3> position{};
+    QuantizedOrientation orientation;               ///< in the baseline's smallest-three frame
+    std::uint8_t predictedLargest = 3;              ///< the index of its largest component
+    std::array<std::uint8_t, 3> positionTrend{};    ///< 0 none, 1 increasing, 2 decreasing, per axis
+    std::array<std::uint8_t, 3> orientationTrend{}; ///< the same per component, in the baseline's frame
+};
+} // namespace detail
+
 /// Encodes snapshots for clients. One instance can serve every client in turn (it only keeps reusable
 /// buffers, and checks a current frame once when it is encoded for several clients in a row: the frame's
 /// bodies must not change while its tick stays the same); after the buffers have grown, encode() does not
@@ -202,46 +219,53 @@ class SnapshotEncoder
     const SnapshotCodecConfig& config() const { return m_config; }
 
   private:
-    /// A created body of the range being encoded: new, or replacing a baseline body of the same id.
+    /// A created body: new, or replacing a baseline body of the same id.
     struct Match
     {
         static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
         std::uint32_t currentIndex;
-        std::uint32_t replacedIndex; ///< index in the baseline's range, or kNone
+        std::uint32_t replacedIndex; ///< index in the baseline, or kNone
     };
     struct BodyCost
     {
         std::uint32_t id;
-        std::uint32_t bytes; ///< approximate coded size
+        std::uint32_t eighths; ///< estimated coded size, 1/8 bit
     };
+    /// A kept body that is coded one by one (not quiet, or quiet and changed), classified once per encode.
+    struct KeptBody
+    {
+        std::uint32_t currentIndex;
+        std::uint32_t baselineIndex;
+        const QuantizedBody* reference;
+        std::uint32_t quietOrdinal; ///< quiet bodies before it (the frame's, in id order), if it is quiet
+        std::uint8_t motionClass;
+        bool changed;
+    };
+    /// Sorts the bodies of the whole snapshot into created, removed, quiet and coded-one-by-one kept bodies,
+    /// chooses the deceleration and predicts every changed body: everything slices share.
+    void classify(const SnapshotFrame& current, const SnapshotFrame* baseline,
+                  const SnapshotFrame* reference);
     CodecError encodeRange(const SnapshotFrame& current, const SnapshotFrame* baseline,
                            const SnapshotFrame* reference, std::uint32_t firstId, std::uint64_t endId,
-                           std::span<std::uint8_t> out, std::size_t& written, bool recordStats,
-                           bool recordCosts);
+                           std::span<std::uint8_t> out, std::size_t& written);
     CodecError encodeSplit(const SnapshotFrame& current, const SnapshotFrame* baseline,
                            const SnapshotFrame* reference, std::uint32_t firstId, std::uint64_t endId,
                            int depth);
 
     SnapshotCodecConfig m_config;
     std::vector<std::uint8_t> m_buffer;
-    std::vector<std::uint8_t> m_scratch;
     std::vector<EncodedSlice> m_slices;
     std::vector<std::size_t> m_sliceOffsets;
-    /// A kept body of the range being encoded, classified before anything about it is coded.
-    struct KeptBody
-    {
-        std::uint32_t currentIndex;
-        std::uint32_t baselineIndex;
-        const QuantizedBody* reference;
-        std::uint8_t motionClass;
-        bool changed;
-    };
-    std::vector<Match> m_createdBodies;
-    std::vector<KeptBody> m_keptBodies; ///< kept bodies coded one by one (not quiet, or quiet and changed)
-    std::vector<std::uint32_t> m_quietRuns;   ///< unchanged quiet bodies before each changed quiet one
-    std::vector<std::uint8_t> m_baselineKept; ///< per baseline body of the range
-    std::vector<BodyCost> m_costs;
-    std::vector<BodyCost> m_sortedCosts;
+    std::vector<Match> m_createdBodies;                ///< in id order
+    std::vector<KeptBody> m_keptBodies;                ///< in id order
+    std::vector<detail::BodyPrediction> m_predictions; ///< one per kept body (set for changed ones)
+    std::vector<std::uint32_t>
+        m_quietBefore; ///< per current body (and one past the end): quiet bodies before
+    std::vector<std::uint8_t> m_baselineKept; ///< per baseline body
+    std::vector<float> m_decelerationSamples;
+    std::uint32_t m_deceleration = 0;
+    std::vector<BodyCost> m_estimatedCosts; ///< estimated by classify(), 1/8 bit, in id order
+    std::uint64_t m_estimatedBits = 0;      ///< their sum, 1/8 bit
     std::size_t m_used = 0;
     EncodeStats m_stats;
     /// The last current frame found valid (checked once when encoded for several clients in a row).
