@@ -715,6 +715,16 @@ void Server::keepAlivePaused(double now)
 
 void Server::tick(double now)
 {
+    const double started = m_profileClock ? m_profileClock() : 0.0;
+    runTick(now);
+    if (m_profileClock)
+    {
+        m_metrics.tickSeconds.observe(m_profileClock() - started);
+    }
+}
+
+void Server::runTick(double now)
+{
     const std::uint64_t next = m_metrics.ticks + 1;
     if (m_preStep)
     {

@@ -58,11 +58,13 @@ struct UdpServer::Impl
     asio::ip::udp::socket socket{io};
     asio::steady_timer timer{io};
     asio::signal_set signals{io};
-    std::unique_ptr<Server> server;
+    std::unique_ptr<Host> server;
     ReceiveBuffer buffer{};
     asio::ip::udp::endpoint sender;
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     std::uint64_t sendErrors = 0;
+    TickTimeHistogram tickTimes;
+    std::function<void(double, bool)> loopHook;
     bool stopping = false; ///< set by finish(); handlers already queued must not re-arm
 
     double now() const
@@ -114,9 +116,38 @@ struct UdpServer::Impl
                 {
                     return;
                 }
-                server->update(now());
+                timedUpdate();
                 scheduleUpdate();
             });
+    }
+
+    /// update(), timed into tickTimes when it ran a tick, then the loop hook.
+    void timedUpdate()
+    {
+        const std::uint64_t ticksBefore = totalTicks();
+        const auto begin = std::chrono::steady_clock::now();
+        const double at = std::chrono::duration<double>(begin - start).count();
+        server->update(at);
+        const bool ticked = totalTicks() != ticksBefore;
+        if (ticked)
+        {
+            const auto elapsed = std::chrono::steady_clock::now() - begin;
+            tickTimes.observe(std::chrono::duration<double>(elapsed).count());
+        }
+        if (loopHook)
+        {
+            loopHook(at, ticked);
+        }
+    }
+
+    std::uint64_t totalTicks() const
+    {
+        std::uint64_t ticks = 0;
+        for (std::size_t i = 0; i < server->roomCount(); ++i)
+        {
+            ticks += server->room(i).metrics().ticks;
+        }
+        return ticks;
     }
 
     void finish()
@@ -139,22 +170,33 @@ UdpServer::~UdpServer() = default;
 
 bool UdpServer::open(const ServerConfig& config, std::string& error)
 {
+    HostConfig host;
+    host.rooms.push_back(config);
+    return open(host, config.bindAddress, config.port, error);
+}
+
+bool UdpServer::open(const HostConfig& config, const std::string& bindAddress, std::uint16_t port, std::string& error)
+{
     Impl& impl = *m_impl;
-    impl.server = Server::create(
+    impl.server = Host::create(
         config, [&impl](const protocol::Address& to, std::span<const std::uint8_t> datagram) { impl.send(to, datagram); },
         error);
     if (!impl.server)
     {
         return false;
     }
+    for (std::size_t i = 0; i < impl.server->roomCount(); ++i)
+    {
+        impl.server->room(i).setProfileClock([&impl] { return impl.now(); });
+    }
     asio::error_code ec;
-    const asio::ip::address address = asio::ip::make_address(config.bindAddress, ec);
+    const asio::ip::address address = asio::ip::make_address(bindAddress, ec);
     if (ec)
     {
-        error = "bad bind address '" + config.bindAddress + "': " + ec.message();
+        error = "bad bind address '" + bindAddress + "': " + ec.message();
         return false;
     }
-    const asio::ip::udp::endpoint endpoint(address, config.port);
+    const asio::ip::udp::endpoint endpoint(address, port);
     impl.socket.open(endpoint.protocol(), ec);
     if (!ec)
     {
@@ -162,7 +204,7 @@ bool UdpServer::open(const ServerConfig& config, std::string& error)
     }
     if (ec)
     {
-        error = "cannot bind UDP " + config.bindAddress + ":" + std::to_string(config.port) + ": " + ec.message();
+        error = "cannot bind UDP " + bindAddress + ":" + std::to_string(port) + ": " + ec.message();
         return false;
     }
     impl.socket.non_blocking(true, ec);
@@ -193,7 +235,7 @@ void UdpServer::run(bool handleSignals)
             });
     }
     impl.receiveNext();
-    impl.server->update(impl.now());
+    impl.timedUpdate();
     impl.scheduleUpdate();
     impl.io.run();
 }
@@ -203,6 +245,16 @@ void UdpServer::stop()
     asio::post(m_impl->io, [impl = m_impl.get()] { impl->finish(); });
 }
 
-const Server& UdpServer::core() const { return *m_impl->server; }
+Host& UdpServer::host() { return *m_impl->server; }
+
+const Host& UdpServer::host() const { return *m_impl->server; }
+
+const Server& UdpServer::core() const { return m_impl->server->room(0); }
+
+const TickTimeHistogram& UdpServer::tickTimes() const { return m_impl->tickTimes; }
+
+std::uint64_t UdpServer::sendErrors() const { return m_impl->sendErrors; }
+
+void UdpServer::setLoopHook(std::function<void(double now, bool ticked)> hook) { m_impl->loopHook = std::move(hook); }
 
 } // namespace polytope::server

@@ -22,6 +22,7 @@
 #include "polytope/server/connect_cookie.h"
 #include "polytope/server/scene_file.h"
 #include "polytope/server/server_config.h"
+#include "polytope/server/tick_histogram.h"
 
 #include <bitset>
 #include <cstdint>
@@ -77,6 +78,8 @@ struct ServerMetrics
     std::uint64_t bodiesDeferred = 0;  ///< changed bodies left out of a snapshot by a client's budget
     std::uint64_t budgetLimitedSnapshots = 0; ///< snapshots that left some changed body out
     double encodeSeconds = 0.0;        ///< snapshot encoding time, when a profile clock is set
+    TickTimeHistogram tickSeconds;     ///< duration of each tick (step, catalogue, snapshots), when a profile
+                                       ///< clock is set
     protocol::DropCounters drops;      ///< datagrams dropped, by reason
 };
 

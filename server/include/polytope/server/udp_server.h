@@ -1,10 +1,13 @@
 // polytope-server: the Server core behind a real UDP socket, driven by the steady clock (Asio).
 #pragma once
 
+#include "polytope/server/metrics_text.h"
+#include "polytope/server/host.h"
 #include "polytope/server/server.h"
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,7 +22,9 @@ public:
     UdpServer(const UdpServer&) = delete;
     UdpServer& operator=(const UdpServer&) = delete;
 
-    /// Creates the server core and binds the socket. Returns false and sets error on failure.
+    /// Creates the rooms and binds the socket. Returns false and sets error on failure.
+    bool open(const HostConfig& config, const std::string& bindAddress, std::uint16_t port, std::string& error);
+    /// One room, bound to config.bindAddress:config.port.
     bool open(const ServerConfig& config, std::string& error);
     /// The bound UDP port (useful when config.port was 0).
     std::uint16_t localPort() const;
@@ -28,8 +33,19 @@ public:
     /// Thread-safe: asks run() to finish.
     void stop();
 
-    /// Valid after open(); read it only from the thread that runs run(), or after run() returned.
+    /// Valid after open(); use it only from the thread that runs run(), or before run() starts (restoring a
+    /// checkpoint), or after run() returned.
+    Host& host();
+    const Host& host() const;
+    /// The first room.
     const Server& core() const;
+    /// Wall time of each update of all rooms that ran at least one tick. Same thread rule as host().
+    const TickTimeHistogram& tickTimes() const;
+    /// Datagrams the socket refused to send. Same thread rule as core().
+    std::uint64_t sendErrors() const;
+    /// Called on the run() thread after every timed update, with the time of that update (seconds since
+    /// open()) and whether it ran a tick. Set it before run(). It may read core() and call stop().
+    void setLoopHook(std::function<void(double now, bool ticked)> hook);
 
 private:
     struct Impl;

@@ -1,0 +1,71 @@
+// polytope-server: command-line, config-file and environment configuration.
+//
+// Every setting can come from three places, in this order of precedence: a command-line flag
+// (`--tick-hz 30`), a key of the config file named by `--config FILE` or POLYTOPE_CONFIG (`tick-hz = 30`,
+// the TOML/INI subset CLI11 2.1 reads), and an environment variable (POLYTOPE_TICK_HZ=30). An empty
+// variable counts as unset. docs/OPERATIONS.md lists every setting.
+#pragma once
+
+#include "polytope/server/server_config.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace polytope::server
+{
+
+/// Everything polytope-server is configured with.
+struct ServerOptions
+{
+    ServerConfig server;           ///< the core's settings (port, scene, rates, limits)
+    std::string logLevel = "info"; ///< trace, debug, info, warn, error, critical or off
+    bool listScenes = false;       ///< print the built-in scenes and exit
+    std::uint16_t httpPort = 8080; ///< TCP port of /healthz and /metrics; 0 disables the HTTP server
+    std::string httpBind = "0.0.0.0";
+    bool agonesAllocateOnJoin =
+        true;               ///< under Agones: mark the GameServer Allocated when the first client joins
+    std::string configFile; ///< the config file that was read; empty when none
+    /// Rooms as "NAME" or "NAME=SCENE" (scene: built-in name or scene file; default --scene). Empty: one
+    /// room, server.room, running server.scene.
+    std::vector<std::string> rooms;
+    std::string adminKey;           ///< empty: admin commands are refused
+    std::string checkpointFile;     ///< written every checkpointSeconds and at shutdown; empty: none
+    double checkpointSeconds = 60.0;
+    std::string restoreFile;        ///< a checkpoint to resume from at start; empty: none
+};
+
+/// The rooms ServerOptions describes, each a copy of options.server with its name and scene. Returns false
+/// with an error naming the bad entry (empty name, duplicate).
+bool roomConfigs(const ServerOptions& options, std::vector<ServerConfig>& out, std::string& error);
+
+enum class OptionsStatus
+{
+    Run,   ///< options parsed: start the server
+    Exit,  ///< --help: print `message` to stdout and exit with exitCode (0)
+    Error, ///< bad command line, config file or variable: print `message` to stderr, exit with exitCode
+};
+
+struct OptionsResult
+{
+    OptionsStatus status = OptionsStatus::Run;
+    int exitCode = 0;    ///< 0 for Run and Exit; 1 for Error
+    std::string message; ///< help text, or an error naming the flag, config key or variable
+};
+
+/// One setting, as it can be given in each of the three places (documentation and tests).
+struct OptionName
+{
+    std::string flag;      ///< e.g. "--tick-hz"
+    std::string configKey; ///< e.g. "tick-hz"
+    std::string variable;  ///< e.g. "POLYTOPE_TICK_HZ"
+};
+
+/// Parses argv (argv[0] is the program name), the config file and the POLYTOPE_* environment into `out`,
+/// which holds the defaults on entry. Never throws and never exits; on Error `out` may be partly written.
+OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOptions& out);
+
+/// The settings that parseServerOptions reads from all three places (not --config, --help, --list-scenes).
+std::vector<OptionName> serverOptionNames();
+
+} // namespace polytope::server

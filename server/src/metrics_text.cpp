@@ -1,0 +1,263 @@
+#include "polytope/server/metrics_text.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace polytope::server
+{
+namespace
+{
+
+struct CounterFamily
+{
+    const char* name;
+    const char* help;
+    std::uint64_t ServerMetrics::*field;
+};
+
+// Names follow Prometheus' conventions: a counter ends in _total, units in the name.
+constexpr CounterFamily kCounters[] = {
+    {"polytope_ticks_total", "Simulation ticks run.", &ServerMetrics::ticks},
+    {"polytope_tick_overruns_total", "Updates that hit the catch-up cap and dropped simulation time.",
+     &ServerMetrics::overruns},
+    {"polytope_datagrams_received_total", "Received datagrams that were accepted.",
+     &ServerMetrics::datagramsIn},
+    {"polytope_received_bytes_total", "Bytes of every received datagram, accepted or dropped.",
+     &ServerMetrics::bytesIn},
+    {"polytope_datagrams_sent_total", "Datagrams sent.", &ServerMetrics::datagramsOut},
+    {"polytope_sent_bytes_total", "Bytes of the datagrams sent.", &ServerMetrics::bytesOut},
+    {"polytope_snapshots_sent_total", "Snapshots sent (all their slices), summed over clients.",
+     &ServerMetrics::snapshotsSent},
+    {"polytope_snapshots_skipped_total",
+     "Snapshots not sent: identical to the client's baseline, no heartbeat due.",
+     &ServerMetrics::snapshotsSkipped},
+    {"polytope_snapshots_full_total", "Snapshots sent without a baseline.", &ServerMetrics::fullSnapshots},
+    {"polytope_snapshot_datagrams_total", "Datagrams carrying snapshot slices.",
+     &ServerMetrics::snapshotDatagrams},
+    {"polytope_snapshot_encode_errors_total", "Snapshots the encoder refused (a bug; logged).",
+     &ServerMetrics::snapshotEncodeErrors},
+    {"polytope_catalogue_datagrams_total", "Datagrams carrying shape catalogue entries.",
+     &ServerMetrics::catalogueDatagrams},
+    {"polytope_catalogue_entries_sent_total", "Catalogue entries sent, resends included.",
+     &ServerMetrics::catalogueEntriesSent},
+    {"polytope_catalogue_entries_resent_total", "Catalogue entries sent again after no acknowledgement.",
+     &ServerMetrics::catalogueEntriesResent},
+    {"polytope_connect_challenges_sent_total", "Connect challenges sent.", &ServerMetrics::challengesSent},
+    {"polytope_connect_cookies_forged_total",
+     "Challenge responses with a forged, tampered or foreign cookie.", &ServerMetrics::cookiesForged},
+    {"polytope_connect_cookies_expired_total", "Challenge responses with an expired cookie.",
+     &ServerMetrics::cookiesExpired},
+    {"polytope_clients_accepted_total", "Sessions opened.", &ServerMetrics::clientsAccepted},
+    {"polytope_clients_denied_total", "Connection attempts refused (server full or not accepted).",
+     &ServerMetrics::clientsDenied},
+    {"polytope_clients_timed_out_total", "Sessions dropped after the client fell silent.",
+     &ServerMetrics::clientsTimedOut},
+    {"polytope_clients_disconnected_total", "Sessions the client closed itself.",
+     &ServerMetrics::clientsDisconnected},
+    {"polytope_inputs_received_total", "Inputs in accepted ClientInput datagrams, duplicates included.",
+     &ServerMetrics::inputsReceived},
+    {"polytope_inputs_duplicate_total", "Inputs received again (resends) and ignored.",
+     &ServerMetrics::inputsDuplicate},
+    {"polytope_inputs_late_total", "Inputs that arrived after their tick ran, applied at the next tick.",
+     &ServerMetrics::inputsLate},
+    {"polytope_inputs_refused_total", "Inputs too far ahead, or refused because the queue was full.",
+     &ServerMetrics::inputsRefused},
+    {"polytope_inputs_applied_total", "Inputs applied to the world.", &ServerMetrics::inputsApplied},
+    {"polytope_inputs_not_owned_total", "Inputs for bodies the client does not own, or spawns not allowed.",
+     &ServerMetrics::inputsNotOwned},
+    {"polytope_inputs_rate_limited_total", "Inputs over the client's input rate, dropped.",
+     &ServerMetrics::inputsRateLimited},
+    {"polytope_bodies_spawned_total", "Player bodies created (joins and Spawn inputs).",
+     &ServerMetrics::bodiesSpawned},
+    {"polytope_bodies_removed_total", "Owned bodies removed (Remove inputs, leaving clients).",
+     &ServerMetrics::bodiesRemoved},
+    {"polytope_clients_kicked_total", "Sessions ended by an admin kick.", &ServerMetrics::clientsKicked},
+    {"polytope_admin_commands_total", "Admin commands carried out in this room.", &ServerMetrics::adminCommands},
+    {"polytope_paused_ticks_total", "Tick slots skipped while paused.", &ServerMetrics::pausedTicks},
+    {"polytope_snapshot_bodies_deferred_total", "Changed bodies left out of a snapshot by a client's budget.",
+     &ServerMetrics::bodiesDeferred},
+    {"polytope_snapshots_budget_limited_total", "Snapshots that left a changed body out for the budget.",
+     &ServerMetrics::budgetLimitedSnapshots},
+    {"polytope_inputs_failed_total", "Inputs the world refused (stale body id, static body).",
+     &ServerMetrics::inputsFailed},
+};
+
+void header(std::string& out, std::string_view name, std::string_view help, std::string_view type)
+{
+    fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+std::string roomLabel(std::string_view room)
+{
+    return "room=\"" + escapeLabelValue(room) + "\"";
+}
+
+/// A float as Prometheus reads it: shortest round-trip text, or +Inf/-Inf/NaN.
+std::string number(double value)
+{
+    if (std::isnan(value))
+    {
+        return "NaN";
+    }
+    if (std::isinf(value))
+    {
+        return value > 0 ? "+Inf" : "-Inf";
+    }
+    return fmt::format("{}", value);
+}
+
+} // namespace
+
+void TickTimeHistogram::observe(double seconds)
+{
+    if (!(seconds > 0.0))
+    {
+        seconds = 0.0;
+    }
+    std::size_t bucket = 0;
+    while (bucket < kUpperBounds.size() && seconds > kUpperBounds[bucket])
+    {
+        ++bucket;
+    }
+    ++m_buckets[bucket];
+    ++m_count;
+    m_sum += seconds;
+}
+
+std::string escapeLabelValue(std::string_view value)
+{
+    std::string out;
+    out.reserve(value.size());
+    for (const char c : value)
+    {
+        if (c == '\\' || c == '"')
+        {
+            out += '\\';
+            out += c;
+        }
+        else if (c == '\n')
+        {
+            out += "\\n";
+        }
+        else
+        {
+            out += c;
+        }
+    }
+    return out;
+}
+
+std::string renderPrometheus(std::span<const RoomMetricsView> rooms)
+{
+    std::string out;
+    out.reserve(8192);
+    const auto each = [&](auto&& write)
+    {
+        for (const RoomMetricsView& room : rooms)
+        {
+            if (room.metrics)
+            {
+                write(room, roomLabel(room.room));
+            }
+        }
+    };
+    const auto line = [&](std::string_view name, const std::string& labels, auto value)
+    { fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, labels, value); };
+
+    header(out, "polytope_clients", "Client sessions now.", "gauge");
+    each([&](const RoomMetricsView& room, const std::string& label)
+         { line("polytope_clients", label, room.clients); });
+    header(out, "polytope_bodies", "Bodies in the world now.", "gauge");
+    each([&](const RoomMetricsView& room, const std::string& label)
+         { line("polytope_bodies", label, room.bodies); });
+
+    for (const CounterFamily& family : kCounters)
+    {
+        header(out, family.name, family.help, "counter");
+        each([&](const RoomMetricsView& room, const std::string& label)
+             { line(family.name, label, room.metrics->*family.field); });
+    }
+
+    header(out, "polytope_datagrams_dropped_total", "Received datagrams dropped, by reason.", "counter");
+    each(
+        [&](const RoomMetricsView& room, const std::string& label)
+        {
+            for (std::size_t i = 0; i < protocol::kDropReasonCount; ++i)
+            {
+                const auto reason = static_cast<protocol::DropReason>(i);
+                line("polytope_datagrams_dropped_total",
+                     label + ",reason=\"" + escapeLabelValue(protocol::dropReasonName(reason)) + "\"",
+                     room.metrics->drops[reason]);
+            }
+        });
+
+    header(out, "polytope_send_errors_total", "Datagrams the socket refused to send.", "counter");
+    each([&](const RoomMetricsView& room, const std::string& label)
+         { line("polytope_send_errors_total", label, room.sendErrors); });
+
+    header(out, "polytope_snapshot_encode_seconds_total", "Time spent encoding snapshots.", "counter");
+    each([&](const RoomMetricsView& room, const std::string& label)
+         { line("polytope_snapshot_encode_seconds_total", label, number(room.metrics->encodeSeconds)); });
+
+    header(out, "polytope_tick_duration_seconds",
+           "Wall time of each tick loop update that ran at least one tick (simulation, encoding, sending).",
+           "histogram");
+    each(
+        [&](const RoomMetricsView& room, const std::string& label)
+        {
+            if (!room.tickTime)
+            {
+                return;
+            }
+            const TickTimeHistogram& histogram = *room.tickTime;
+            std::uint64_t cumulative = 0;
+            for (std::size_t i = 0; i < TickTimeHistogram::kBucketCount; ++i)
+            {
+                cumulative += histogram.bucketCounts()[i];
+                const std::string le = i < TickTimeHistogram::kUpperBounds.size()
+                                           ? number(TickTimeHistogram::kUpperBounds[i])
+                                           : "+Inf";
+                line("polytope_tick_duration_seconds_bucket", label + ",le=\"" + le + "\"", cumulative);
+            }
+            line("polytope_tick_duration_seconds_sum", label, number(histogram.sum()));
+            line("polytope_tick_duration_seconds_count", label, histogram.count());
+        });
+    return out;
+}
+
+std::string renderHostPrometheus(const HostMetrics& host)
+{
+    std::string out;
+    const auto counter = [&](std::string_view name, std::string_view help, const std::string& labels,
+                             std::uint64_t value, bool withHeader)
+    {
+        if (withHeader)
+        {
+            header(out, name, help, "counter");
+        }
+        fmt::format_to(std::back_inserter(out), "{}{}{}{} {}\n", name, labels.empty() ? "" : "{", labels,
+                       labels.empty() ? "" : "}", value);
+    };
+    header(out, "polytope_host_datagrams_dropped_total",
+           "Datagrams dropped before reaching a room (no session, undecodable), by reason.", "counter");
+    for (std::size_t i = 0; i < protocol::kDropReasonCount; ++i)
+    {
+        const auto reason = static_cast<protocol::DropReason>(i);
+        counter("polytope_host_datagrams_dropped_total", "",
+                "reason=\"" + escapeLabelValue(protocol::dropReasonName(reason)) + "\"", host.drops[reason], false);
+    }
+    counter("polytope_host_unknown_room_total", "Connection attempts naming no room.", "", host.unknownRoom, true);
+    header(out, "polytope_admin_requests_total", "Admin requests, by outcome.", "counter");
+    const std::pair<const char*, std::uint64_t> outcomes[] = {
+        {"accepted", host.adminAccepted}, {"disabled", host.adminDisabled},   {"bad_mac", host.adminBadMac},
+        {"malformed", host.adminMalformed}, {"stale", host.adminStale},       {"replayed", host.adminReplayed},
+        {"unknown_room", host.adminUnknownRoom}};
+    for (const auto& [name, value] : outcomes)
+    {
+        counter("polytope_admin_requests_total", "", std::string("outcome=\"") + name + "\"", value, false);
+    }
+    return out;
+}
+
+} // namespace polytope::server
