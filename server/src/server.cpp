@@ -739,6 +739,7 @@ void Server::runTick(double now)
         sendCatalogue(address, session, now);
     }
     bool captured = false;
+    m_sharedEncodings.clear();
     for (auto& [address, session] : m_sessions)
     {
         if (m_metrics.ticks % static_cast<std::uint64_t>(session.ticksPerSnapshot) != 0)
@@ -921,7 +922,7 @@ constexpr double kSnapshotOverheadBytes = 80.0;
 constexpr std::uint32_t kBudgetHistoryTicks = 64;
 } // namespace
 
-void Server::composeBudgeted(Session& session, const protocol::SnapshotFrame& current,
+bool Server::composeBudgeted(Session& session, const protocol::SnapshotFrame& current,
                              const protocol::SnapshotFrame* baseline)
 {
     std::vector<protocol::QuantizedBody>& out = session.composite;
@@ -930,7 +931,7 @@ void Server::composeBudgeted(Session& session, const protocol::SnapshotFrame& cu
     {
         // Nothing held: the client needs every body once (the bucket goes into debt if it must).
         out.assign(current.bodies.begin(), current.bodies.end());
-        return;
+        return true;
     }
     // Walk both frames by id: unchanged bodies and removals always go in (they cost next to nothing), changed
     // and new ones compete for the bytes left.
@@ -1020,6 +1021,7 @@ void Server::composeBudgeted(Session& session, const protocol::SnapshotFrame& cu
         }
         // else: a new body deferred: not in this snapshot
     }
+    return take == candidates.size();
 }
 
 void Server::sendSnapshot(const protocol::Address& to, Session& session)
@@ -1048,6 +1050,7 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
     const protocol::SnapshotFrame* baseline = nullptr;
     const protocol::SnapshotFrame* reference = nullptr;
     session.snapshots.choose(*history, current->tick, baseline, reference);
+    bool exact = true; // the frames involved are the simulation's own: the encoding can be shared
     if (budgeted)
     {
         // The slot of the frame about to be kept must not be one of these.
@@ -1062,27 +1065,69 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
         }
         // What this client is sent is kept as its own frame (with the history's unchanged-since hints): it
         // is the baseline once acknowledged. A frame skipped below is never held, so never a baseline.
-        composeBudgeted(session, *current, baseline);
+        const bool composedExact = composeBudgeted(session, *current, baseline);
         std::vector<protocol::QuantizedBody>& kept = session.sentFrames->begin(current->tick);
         kept.assign(session.composite.begin(), session.composite.end());
         session.sentFrames->commit();
-        current = session.sentFrames->newest();
+        auto& deviated = session.deviatedTicks;
+        while (!deviated.empty() && *deviated.begin() + kBudgetHistoryTicks < current->tick)
+        {
+            deviated.erase(deviated.begin());
+        }
+        if (!composedExact)
+        {
+            deviated.insert(current->tick);
+        }
+        exact = composedExact && (!baseline || !deviated.count(baseline->tick)) &&
+                (!reference || !deviated.count(reference->tick));
+        if (exact)
+        {
+            // The same bodies as the simulation's frames: encode (or reuse) from those.
+            baseline = baseline ? m_history.find(baseline->tick) : nullptr;
+            reference = reference && baseline ? m_history.find(reference->tick) : nullptr;
+        }
+        else
+        {
+            current = session.sentFrames->newest();
+        }
     }
-    const double start = m_profileClock ? m_profileClock() : 0.0;
-    const protocol::CodecError error = m_encoder.encode(*current, baseline, reference);
-    if (m_profileClock)
+    const EncodingKey key{current->tick, baseline ? baseline->tick : 0, reference ? reference->tick : 0};
+    const SharedEncoding* shared = nullptr;
+    if (exact)
     {
-        m_metrics.encodeSeconds += m_profileClock() - start;
+        if (const auto found = m_sharedEncodings.find(key); found != m_sharedEncodings.end())
+        {
+            shared = &found->second;
+        }
     }
-    if (error != protocol::CodecError::None)
+    if (shared == nullptr)
     {
-        ++m_metrics.snapshotEncodeErrors;
-        spdlog::error("snapshot {} for client {}: encoder refused: {}", current->tick, session.clientId,
-                      protocol::codecErrorName(error));
-        return;
+        const double start = m_profileClock ? m_profileClock() : 0.0;
+        const protocol::CodecError error = m_encoder.encode(*current, baseline, reference);
+        ++m_metrics.snapshotEncodes;
+        if (m_profileClock)
+        {
+            m_metrics.encodeSeconds += m_profileClock() - start;
+        }
+        if (error != protocol::CodecError::None)
+        {
+            ++m_metrics.snapshotEncodeErrors;
+            spdlog::error("snapshot {} for client {}: encoder refused: {}", current->tick, session.clientId,
+                          protocol::codecErrorName(error));
+            return;
+        }
+        SharedEncoding encoding;
+        encoding.identicalToBaseline = m_encoder.stats().identicalToBaseline;
+        for (const protocol::EncodedSlice& slice : m_encoder.slices())
+        {
+            encoding.slices.emplace_back(slice.payload.begin(), slice.payload.end());
+        }
+        auto& slot = exact ? m_sharedEncodings[key] : m_privateEncoding;
+        slot = std::move(encoding);
+        shared = &slot;
     }
     protocol::SnapshotSendState& state = session.snapshots;
-    if (m_encoder.stats().identicalToBaseline && state.sentAny &&
+    if (shared->identicalToBaseline && state.sentAny &&
         current->tick - state.lastSentTick < static_cast<std::uint64_t>(m_config.idleHeartbeatTicks))
     {
         ++m_metrics.snapshotsSkipped; // the client already has this state
@@ -1091,12 +1136,12 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
     state.sentAny = true;
     state.lastSentTick = current->tick;
     const double serverTime = static_cast<double>(current->tick) * m_tickSeconds;
-    const auto slices = m_encoder.slices();
+    const auto& slices = shared->slices;
     std::size_t bytes = 0;
-    for (const protocol::EncodedSlice& slice : slices)
+    for (const std::vector<std::uint8_t>& payload : slices)
     {
         const protocol::HeaderFields header = session.acks.nextOutgoing();
-        const auto datagram = m_writer.snapshot(header, current->tick, serverTime, slice.payload);
+        const auto datagram = m_writer.snapshot(header, current->tick, serverTime, payload);
         bytes += datagram.size();
         send(to, datagram);
         state.onSliceSent(current->tick, header.sequence, static_cast<std::uint32_t>(slices.size()));
@@ -1104,7 +1149,7 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
     }
     if (budgeted && baseline != nullptr)
     {
-        // Learn what a changed body costs this client, for the next choice.
+        // Learn what a changed body costs this client, for the next choice (composite: what it was sent).
         std::size_t changed = 0;
         std::size_t j = 0;
         for (const protocol::QuantizedBody& body : session.composite)

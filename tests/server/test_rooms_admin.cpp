@@ -637,3 +637,20 @@ TEST_CASE("admin load takes a scene file, and a bad one leaves the old scene run
     CHECK(room.world().bodyCount() > 5);
     CHECK(room.config().allowClientSpawn);
 }
+
+TEST_CASE("clients with the same baseline share one encoding of a snapshot", "[server][rooms]")
+{
+    server::ServerConfig config = roomConfig("main", "pile1000");
+    config.snapshotRateHz = 20;
+    Loopback net({config});
+    server::Server& room = *net.host->findRoom("main");
+    for (std::uint8_t host = 2; host < 10; ++host)
+    {
+        REQUIRE(net.join(protocol::Address::ipv4(10, 0, 0, host, 5000), "main", 0, nullptr, true));
+    }
+    net.run(1.0);
+    // Nobody acknowledges: every client wants the same full snapshot at each snapshot tick.
+    const server::ServerMetrics& m = room.metrics();
+    CHECK(m.snapshotsSent >= 8 * 19);
+    CHECK(m.snapshotEncodes * 8 <= m.snapshotsSent + 8);
+}

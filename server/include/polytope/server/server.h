@@ -24,7 +24,9 @@
 #include "polytope/server/server_config.h"
 #include "polytope/server/tick_histogram.h"
 
+#include <array>
 #include <bitset>
+#include <set>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -77,6 +79,7 @@ struct ServerMetrics
     std::uint64_t pausedTicks = 0;     ///< tick slots skipped while paused
     std::uint64_t bodiesDeferred = 0;  ///< changed bodies left out of a snapshot by a client's budget
     std::uint64_t budgetLimitedSnapshots = 0; ///< snapshots that left some changed body out
+    std::uint64_t snapshotEncodes = 0;       ///< encoder runs (shared encodings count once)
     double encodeSeconds = 0.0;        ///< snapshot encoding time, when a profile clock is set
     TickTimeHistogram tickSeconds;     ///< duration of each tick (step, catalogue, snapshots), when a profile
                                        ///< clock is set
@@ -197,6 +200,7 @@ private:
         double budgetTokens = 0.0;   ///< bytes
         double budgetTime = 0.0;
         double bytesPerChangedBody = 8.0;
+        std::set<std::uint64_t> deviatedTicks; ///< sent frames that differ from the simulation's
     };
     /// The server-wide catalogue, by body slot.
     struct CatalogueSlot
@@ -240,9 +244,18 @@ private:
     void refreshCatalogue();
     void captureSnapshot();
     void sendSnapshot(const protocol::Address& to, Session& session);
-    /// Fills session.composite with what fits the client's budget (see ServerConfig::maxClientKbps).
-    void composeBudgeted(Session& session, const protocol::SnapshotFrame& current,
+    /// Fills session.composite with what fits the client's budget (see ServerConfig::maxClientKbps); returns
+    /// true when it is the current frame unchanged (nothing deferred).
+    bool composeBudgeted(Session& session, const protocol::SnapshotFrame& current,
                          const protocol::SnapshotFrame* baseline);
+    /// A snapshot encoded from the simulation's own frames, shared by every client with the same
+    /// (current, baseline, reference) ticks in one tick.
+    struct SharedEncoding
+    {
+        bool identicalToBaseline = false;
+        std::vector<std::vector<std::uint8_t>> slices;
+    };
+    using EncodingKey = std::array<std::uint64_t, 3>;
     void sendCatalogue(const protocol::Address& to, Session& session, double now);
     protocol::SessionParameters sessionParameters(const Session& session) const;
 
@@ -264,6 +277,8 @@ private:
     std::function<void(std::uint64_t)> m_preStep;
     std::function<double()> m_profileClock;
     std::function<void(const protocol::Address&, bool)> m_sessionObserver;
+    std::map<EncodingKey, SharedEncoding> m_sharedEncodings; ///< this tick's; cleared every tick
+    SharedEncoding m_privateEncoding; ///< the last encoding of a client's own (budget-limited) frames
     std::uint32_t m_spawnCount = 0;
     SpawnFunction m_explicitSpawn;  ///< the spawnPlayer the config came with (tests, benchmarks)
     std::shared_ptr<const SceneDescription> m_sceneFile; ///< the running scene's file, if any
