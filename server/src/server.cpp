@@ -1091,6 +1091,13 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
             current = session.sentFrames->newest();
         }
     }
+    if (baseline == nullptr && session.snapshots.sentAny &&
+        static_cast<double>(current->tick - session.lastFullTick) * m_tickSeconds < m_config.fullSnapshotResendSeconds)
+    {
+        // The client holds nothing yet and a full snapshot is on its way: do not flood it with more.
+        ++m_metrics.snapshotsSkipped;
+        return;
+    }
     const EncodingKey key{current->tick, baseline ? baseline->tick : 0, reference ? reference->tick : 0};
     const SharedEncoding* shared = nullptr;
     if (exact)
@@ -1169,6 +1176,10 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
     }
     ++m_metrics.snapshotsSent;
     m_metrics.fullSnapshots += baseline == nullptr ? 1 : 0;
+    if (baseline == nullptr)
+    {
+        session.lastFullTick = current->tick;
+    }
 }
 
 void Server::shutdown(double /*now*/)

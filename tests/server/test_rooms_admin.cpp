@@ -231,6 +231,7 @@ TEST_CASE("per-client snapshot rates are granted at or below what was asked", "[
 {
     server::ServerConfig config = roomConfig("main", "default");
     config.snapshotRateHz = 20;
+    config.fullSnapshotResendSeconds = 0.0; // nothing acknowledges here: count every snapshot tick
     Loopback net({config});
     const auto fast = net.join(kAlice, "main", 60);
     const auto slow = net.join(kBob, "main", 7);
@@ -642,6 +643,7 @@ TEST_CASE("clients with the same baseline share one encoding of a snapshot", "[s
 {
     server::ServerConfig config = roomConfig("main", "pile1000");
     config.snapshotRateHz = 20;
+    config.fullSnapshotResendSeconds = 0.0;
     Loopback net({config});
     server::Server& room = *net.host->findRoom("main");
     for (std::uint8_t host = 2; host < 10; ++host)
@@ -653,4 +655,17 @@ TEST_CASE("clients with the same baseline share one encoding of a snapshot", "[s
     const server::ServerMetrics& m = room.metrics();
     CHECK(m.snapshotsSent >= 8 * 19);
     CHECK(m.snapshotEncodes * 8 <= m.snapshotsSent + 8);
+}
+
+TEST_CASE("a client that holds nothing gets a full snapshot only every so often", "[server][rooms]")
+{
+    server::ServerConfig config = roomConfig("main", "pile1000");
+    config.snapshotRateHz = 60;
+    config.fullSnapshotResendSeconds = 0.2;
+    Loopback net({config});
+    REQUIRE(net.join(kAlice, "main", 60, nullptr, true));
+    net.run(1.0);
+    const server::ServerMetrics& m = net.host->findRoom("main")->metrics();
+    CHECK(m.fullSnapshots >= 4);
+    CHECK(m.fullSnapshots <= 6); // not 60
 }

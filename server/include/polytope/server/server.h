@@ -201,6 +201,7 @@ private:
         double budgetTime = 0.0;
         double bytesPerChangedBody = 8.0;
         std::set<std::uint64_t> deviatedTicks; ///< sent frames that differ from the simulation's
+        std::uint64_t lastFullTick = 0;        ///< tick of the last snapshot sent without a baseline
     };
     /// The server-wide catalogue, by body slot.
     struct CatalogueSlot

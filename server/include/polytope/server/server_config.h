@@ -46,6 +46,9 @@ struct ServerConfig
     /// priority (owned, new, moving first) and the rest keep the state the client has until a later one.
     int maxClientKbps = 2048;
     double budgetBurstSeconds = 0.25; ///< the budget's token bucket holds this many seconds of it
+    /// While a client holds no snapshot, a full one is sent at most this often (it is large, and one is
+    /// usually already on its way).
+    double fullSnapshotResendSeconds = 0.2;
 
     // Players (server issue: sessions own bodies). A scene file's values replace these.
     SpawnFunction spawnPlayer;        ///< empty: clients own no bodies (set from the scene when it has a player)
