@@ -6,13 +6,17 @@
 #   - a container on the host network (UDP port 17777 by default), polytope-inspect run on the HOST
 #     receiving snapshots (seconds from `podman run` to the first one: target <= 2 s), the uid and PID 1;
 #   - `podman healthcheck run`, and the same probe failing against a port with no server;
+#   - GET /healthz on the server's HTTP port (TCP 18777 by default), from inside the container with bash's
+#     /dev/tcp (the image has no curl); reported as skipped when nothing listens there (a server without it);
+#   - polytope-bots from the image, in a second container on the host network: 16 bots for 4 s must all
+#     connect; its report is printed;
 #   - SIGTERM (`podman stop`): exit status 0 within 5 s, a connected client told goodbye, "stopped after"
 #     in the logs.
 # Installs what it needs with apt (podman, runc, debootstrap, ...). Skips, with exit status 0, only where
 # containers cannot run at all (not root and no sudo; no namespaces).
 #
 #   docker/test.sh                  build (cached layers are reused) and test; the test container is removed
-#   docker/test.sh --port N         use UDP port N instead of 17777
+#   docker/test.sh --port N         use UDP port N instead of 17777 (and TCP N+1000 for HTTP)
 #   docker/test.sh --no-cache       rebuild every layer of the image (the base image stays)
 #   docker/test.sh --clean-images   remove the test image and its build cache, keep the base image; no test
 #   docker/test.sh --clean          remove everything this script made, base image included; no test
@@ -39,7 +43,7 @@ while [ $# -gt 0 ]; do
     --no-cache) no_cache=(--no-cache); shift ;;
     --clean) mode="clean"; shift ;;
     --clean-images) mode="clean-images"; shift ;;
-    -h|--help) sed -n '2,21p' "$script" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$script" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "docker/test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -87,6 +91,7 @@ cleanup() {
     # One name per call: podman 4.3 removes nothing when any name in the list does not exist.
     podman rm -f -t 0 "$container" >/dev/null 2>&1 || true
     podman rm -f -t 0 "$container-copy" >/dev/null 2>&1 || true
+    podman rm -f -t 0 "$container-bots" >/dev/null 2>&1 || true
   fi
   rm -rf "$work"
 }
@@ -254,15 +259,19 @@ run_inspect() {
 }
 
 # --- Run -------------------------------------------------------------------------------------------------
+http_port=$((port + 1000))
 if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Hlun "sport = :$port")" ]; then
   die "UDP port $port is in use on this machine; pick another with --port"
 fi
-echo "== podman run --network host, POLYTOPE_PORT=$port"
+if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Hltn "sport = :$http_port")" ]; then
+  die "TCP port $http_port is in use on this machine; pick another UDP port with --port (HTTP is that + 1000)"
+fi
+echo "== podman run --network host, POLYTOPE_PORT=$port, POLYTOPE_HTTP_PORT=$http_port"
 t_run="$(now)"
 # Podman would run the HEALTHCHECK on a systemd timer; there is no systemd here, so it logs that it cannot
 # (to stderr, kept in a file) and `podman healthcheck run` below runs the check on demand instead.
 if ! podman run -d --name "$container" --network host \
-  -e POLYTOPE_PORT="$port" -e POLYTOPE_LOG_LEVEL=info "$image" > /dev/null 2> "$work/run.err"; then
+  -e POLYTOPE_PORT="$port" -e POLYTOPE_HTTP_PORT="$http_port" -e POLYTOPE_LOG_LEVEL=info "$image" > /dev/null 2> "$work/run.err"; then
   cat "$work/run.err" >&2
   die "podman run failed"
 fi
@@ -296,10 +305,42 @@ podman exec "$container" polytope-inspect 127.0.0.1:1 --snapshots 1 --timeout 1 
 check "the health probe fails (status 2) where no server answers" test "$probe_status" -eq 2
 
 bad_status=0
-podman run --rm --network host -e POLYTOPE_PORT="$((port + 1))" -e POLYTOPE_SCENE=no-such-scene "$image" \
+podman run --rm --network host -e POLYTOPE_PORT="$((port + 1))" -e POLYTOPE_HTTP_PORT=0 \
+  -e POLYTOPE_SCENE=no-such-scene "$image" \
   > "$work/bad.log" 2>&1 || bad_status=$?
 check "POLYTOPE_SCENE reaches the server: an unknown scene is refused (status $bad_status)" \
-  bash -c "[ $bad_status -eq 1 ] && grep -q \"unknown scene 'no-such-scene'\" '$work/bad.log'"
+  bash -c "[ $bad_status -ne 0 ] && grep -q \"unknown scene 'no-such-scene'\" '$work/bad.log'"
+
+# GET /healthz with bash's /dev/tcp inside the container (no curl in the image). A server without the HTTP
+# port (the variable is then ignored) refuses the connection: reported, not failed.
+healthz_status=0
+podman exec "$container" bash -c "exec 3<>/dev/tcp/127.0.0.1/$http_port || exit 7
+  printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3
+  timeout 3 cat <&3" > "$work/healthz.txt" 2> "$work/healthz.err" || healthz_status=$?
+if [ "$healthz_status" -eq 7 ]; then
+  echo "   skip  GET /healthz: nothing listens on TCP $http_port in the container (no HTTP port in this server)"
+  healthz_note="skipped"
+else
+  check "GET /healthz on TCP $http_port answers 200 ($(head -n 1 "$work/healthz.txt" | tr -d '\r'))" \
+    grep -q '^HTTP/1\.[01] 200' "$work/healthz.txt"
+  healthz_note="$(head -n 1 "$work/healthz.txt" | tr -d '\r')"
+fi
+
+# --- polytope-bots: the load generator from the image, in a second container -----------------------------
+bots_clients=16
+bots_seconds=4
+echo "== polytope-bots from the image: $bots_clients bots for $bots_seconds s"
+t="$(now)"
+bots_status=0
+podman run --rm --name "$container-bots" --network host "$image" \
+  polytope-bots "127.0.0.1:$port" --clients "$bots_clients" --seconds "$bots_seconds" --connect-spread 0.5 --json \
+  > "$work/bots.json" 2> "$work/bots.err" || bots_status=$?
+bots_wall="$(since "$t")"
+# (podman itself logs to the same stderr that it cannot set up health-check timers without systemd)
+grep -hv 'unable to get systemd connection' "$work/bots.json" "$work/bots.err" | sed 's/^/   | /' || true
+check "polytope-bots: all $bots_clients bots connected (status $bots_status)" \
+  bash -c "[ $bots_status -eq 0 ] && grep -q '\"succeeded\":$bots_clients,' '$work/bots.json'"
+check "polytope-bots: snapshots arrived" grep -q '"snapshots_per_second":{"total":[1-9]' "$work/bots.json"
 
 # --- SIGTERM ---------------------------------------------------------------------------------------------
 goodbye_checked=false
@@ -333,7 +374,8 @@ sed 's/^/   | /' "$work/server.log"
 
 # --- Report ----------------------------------------------------------------------------------------------
 echo "== timings: tools ${tools_seconds} s, base image ${base_seconds} s ($base_note), image build ${build_seconds} s," \
-  "podman run -> first snapshot ${first_seconds} s, healthcheck ${health_seconds} s, SIGTERM -> exit ${stop_seconds} s," \
+  "podman run -> first snapshot ${first_seconds} s, healthcheck ${health_seconds} s, /healthz ${healthz_note}," \
+  "polytope-bots container ${bots_wall} s, SIGTERM -> exit ${stop_seconds} s," \
   "total $(since "$script_start") s"
 echo "== image $image: ${size_mb} MB; kept with its build cache for the next run (docker/test.sh --clean-images removes it)"
 echo "docker/test.sh: $passed passed, $failed failed"

@@ -6,6 +6,7 @@ POLYTOPE_PACKAGES=(
   cmake ninja-build g++ pkg-config git
   libasio-dev libflatbuffers-dev flatbuffers-compiler libspdlog-dev libcli11-dev
   catch2 libqhull-dev libbullet-dev libccd-dev libcpp-httplib-dev libsodium-dev
+  libglfw3-dev libgl-dev libgl1-mesa-dri libimgui-dev libstb-dev xvfb xauth
 )
 
 # Installs the packages that are missing (skips apt entirely when none are).

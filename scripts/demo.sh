@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
 # Builds Polytope (Release), starts polytope-server with the default scene and shows a client on it:
-# polytope-inspect's live table. The server stops when the client exits (Ctrl-C, or --seconds N).
+# polytope-viewer's window when a display is present ($DISPLAY set), polytope-inspect's live table
+# otherwise. The server stops when the client exits (Ctrl-C, closing the window, or --seconds N).
 #   scripts/demo.sh                 run until Ctrl-C
 #   scripts/demo.sh --seconds 10    stop after 10 s
-# Any other arguments go to polytope-inspect. POLYTOPE_DEMO_PORT picks the UDP port (default 7777).
+# Any other arguments go to the client. POLYTOPE_DEMO_PORT picks the UDP port (default 7777);
+# POLYTOPE_DEMO_CLIENT=inspect or viewer forces the client.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 
 polytope_ensure_packages "${POLYTOPE_PACKAGES[@]}"
+client="${POLYTOPE_DEMO_CLIENT:-}"
+if [ -z "$client" ]; then
+  if [ -n "${DISPLAY:-}" ]; then client=viewer; else client=inspect; fi
+fi
+case "$client" in
+  inspect | viewer) ;;
+  *) echo "error: POLYTOPE_DEMO_CLIENT must be inspect or viewer, not '$client'" >&2; exit 1 ;;
+esac
 echo "== building (release)"
-polytope_build release polytope-server polytope-inspect
+polytope_build release polytope-server "polytope-$client"
 
 bin=build/release/bin
 port="${POLYTOPE_DEMO_PORT:-7777}"
@@ -24,7 +34,7 @@ stop_server() {
 }
 trap stop_server EXIT
 
-echo "== polytope-server (pid $server_pid) on UDP port $port; polytope-inspect follows (Ctrl-C to stop)"
+echo "== polytope-server (pid $server_pid) on UDP port $port; polytope-$client follows (Ctrl-C to stop)"
 status=0
-"$bin/polytope-inspect" "127.0.0.1:$port" "$@" || status=$?
+"$bin/polytope-$client" "127.0.0.1:$port" "$@" || status=$?
 exit "$status"

@@ -1,6 +1,7 @@
 #include "polytope/client/client.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace polytope::client
 {
@@ -9,6 +10,7 @@ namespace wire = protocol::wire;
 namespace
 {
 constexpr std::size_t kInputDatagramRing = 256;
+constexpr std::size_t kSentRing = 1024; ///< datagrams awaiting acknowledgement; at 120 Hz, 8 s of sends
 } // namespace
 
 const char* clientStateName(ClientState state)
@@ -34,7 +36,7 @@ const char* clientStateName(ClientState state)
 }
 
 Client::Client(const ClientConfig& config, SendFunction send)
-    : m_config(config), m_send(std::move(send)), m_inputDatagrams(kInputDatagramRing)
+    : m_config(config), m_send(std::move(send)), m_inputDatagrams(kInputDatagramRing), m_sent(kSentRing)
 {
 }
 
@@ -49,7 +51,157 @@ void Client::send(std::span<const std::uint8_t> datagram, double now)
     ++m_stats.datagramsSent;
     m_stats.bytesSent += datagram.size();
     m_lastSendTime = now;
+    // Every caller stamps the datagram with m_acks.nextOutgoing() just before: its sequence is the one before
+    // nextSequence().
+    if (m_sentCount - m_resolvedCount >= kSentRing)
+    {
+        resolveSent(now, true);
+    }
+    m_sent[m_sentCount % kSentRing] = {static_cast<std::uint16_t>(m_acks.nextSequence() - 1), now, false,
+                                       m_state == ClientState::Connected};
+    ++m_sentCount;
     m_send(datagram);
+}
+
+void Client::resolveSent(double now, bool force)
+{
+    while (m_resolvedCount < m_sentCount)
+    {
+        const SentDatagram& sent = m_sent[m_resolvedCount % kSentRing];
+        if (!force && now - sent.sendTime < m_config.lossTimeoutSeconds)
+        {
+            return;
+        }
+        if (sent.countsForLoss)
+        {
+            ++(sent.acknowledged ? m_stats.packetsAcknowledged : m_stats.packetsLost);
+            m_lossOutcomes[m_lossOutcomeNext] = !sent.acknowledged;
+            m_lossOutcomeNext = (m_lossOutcomeNext + 1) % kLossWindow;
+            m_lossOutcomeCount = std::min(m_lossOutcomeCount + 1, kLossWindow);
+        }
+        ++m_resolvedCount;
+        if (force)
+        {
+            return;
+        }
+    }
+}
+
+void Client::onPacketAcks(const wire::PacketHeader& header, double now)
+{
+    if (m_sentCount == 0)
+    {
+        return;
+    }
+    const std::uint16_t newest = m_sent[(m_sentCount - 1) % kSentRing].sequence;
+    const std::uint64_t unresolved = m_sentCount - m_resolvedCount;
+    protocol::forEachAcked(header,
+                           [&](std::uint16_t sequence)
+                           {
+                               // Sequences newer than ours wrap to a large age and are ignored, like old ones.
+                               const std::uint16_t age = static_cast<std::uint16_t>(newest - sequence);
+                               if (age >= unresolved)
+                               {
+                                   return;
+                               }
+                               SentDatagram& sent = m_sent[(m_sentCount - 1 - age) % kSentRing];
+                               if (sent.sequence != sequence || sent.acknowledged)
+                               {
+                                   return;
+                               }
+                               sent.acknowledged = true;
+                               // Only the header's newest ack: an older one seen first now (its earlier ack
+                               // was lost) would overstate the round trip.
+                               if (sequence == header.ack())
+                               {
+                                   addRttSample(now - sent.sendTime);
+                               }
+                           });
+}
+
+void Client::addRttSample(double seconds)
+{
+    seconds = std::max(0.0, seconds);
+    if (m_stats.rttSamples == 0)
+    {
+        m_srtt = seconds;
+        m_rttVar = seconds / 2.0;
+    }
+    else
+    {
+        m_rttVar = 0.75 * m_rttVar + 0.25 * std::abs(m_srtt - seconds);
+        m_srtt = 0.875 * m_srtt + 0.125 * seconds;
+    }
+    ++m_stats.rttSamples;
+    if (m_rttHistory.size() >= kRttHistory)
+    {
+        m_rttHistory.pop_front();
+    }
+    m_rttHistory.push_back(seconds);
+}
+
+void Client::onServerSequence(std::uint16_t sequence)
+{
+    constexpr auto window = static_cast<std::int64_t>(kLossWindow);
+    if (!m_anyServerSequence)
+    {
+        m_anyServerSequence = true;
+        m_firstServerSequence = m_newestServerSequence = sequence;
+        m_serverReceived.fill(false);
+        m_serverReceived[static_cast<std::size_t>(m_newestServerSequence % window)] = true;
+        ++m_stats.serverPacketsReceived;
+        return;
+    }
+    const auto delta = static_cast<std::int16_t>(
+        static_cast<std::uint16_t>(sequence - static_cast<std::uint16_t>(m_newestServerSequence)));
+    const std::int64_t unwrapped = m_newestServerSequence + delta;
+    if (unwrapped > m_newestServerSequence)
+    {
+        const std::int64_t gap = unwrapped - m_newestServerSequence - 1;
+        for (std::int64_t s = std::max(m_newestServerSequence + 1, unwrapped - window); s < unwrapped; ++s)
+        {
+            m_serverReceived[static_cast<std::size_t>(s % window)] = false;
+        }
+        m_stats.serverPacketsMissing += static_cast<std::uint64_t>(gap);
+        m_newestServerSequence = unwrapped;
+    }
+    else if (unwrapped < m_firstServerSequence || m_newestServerSequence - unwrapped >= window ||
+             m_serverReceived[static_cast<std::size_t>(unwrapped % window)])
+    {
+        return; // too old to tell, or a duplicate
+    }
+    else
+    {
+        --m_stats.serverPacketsMissing; // it arrived late
+    }
+    m_serverReceived[static_cast<std::size_t>(unwrapped % window)] = true;
+    ++m_stats.serverPacketsReceived;
+}
+
+double Client::lossFraction() const
+{
+    if (m_lossOutcomeCount == 0)
+    {
+        return 0.0;
+    }
+    const auto lost = std::count(m_lossOutcomes.begin(), m_lossOutcomes.begin() + static_cast<std::ptrdiff_t>(m_lossOutcomeCount), true);
+    return static_cast<double>(lost) / static_cast<double>(m_lossOutcomeCount);
+}
+
+double Client::receiveLossFraction() const
+{
+    if (!m_anyServerSequence)
+    {
+        return 0.0;
+    }
+    const std::int64_t window =
+        std::min(static_cast<std::int64_t>(kLossWindow), m_newestServerSequence - m_firstServerSequence + 1);
+    std::int64_t missing = 0;
+    for (std::int64_t s = m_newestServerSequence - window + 1; s <= m_newestServerSequence; ++s)
+    {
+        missing += m_serverReceived[static_cast<std::size_t>(s % static_cast<std::int64_t>(kLossWindow))] ? 0 : 1;
+    }
+    return static_cast<double>(missing) / static_cast<double>(window);
 }
 
 void Client::connect(double now)
@@ -123,6 +275,7 @@ void Client::update(double now)
     }
     else if (m_state == ClientState::Connected)
     {
+        resolveSent(now, false);
         if (now - m_lastReceiveTime > m_config.serverTimeoutSeconds)
         {
             m_state = ClientState::ConnectionLost;
@@ -208,6 +361,12 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
     }
     ++m_stats.datagramsReceived;
     m_lastReceiveTime = now;
+    if (type != wire::PacketType::Challenge && type != wire::PacketType::ConnectDenied)
+    {
+        // A packet of the session: its sequence (loss of the server's packets) and acks (our RTT, our loss).
+        onServerSequence(packet.header()->sequence());
+        onPacketAcks(*packet.header(), now);
+    }
 
     switch (type)
     {

@@ -1,11 +1,17 @@
-// polytope-inspect: shows the state of a running polytope-server from afar.
+// polytope-inspect: shows the state of a running polytope-server from afar, records it, replays recordings.
 //
-//   polytope-inspect HOST:PORT                 live table (tick, bodies, rates, a body list)
-//   polytope-inspect HOST:PORT --json          one JSON object per snapshot, for jq
-//   ... --snapshots N | --seconds S            stop after N snapshots or S seconds
+//   polytope-inspect HOST:PORT [view options]      live table (tick, bodies, rates, a body list)
+//   polytope-inspect HOST:PORT --json              one JSON object per snapshot, for jq
+//   ... --snapshots N | --seconds S                stop after N snapshots or S seconds
+//   polytope-inspect record HOST:PORT FILE         write what arrives to FILE (--seconds, --snapshots)
+//   polytope-inspect replay FILE [view options]    play a recording through the same views (--speed X)
+//   polytope-inspect stats FILE                    summarize a recording
+// View options: --json, --rows, --refresh-hz, --body ID (follow one body), --filter, --sort. docs/INSPECT.md
+// has the details.
 //
 // Exit status: 0 when done, 1 on bad usage, 2 when no server answers (or it refuses), 3 when the
-// connection is lost or the server closes it.
+// connection is lost or the server closes it, 4 when a recording cannot be written or read.
+#include "polytope/client/recording.h"
 #include "polytope/client/udp_client.h"
 
 #include <CLI/CLI.hpp>
@@ -13,168 +19,553 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <deque>
+#include <map>
+#include <optional>
 #include <string>
+#include <thread>
 
 namespace
 {
 
+using polytope::client::ReceivedSnapshot;
+using polytope::client::SnapshotBody;
+using polytope::protocol::wire::ShapeKind;
+
 volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void onInterrupt(int) { g_interrupted = 1; }
 
-const char* shapeName(polytope::protocol::wire::ShapeKind kind)
+const char* shapeName(ShapeKind kind)
 {
     switch (kind)
     {
-    case polytope::protocol::wire::ShapeKind::Sphere:
+    case ShapeKind::Sphere:
         return "sphere";
-    case polytope::protocol::wire::ShapeKind::Capsule:
+    case ShapeKind::Capsule:
         return "capsule";
-    case polytope::protocol::wire::ShapeKind::Box:
+    case ShapeKind::Box:
         return "box";
-    case polytope::protocol::wire::ShapeKind::Hull:
+    case ShapeKind::Hull:
         return "hull";
-    case polytope::protocol::wire::ShapeKind::Plane:
+    case ShapeKind::Plane:
         return "plane";
     }
     return "unknown";
 }
 
-void printJson(const polytope::client::ReceivedSnapshot& snapshot)
-{
-    std::string line;
-    line.reserve(128 + snapshot.bodies.size() * 160);
-    char buffer[256];
-    std::snprintf(buffer, sizeof buffer, "{\"tick\":%llu,\"time\":%.6f,\"bodies\":[",
-                  static_cast<unsigned long long>(snapshot.tick), snapshot.serverTime);
-    line += buffer;
-    bool first = true;
-    for (const auto& b : snapshot.bodies)
-    {
-        std::snprintf(buffer, sizeof buffer,
-                      "%s{\"id\":%u,\"generation\":%u,\"shape\":\"%s\",\"at_rest\":%s,"
-                      "\"position\":[%.9g,%.9g,%.9g],\"orientation\":[%.9g,%.9g,%.9g,%.9g]}",
-                      first ? "" : ",", b.id, b.generation, shapeName(b.shape), b.atRest ? "true" : "false",
-                      static_cast<double>(b.position[0]), static_cast<double>(b.position[1]),
-                      static_cast<double>(b.position[2]), static_cast<double>(b.orientation[0]),
-                      static_cast<double>(b.orientation[1]), static_cast<double>(b.orientation[2]),
-                      static_cast<double>(b.orientation[3]));
-        line += buffer;
-        first = false;
-    }
-    line += "]}\n";
-    std::fputs(line.c_str(), stdout);
-    std::fflush(stdout);
-}
+// --- body filter and sort ----------------------------------------------------------------------------------
 
-struct Rates
+/// `--filter`: comma-separated terms, all of which must hold: shape=KIND[|KIND...], moving, rest,
+/// id=N or id=LO-HI, above=Y (height >= Y), below=Y (height < Y).
+struct BodyFilter
 {
-    double lastTime = 0.0;
-    std::uint64_t lastSnapshots = 0;
-    std::uint64_t lastBytes = 0;
-    double snapshotsPerSecond = 0.0;
-    double bytesPerSecond = 0.0;
+    unsigned shapes = 0; ///< bit per ShapeKind; 0: any
+    bool movingOnly = false;
+    bool restOnly = false;
+    std::uint32_t idLow = 0;
+    std::uint32_t idHigh = UINT32_MAX;
+    double above = -INFINITY;
+    double below = INFINITY;
 
-    void sample(double now, std::uint64_t snapshots, std::uint64_t bytes)
+    bool accepts(const SnapshotBody& b) const
     {
-        const double dt = now - lastTime;
-        if (dt <= 0.0)
-        {
-            return;
-        }
-        snapshotsPerSecond = static_cast<double>(snapshots - lastSnapshots) / dt;
-        bytesPerSecond = static_cast<double>(bytes - lastBytes) / dt;
-        lastTime = now;
-        lastSnapshots = snapshots;
-        lastBytes = bytes;
+        return (shapes == 0 || (shapes & (1u << static_cast<unsigned>(b.shape))) != 0) && !(movingOnly && b.atRest) &&
+               !(restOnly && !b.atRest) && b.id >= idLow && b.id <= idHigh && b.position[1] >= above &&
+               b.position[1] < below;
     }
 };
 
-void printTable(const std::string& server, const polytope::client::Client& client,
-                const polytope::client::ReceivedSnapshot& snapshot, const Rates& rates, int rows, bool tty)
+bool parseNumber(const std::string& text, double& out)
 {
-    const auto& stats = client.stats();
-    if (tty)
+    try
     {
-        std::fputs("\x1b[H\x1b[2J", stdout);
+        std::size_t used = 0;
+        out = std::stod(text, &used);
+        return used == text.size() && std::isfinite(out);
     }
-    std::printf("polytope-inspect  %s  scene '%s'  client %u  %s\n", server.c_str(), client.sceneName().c_str(),
-                client.clientId(), polytope::client::clientStateName(client.state()));
-    std::printf("%10s %8s %12s %10s %8s\n", "tick", "bodies", "snapshots/s", "bytes/s", "dropped");
-    std::printf("%10llu %8zu %12.1f %10.0f %8llu\n", static_cast<unsigned long long>(snapshot.tick),
-                snapshot.bodies.size(), rates.snapshotsPerSecond, rates.bytesPerSecond,
-                static_cast<unsigned long long>(stats.drops.total()));
-    if (rows > 0)
+    catch (const std::exception&)
     {
-        std::printf("\n%6s %4s %-8s %10s %10s %10s  %s\n", "id", "gen", "shape", "x", "y", "z", "state");
-        int shown = 0;
-        for (const auto& b : snapshot.bodies)
+        return false;
+    }
+}
+
+bool parseId(const std::string& text, std::uint32_t& out)
+{
+    double value = 0.0;
+    if (!parseNumber(text, value) || value < 0.0 || value > UINT32_MAX || value != std::floor(value))
+    {
+        return false;
+    }
+    out = static_cast<std::uint32_t>(value);
+    return true;
+}
+
+bool parseFilter(const std::string& text, BodyFilter& filter, std::string& error)
+{
+    std::size_t start = 0;
+    while (start <= text.size() && !text.empty())
+    {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        const std::string term = text.substr(start, comma - start);
+        start = comma + 1;
+        const std::size_t eq = term.find('=');
+        const std::string key = term.substr(0, eq);
+        const std::string value = eq == std::string::npos ? std::string() : term.substr(eq + 1);
+        if (term == "moving")
         {
-            if (b.shape == polytope::protocol::wire::ShapeKind::Plane)
+            filter.movingOnly = true;
+        }
+        else if (term == "rest" || term == "at-rest")
+        {
+            filter.restOnly = true;
+        }
+        else if (key == "shape" && !value.empty())
+        {
+            std::size_t s = 0;
+            while (s <= value.size())
+            {
+                const std::size_t bar = std::min(value.find('|', s), value.size());
+                const std::string name = value.substr(s, bar - s);
+                s = bar + 1;
+                bool found = false;
+                for (unsigned k = 0; k <= static_cast<unsigned>(ShapeKind::MAX); ++k)
+                {
+                    if (name == shapeName(static_cast<ShapeKind>(k)))
+                    {
+                        filter.shapes |= 1u << k;
+                        found = true;
+                    }
+                }
+                if (!found)
+                {
+                    error = "unknown shape '" + name + "' (sphere, capsule, box, hull, plane)";
+                    return false;
+                }
+            }
+        }
+        else if (key == "id" && !value.empty())
+        {
+            const std::size_t dash = value.find('-');
+            const bool ok = dash == std::string::npos
+                                ? parseId(value, filter.idLow) && parseId(value, filter.idHigh)
+                                : parseId(value.substr(0, dash), filter.idLow) &&
+                                      parseId(value.substr(dash + 1), filter.idHigh);
+            if (!ok || filter.idLow > filter.idHigh)
+            {
+                error = "bad id range '" + value + "' (id=N or id=LO-HI)";
+                return false;
+            }
+        }
+        else if ((key == "above" || key == "below") && !value.empty())
+        {
+            double y = 0.0;
+            if (!parseNumber(value, y))
+            {
+                error = "bad height '" + value + "'";
+                return false;
+            }
+            (key == "above" ? filter.above : filter.below) = y;
+        }
+        else
+        {
+            error = "unknown filter term '" + term + "' (shape=KIND, moving, rest, id=LO-HI, above=Y, below=Y)";
+            return false;
+        }
+        if (comma == text.size())
+        {
+            break;
+        }
+    }
+    return true;
+}
+
+enum class SortKey
+{
+    Id,
+    Speed,
+    Height,
+    Distance,
+};
+
+// --- views -------------------------------------------------------------------------------------------------
+
+struct ViewOptions
+{
+    bool json = false;
+    int rows = 12;
+    double refreshHz = 4.0;
+    std::int64_t followId = -1; ///< --body
+    std::string filterText;
+    std::string sortText = "id";
+    BodyFilter filter;
+    SortKey sort = SortKey::Id;
+
+    bool finish(std::string& error)
+    {
+        if (!filterText.empty() && !parseFilter(filterText, filter, error))
+        {
+            return false;
+        }
+        static const std::map<std::string, SortKey> keys{
+            {"id", SortKey::Id}, {"speed", SortKey::Speed}, {"height", SortKey::Height}, {"distance", SortKey::Distance}};
+        const auto it = keys.find(sortText);
+        if (it == keys.end())
+        {
+            error = "unknown sort key '" + sortText + "' (id, speed, height, distance)";
+            return false;
+        }
+        sort = it->second;
+        return true;
+    }
+};
+
+void addViewOptions(CLI::App& app, ViewOptions& options)
+{
+    app.add_flag("--json", options.json, "print one JSON object per snapshot instead of the table");
+    app.add_option("--rows", options.rows, "bodies listed in the table")->capture_default_str()->check(CLI::Range(0, 10000));
+    app.add_option("--refresh-hz", options.refreshHz, "table refreshes per second")
+        ->capture_default_str()
+        ->check(CLI::Range(0.1, 60.0));
+    app.add_option("--body", options.followId, "follow one body: its pose and velocity at every snapshot")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{UINT32_MAX}));
+    app.add_option("--filter", options.filterText,
+                   "list only bodies matching every comma-separated term: shape=KIND[|KIND], moving, rest, "
+                   "id=N or id=LO-HI, above=Y, below=Y (height y)");
+    app.add_option("--sort", options.sortText, "order of the body list: id, speed (fastest first), height (highest "
+                                               "first), distance (farthest from the origin first)")
+        ->capture_default_str();
+}
+
+/// Velocity of each body from the previous snapshot (same id and generation), metres per second.
+struct Velocities
+{
+    std::map<std::uint32_t, std::pair<std::uint32_t, std::array<float, 3>>> previous; ///< id -> generation, position
+    double previousTime = 0.0;
+    bool havePrevious = false;
+    std::map<std::uint32_t, std::array<double, 3>> current;
+
+    void update(const ReceivedSnapshot& s)
+    {
+        current.clear();
+        const double dt = s.serverTime - previousTime;
+        for (const SnapshotBody& b : s.bodies)
+        {
+            std::array<double, 3> v{0.0, 0.0, 0.0};
+            const auto it = previous.find(b.id);
+            if (havePrevious && dt > 0.0 && it != previous.end() && it->second.first == b.generation)
+            {
+                for (std::size_t i = 0; i < 3; ++i)
+                {
+                    v[i] = (double(b.position[i]) - it->second.second[i]) / dt;
+                }
+            }
+            current[b.id] = v;
+        }
+        previous.clear();
+        for (const SnapshotBody& b : s.bodies)
+        {
+            previous[b.id] = {b.generation, b.position};
+        }
+        previousTime = s.serverTime;
+        havePrevious = true;
+    }
+    std::array<double, 3> of(std::uint32_t id) const
+    {
+        const auto it = current.find(id);
+        return it == current.end() ? std::array<double, 3>{} : it->second;
+    }
+};
+
+double length(const std::array<double, 3>& v)
+{
+    return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+}
+
+std::string bodyJson(const SnapshotBody& b, const std::array<double, 3>* velocity)
+{
+    char buffer[512];
+    std::snprintf(buffer, sizeof buffer,
+                  "{\"id\":%u,\"generation\":%u,\"shape\":\"%s\",\"at_rest\":%s,"
+                  "\"position\":[%.9g,%.9g,%.9g],\"orientation\":[%.9g,%.9g,%.9g,%.9g]",
+                  b.id, b.generation, shapeName(b.shape), b.atRest ? "true" : "false",
+                  static_cast<double>(b.position[0]), static_cast<double>(b.position[1]),
+                  static_cast<double>(b.position[2]), static_cast<double>(b.orientation[0]),
+                  static_cast<double>(b.orientation[1]), static_cast<double>(b.orientation[2]),
+                  static_cast<double>(b.orientation[3]));
+    std::string out = buffer;
+    if (velocity != nullptr)
+    {
+        std::snprintf(buffer, sizeof buffer, ",\"velocity\":[%.6g,%.6g,%.6g]", (*velocity)[0], (*velocity)[1],
+                      (*velocity)[2]);
+        out += buffer;
+    }
+    out += "}";
+    return out;
+}
+
+/// What the table's header line shows about the source.
+struct SourceInfo
+{
+    std::string title;  ///< "HOST:PORT  scene 'x'  client N  connected" or "FILE  scene 'x'  (replay)"
+    std::uint64_t dropped = 0;
+    bool showDropped = true;
+};
+
+/// The views shared by live mode and replay: the table, JSON lines, and following one body.
+class View
+{
+public:
+    View(const ViewOptions& options, bool tty) : m_options(options), m_tty(tty) {}
+
+    /// Shows one snapshot; `clock` is the time (seconds) the table refresh is paced by.
+    void onSnapshot(const ReceivedSnapshot& s, double clock, const SourceInfo& source)
+    {
+        m_velocities.update(s);
+        m_rateWindow.push_back({s.receiveTime, s.bytes});
+        while (m_rateWindow.size() > 1 && m_rateWindow.front().first < s.receiveTime - 1.0)
+        {
+            m_rateWindow.pop_front();
+        }
+        if (m_options.followId >= 0)
+        {
+            printFollow(s);
+            return;
+        }
+        if (m_options.json)
+        {
+            printJson(s);
+            return;
+        }
+        if (clock >= m_nextTable)
+        {
+            printTable(s, source);
+            m_nextTable = clock + (m_tty ? 1.0 / m_options.refreshHz : 1.0);
+        }
+    }
+
+    /// Shows the table of the last snapshot if it was not shown (the end of a replay).
+    void finish(const ReceivedSnapshot& last, const SourceInfo& source)
+    {
+        if (!m_options.json && m_options.followId < 0 && m_lastTableTick != last.tick)
+        {
+            printTable(last, source);
+        }
+    }
+
+private:
+    void rates(double& snapshotsPerSecond, double& bytesPerSecond) const
+    {
+        snapshotsPerSecond = bytesPerSecond = 0.0;
+        if (m_rateWindow.size() < 2)
+        {
+            return;
+        }
+        const double span = m_rateWindow.back().first - m_rateWindow.front().first;
+        if (span <= 0.0)
+        {
+            return;
+        }
+        std::uint64_t bytes = 0;
+        for (std::size_t i = 1; i < m_rateWindow.size(); ++i)
+        {
+            bytes += m_rateWindow[i].second;
+        }
+        snapshotsPerSecond = static_cast<double>(m_rateWindow.size() - 1) / span;
+        bytesPerSecond = static_cast<double>(bytes) / span;
+    }
+
+    void printJson(const ReceivedSnapshot& s) const
+    {
+        std::string line;
+        line.reserve(128 + s.bodies.size() * 160);
+        char buffer[128];
+        std::snprintf(buffer, sizeof buffer, "{\"tick\":%llu,\"time\":%.6f,\"bodies\":[",
+                      static_cast<unsigned long long>(s.tick), s.serverTime);
+        line += buffer;
+        bool first = true;
+        for (const SnapshotBody& b : s.bodies)
+        {
+            if (!m_options.filter.accepts(b))
             {
                 continue;
             }
-            if (shown++ == rows)
+            line += first ? "" : ",";
+            line += bodyJson(b, nullptr);
+            first = false;
+        }
+        line += "]}\n";
+        std::fputs(line.c_str(), stdout);
+        std::fflush(stdout);
+    }
+
+    void printFollow(const ReceivedSnapshot& s)
+    {
+        const auto id = static_cast<std::uint32_t>(m_options.followId);
+        const auto it = std::lower_bound(s.bodies.begin(), s.bodies.end(), id,
+                                         [](const SnapshotBody& b, std::uint32_t v) { return b.id < v; });
+        const bool present = it != s.bodies.end() && it->id == id;
+        if (m_options.json)
+        {
+            const auto velocity = present ? m_velocities.of(id) : std::array<double, 3>{};
+            std::printf("{\"tick\":%llu,\"time\":%.6f,\"body\":%s}\n", static_cast<unsigned long long>(s.tick),
+                        s.serverTime, present ? bodyJson(*it, &velocity).c_str() : "null");
+            std::fflush(stdout);
+            return;
+        }
+        if (!m_followHeader)
+        {
+            std::printf("%10s %10s %9s %9s %9s  %8s %8s %8s %8s  %8s %8s %8s %8s  %s\n", "tick", "time", "x", "y", "z",
+                        "qx", "qy", "qz", "qw", "vx", "vy", "vz", "speed", "state");
+            m_followHeader = true;
+        }
+        if (!present)
+        {
+            std::printf("%10llu %10.3f  body %u is not in this snapshot\n", static_cast<unsigned long long>(s.tick),
+                        s.serverTime, id);
+        }
+        else
+        {
+            const auto v = m_velocities.of(id);
+            std::printf("%10llu %10.3f %9.3f %9.3f %9.3f  %8.4f %8.4f %8.4f %8.4f  %8.3f %8.3f %8.3f %8.3f  %s %s\n",
+                        static_cast<unsigned long long>(s.tick), s.serverTime, static_cast<double>(it->position[0]),
+                        static_cast<double>(it->position[1]), static_cast<double>(it->position[2]),
+                        static_cast<double>(it->orientation[0]), static_cast<double>(it->orientation[1]),
+                        static_cast<double>(it->orientation[2]), static_cast<double>(it->orientation[3]), v[0], v[1],
+                        v[2], length(v), shapeName(it->shape), it->atRest ? "rest" : "moving");
+        }
+        std::fflush(stdout);
+    }
+
+    void printTable(const ReceivedSnapshot& s, const SourceInfo& source)
+    {
+        if (m_tty)
+        {
+            std::fputs("\x1b[H\x1b[2J", stdout);
+        }
+        m_lastTableTick = s.tick;
+        double snapshotsPerSecond = 0.0;
+        double bytesPerSecond = 0.0;
+        rates(snapshotsPerSecond, bytesPerSecond);
+        std::printf("polytope-inspect  %s\n", source.title.c_str());
+        std::printf("%10s %8s %12s %10s %8s\n", "tick", "bodies", "snapshots/s", "kbit/s", "dropped");
+        char dropped[32] = "-";
+        if (source.showDropped)
+        {
+            std::snprintf(dropped, sizeof dropped, "%llu", static_cast<unsigned long long>(source.dropped));
+        }
+        std::printf("%10llu %8zu %12.1f %10.1f %8s\n", static_cast<unsigned long long>(s.tick), s.bodies.size(),
+                    snapshotsPerSecond, bytesPerSecond * 8.0 / 1e3, dropped);
+        if (m_options.rows > 0)
+        {
+            std::vector<const SnapshotBody*> listed;
+            for (const SnapshotBody& b : s.bodies)
             {
-                std::printf("   ... %zu bodies in all\n", snapshot.bodies.size());
+                // Planes (the ground) only when asked for by shape.
+                const bool plane = b.shape == ShapeKind::Plane && m_options.filter.shapes == 0;
+                if (!plane && m_options.filter.accepts(b))
+                {
+                    listed.push_back(&b);
+                }
+            }
+            sortBodies(listed);
+            std::printf("\n%6s %4s %-8s %10s %10s %10s %9s  %s\n", "id", "gen", "shape", "x", "y", "z", "speed",
+                        "state");
+            int shown = 0;
+            for (const SnapshotBody* b : listed)
+            {
+                if (shown++ == m_options.rows)
+                {
+                    std::printf("   ... %zu bodies listed, %zu in all\n", listed.size(), s.bodies.size());
+                    break;
+                }
+                std::printf("%6u %4u %-8s %10.3f %10.3f %10.3f %9.3f  %s\n", b->id, b->generation, shapeName(b->shape),
+                            static_cast<double>(b->position[0]), static_cast<double>(b->position[1]),
+                            static_cast<double>(b->position[2]), length(m_velocities.of(b->id)),
+                            b->atRest ? "rest" : "moving");
+            }
+        }
+        if (!m_tty)
+        {
+            std::printf("\n");
+        }
+        std::fflush(stdout);
+    }
+
+    void sortBodies(std::vector<const SnapshotBody*>& bodies) const
+    {
+        const auto key = [&](const SnapshotBody* b) -> double
+        {
+            switch (m_options.sort)
+            {
+            case SortKey::Speed:
+                return -length(m_velocities.of(b->id));
+            case SortKey::Height:
+                return -static_cast<double>(b->position[1]);
+            case SortKey::Distance:
+                return -length({b->position[0], b->position[1], b->position[2]});
+            case SortKey::Id:
                 break;
             }
-            std::printf("%6u %4u %-8s %10.3f %10.3f %10.3f  %s\n", b.id, b.generation, shapeName(b.shape),
-                        static_cast<double>(b.position[0]), static_cast<double>(b.position[1]),
-                        static_cast<double>(b.position[2]), b.atRest ? "rest" : "moving");
-        }
+            return static_cast<double>(b->id);
+        };
+        std::stable_sort(bodies.begin(), bodies.end(),
+                         [&](const SnapshotBody* a, const SnapshotBody* b) { return key(a) < key(b); });
     }
-    if (!tty)
-    {
-        std::printf("\n");
-    }
-    std::fflush(stdout);
-}
 
-} // namespace
+    const ViewOptions& m_options;
+    bool m_tty;
+    double m_nextTable = -INFINITY;
+    bool m_followHeader = false;
+    std::uint64_t m_lastTableTick = UINT64_MAX;
+    Velocities m_velocities;
+    std::deque<std::pair<double, std::uint64_t>> m_rateWindow; ///< receive time, bytes
+};
 
-int main(int argc, char** argv)
+// --- live and record ----------------------------------------------------------------------------------------
+
+struct ConnectOptions
 {
     std::string server;
-    bool json = false;
     std::uint64_t maxSnapshots = 0;
     double seconds = 0.0;
     double timeout = 5.0;
-    int rows = 12;
-    double refreshHz = 4.0;
     std::string name = "polytope-inspect";
+};
 
-    CLI::App app{"polytope-inspect: shows the state of a running polytope-server"};
-    app.add_option("server", server, "HOST:PORT of the server")->required();
-    app.add_flag("--json", json, "print one JSON object per snapshot instead of the table");
-    app.add_option("--snapshots", maxSnapshots, "exit after this many snapshots (0: no limit)");
-    app.add_option("--seconds", seconds, "exit after this many seconds (0: no limit)")->check(CLI::NonNegativeNumber);
-    app.add_option("--timeout", timeout, "seconds to wait for the server to answer")
+void addConnectOptions(CLI::App& app, ConnectOptions& options)
+{
+    app.add_option("--snapshots", options.maxSnapshots, "exit after this many snapshots (0: no limit)");
+    app.add_option("--seconds", options.seconds, "exit after this many seconds (0: no limit)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--timeout", options.timeout, "seconds to wait for the server to answer")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
-    app.add_option("--rows", rows, "bodies listed in the table")->capture_default_str()->check(CLI::Range(0, 10000));
-    app.add_option("--refresh-hz", refreshHz, "table refreshes per second")
-        ->capture_default_str()
-        ->check(CLI::Range(0.1, 60.0));
-    app.add_option("--name", name, "client name the server logs")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
+    app.add_option("--name", options.name, "client name the server logs")->capture_default_str();
+}
 
+/// Connects, hands each snapshot to `onSnapshot`, and returns the exit status.
+int runConnected(const ConnectOptions& options, bool quietSummary,
+                 const std::function<bool(polytope::client::UdpClient&, ReceivedSnapshot&)>& onSnapshot,
+                 const std::function<void(polytope::client::UdpClient&)>& onIdle)
+{
     std::string host;
     std::uint16_t port = 0;
     std::string error;
-    if (!polytope::client::parseHostPort(server, host, port, error))
+    if (!polytope::client::parseHostPort(options.server, host, port, error))
     {
         std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
         return 1;
     }
-
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
 
     polytope::client::ClientConfig config;
-    config.name = name;
-    config.connectTimeoutSeconds = timeout;
+    config.name = options.name;
+    config.connectTimeoutSeconds = options.timeout;
     polytope::client::UdpClient udp(config);
     if (!udp.connect(host, port, error))
     {
@@ -182,74 +573,355 @@ int main(int argc, char** argv)
         return 2;
     }
     polytope::client::Client& client = udp.client();
-
-    const bool tty = !json && ::isatty(STDOUT_FILENO);
     const double start = udp.now();
-    double nextTable = start;
-    Rates rates;
-    rates.lastTime = start;
     std::uint64_t received = 0;
-    polytope::client::ReceivedSnapshot snapshot;
-    polytope::client::ReceivedSnapshot latest;
-    bool haveLatest = false;
-
-    while (!g_interrupted)
+    ReceivedSnapshot snapshot;
+    bool failed = false;
+    while (!g_interrupted && !failed)
     {
         udp.poll(0.02);
         while (client.popSnapshot(snapshot))
         {
             ++received;
-            if (json)
+            if (!onSnapshot(udp, snapshot))
             {
-                printJson(snapshot);
+                failed = true;
+                break;
             }
-            latest = std::move(snapshot);
-            haveLatest = true;
-            if (maxSnapshots > 0 && received >= maxSnapshots)
+            if (options.maxSnapshots > 0 && received >= options.maxSnapshots)
             {
                 break;
             }
         }
+        if (onIdle)
+        {
+            onIdle(udp);
+        }
         const double now = udp.now();
-        if (!json && haveLatest && now >= nextTable)
-        {
-            rates.sample(now, client.stats().snapshotsCompleted, client.stats().bytesReceived);
-            printTable(server, client, latest, rates, rows, tty);
-            nextTable = now + (tty ? 1.0 / refreshHz : 1.0);
-        }
-        if ((maxSnapshots > 0 && received >= maxSnapshots) || (seconds > 0.0 && now - start >= seconds))
+        if ((options.maxSnapshots > 0 && received >= options.maxSnapshots) ||
+            (options.seconds > 0.0 && now - start >= options.seconds) || client.isFinished())
         {
             break;
         }
-        if (client.isFinished())
-        {
-            break;
-        }
+    }
+    if (failed)
+    {
+        udp.disconnect();
+        return 4;
     }
 
     const auto state = client.state();
     if (state == polytope::client::ClientState::ConnectTimedOut)
     {
         std::fprintf(stderr, "polytope-inspect: no answer from %s within %.1f s (is polytope-server running there?)\n",
-                     server.c_str(), timeout);
+                     options.server.c_str(), options.timeout);
         return 2;
     }
     if (state == polytope::client::ClientState::ConnectionDenied)
     {
-        std::fprintf(stderr, "polytope-inspect: %s refused the connection (server full?)\n", server.c_str());
+        std::fprintf(stderr, "polytope-inspect: %s refused the connection (server full?)\n", options.server.c_str());
         return 2;
     }
     if (state == polytope::client::ClientState::ConnectionLost || state == polytope::client::ClientState::ServerClosed)
     {
-        std::fprintf(stderr, "polytope-inspect: %s after %llu snapshots\n",
-                     polytope::client::clientStateName(state), static_cast<unsigned long long>(received));
+        std::fprintf(stderr, "polytope-inspect: %s after %llu snapshots\n", polytope::client::clientStateName(state),
+                     static_cast<unsigned long long>(received));
         return 3;
     }
     udp.disconnect();
-    if (!json)
+    if (!quietSummary)
     {
         std::printf("received %llu snapshots in %.1f s\n", static_cast<unsigned long long>(received),
                     udp.now() - start);
     }
     return 0;
+}
+
+int runLive(const ConnectOptions& connect, const ViewOptions& view)
+{
+    const bool tty = !view.json && view.followId < 0 && ::isatty(STDOUT_FILENO);
+    View table(view, tty);
+    return runConnected(
+        connect, view.json,
+        [&](polytope::client::UdpClient& udp, ReceivedSnapshot& s)
+        {
+            const polytope::client::Client& c = udp.client();
+            SourceInfo source;
+            char title[512];
+            std::snprintf(title, sizeof title, "%s  scene '%s'  client %u  %s  rtt %.1f ms  loss up %.1f%% down %.1f%%",
+                          connect.server.c_str(), c.sceneName().c_str(), c.clientId(),
+                          polytope::client::clientStateName(c.state()), c.rttSeconds() * 1e3, c.lossFraction() * 100.0,
+                          c.receiveLossFraction() * 100.0);
+            source.title = title;
+            source.dropped = c.stats().drops.total();
+            table.onSnapshot(s, udp.now(), source);
+            return true;
+        },
+        {});
+}
+
+int runRecord(const ConnectOptions& connect, const std::string& path)
+{
+    polytope::client::RecordingWriter writer;
+    std::string error;
+    double nextStatus = 0.0;
+    const bool tty = ::isatty(STDERR_FILENO);
+    const int status = runConnected(
+        connect, true,
+        [&](polytope::client::UdpClient& udp, ReceivedSnapshot& s)
+        {
+            if (!writer.isOpen() &&
+                !writer.open(path, polytope::client::RecordingHeader::fromClient(udp.client(), connect.server), error))
+            {
+                std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
+                return false;
+            }
+            if (!writer.write(s, error))
+            {
+                std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
+                return false;
+            }
+            return true;
+        },
+        [&](polytope::client::UdpClient& udp)
+        {
+            const double now = udp.now();
+            if (now >= nextStatus)
+            {
+                std::fprintf(stderr, "%srecording %s: %llu snapshots, %.1f kB%s", tty ? "\r" : "", path.c_str(),
+                             static_cast<unsigned long long>(writer.framesWritten()),
+                             static_cast<double>(writer.bytesWritten()) / 1e3, tty ? "   " : "\n");
+                nextStatus = now + (tty ? 0.25 : 5.0);
+            }
+        });
+    const std::uint64_t frames = writer.framesWritten();
+    if (writer.isOpen() && !writer.close(error))
+    {
+        std::fprintf(stderr, "\npolytope-inspect: %s\n", error.c_str());
+        return 4;
+    }
+    std::fprintf(stderr, "%s", tty ? "\n" : "");
+    if (frames > 0)
+    {
+        std::printf("recorded %llu snapshots to %s\n", static_cast<unsigned long long>(frames), path.c_str());
+    }
+    else if (status == 0)
+    {
+        std::printf("no snapshot arrived; %s not written\n", path.c_str());
+    }
+    return status;
+}
+
+// --- replay and stats ---------------------------------------------------------------------------------------
+
+bool openRecording(polytope::client::RecordingReader& reader, const std::string& path)
+{
+    std::string error;
+    if (!reader.open(path, error))
+    {
+        std::fprintf(stderr, "polytope-inspect: %s: %s\n", path.c_str(), error.c_str());
+        return false;
+    }
+    if (!reader.warning().empty())
+    {
+        std::fprintf(stderr, "polytope-inspect: %s: %s\n", path.c_str(), reader.warning().c_str());
+    }
+    return true;
+}
+
+int runReplay(const std::string& path, double speed, const ViewOptions& view)
+{
+    polytope::client::RecordingReader reader;
+    if (!openRecording(reader, path))
+    {
+        return 4;
+    }
+    std::signal(SIGINT, onInterrupt);
+    std::signal(SIGTERM, onInterrupt);
+    const bool tty = !view.json && view.followId < 0 && ::isatty(STDOUT_FILENO);
+    const bool progressTty = ::isatty(STDERR_FILENO);
+    View table(view, tty);
+    SourceInfo source;
+    source.title = path + "  scene '" + reader.header().scene + "'  from " + reader.header().server + "  (replay)";
+    source.showDropped = false;
+    const std::size_t count = reader.frameCount();
+    // Progress on stderr for long replays: more than 10 s of playing, or more than 2000 frames.
+    double span = 0.0;
+    if (count > 1)
+    {
+        span = reader.index().back().serverTime - reader.index().front().serverTime;
+    }
+    const bool showProgress = (speed > 0.0 && span / speed > 10.0) || count > 2000;
+    const auto started = std::chrono::steady_clock::now();
+    ReceivedSnapshot frame;
+    std::string error;
+    double firstReceive = 0.0;
+    int lastPercent = -1;
+    std::uint64_t corrupt = 0;
+    for (std::size_t i = 0; i < count && !g_interrupted; ++i)
+    {
+        if (!reader.readFrame(i, frame, error))
+        {
+            std::fprintf(stderr, "polytope-inspect: %s: %s (skipped)\n", path.c_str(), error.c_str());
+            ++corrupt;
+            continue;
+        }
+        if (i == 0)
+        {
+            firstReceive = frame.receiveTime;
+        }
+        const double at = frame.receiveTime - firstReceive; // recorded seconds since the first frame
+        if (speed > 0.0)
+        {
+            std::this_thread::sleep_until(started + std::chrono::duration<double>(at / speed));
+        }
+        table.onSnapshot(frame, at, source);
+        const int percent = static_cast<int>(100 * (i + 1) / count);
+        if (showProgress && percent != lastPercent && (progressTty || percent % 10 == 0))
+        {
+            std::fprintf(stderr, "%sreplay %s: %3d%% (%zu of %zu snapshots)%s", progressTty ? "\r" : "", path.c_str(),
+                         percent, i + 1, count, progressTty ? "" : "\n");
+            lastPercent = percent;
+        }
+    }
+    if (count > 0 && !g_interrupted && corrupt < count)
+    {
+        table.finish(frame, source);
+    }
+    if (showProgress && progressTty)
+    {
+        std::fprintf(stderr, "\n");
+    }
+    return corrupt > 0 ? 4 : 0;
+}
+
+int runStats(const std::string& path, bool json)
+{
+    polytope::client::RecordingReader reader;
+    if (!openRecording(reader, path))
+    {
+        return 4;
+    }
+    const bool progressTty = ::isatty(STDERR_FILENO);
+    const bool showProgress = reader.frameCount() > 20000;
+    const auto s = polytope::client::summarizeRecording(
+        reader,
+        [&](std::size_t done, std::size_t all)
+        {
+            if (showProgress && all > 0)
+            {
+                std::fprintf(stderr, "%sreading %s: %3zu%%%s", progressTty ? "\r" : "", path.c_str(), 100 * done / all,
+                             progressTty ? (done == all ? "\n" : "") : "\n");
+            }
+        });
+    const auto& h = reader.header();
+    if (json)
+    {
+        std::printf("{\"file\":\"%s\",\"scene\":\"%s\",\"server\":\"%s\",\"tick_rate_hz\":%d,\"snapshot_rate_hz\":%d,"
+                    "\"frames\":%llu,\"first_tick\":%llu,\"last_tick\":%llu,\"duration_seconds\":%.6f,"
+                    "\"snapshots_per_second\":%.3f,\"mean_bodies\":%.3f,\"max_bodies\":%zu,\"snapshot_bytes\":%llu,"
+                    "\"file_bytes\":%llu,\"gaps\":%llu,\"missing_snapshots\":%llu,\"largest_gap_seconds\":%.6f,"
+                    "\"corrupt_frames\":%llu,\"index_rebuilt\":%s}\n",
+                    path.c_str(), h.scene.c_str(), h.server.c_str(), h.tickRateHz, h.snapshotRateHz,
+                    static_cast<unsigned long long>(s.frames), static_cast<unsigned long long>(s.firstTick),
+                    static_cast<unsigned long long>(s.lastTick), s.durationSeconds, s.snapshotsPerSecond, s.meanBodies,
+                    s.maxBodies, static_cast<unsigned long long>(s.snapshotBytes),
+                    static_cast<unsigned long long>(s.fileBytes), static_cast<unsigned long long>(s.gaps),
+                    static_cast<unsigned long long>(s.missingSnapshots), s.largestGapSeconds,
+                    static_cast<unsigned long long>(s.corruptFrames), reader.indexRebuilt() ? "true" : "false");
+    }
+    else
+    {
+        std::printf("recording     %s%s\n", path.c_str(), reader.indexRebuilt() ? "  (not closed: index rebuilt)" : "");
+        std::printf("scene         '%s' from %s, %d ticks/s, %d snapshots/s announced\n", h.scene.c_str(),
+                    h.server.c_str(), h.tickRateHz, h.snapshotRateHz);
+        std::printf("snapshots     %llu, ticks %llu .. %llu\n", static_cast<unsigned long long>(s.frames),
+                    static_cast<unsigned long long>(s.firstTick), static_cast<unsigned long long>(s.lastTick));
+        std::printf("duration      %.3f s of server time (%.3f s received), %.2f snapshots/s\n", s.durationSeconds,
+                    s.receiveSpanSeconds, s.snapshotsPerSecond);
+        std::printf("bodies        mean %.1f, max %zu\n", s.meanBodies, s.maxBodies);
+        std::printf("bytes         %llu received as snapshots (%.1f kbit/s), file %llu\n",
+                    static_cast<unsigned long long>(s.snapshotBytes),
+                    s.durationSeconds > 0.0 ? static_cast<double>(s.snapshotBytes) * 8.0 / 1e3 / s.durationSeconds : 0.0,
+                    static_cast<unsigned long long>(s.fileBytes));
+        std::printf("gaps          %llu (%llu snapshots missing; largest %.3f s)\n",
+                    static_cast<unsigned long long>(s.gaps), static_cast<unsigned long long>(s.missingSnapshots),
+                    s.largestGapSeconds);
+        if (s.corruptFrames > 0)
+        {
+            std::printf("corrupt       %llu frames could not be read\n", static_cast<unsigned long long>(s.corruptFrames));
+        }
+    }
+    return s.corruptFrames > 0 ? 4 : 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    ConnectOptions live;
+    ViewOptions view;
+
+    CLI::App app{"polytope-inspect: shows the state of a running polytope-server, records it and replays recordings"};
+    app.footer("Without a subcommand: the live view of HOST:PORT. See docs/INSPECT.md.");
+    app.add_option("server", live.server, "HOST:PORT of the server (live view)");
+    addConnectOptions(app, live);
+    addViewOptions(app, view);
+
+    ConnectOptions recordOptions;
+    std::string recordFile;
+    CLI::App* record = app.add_subcommand("record", "record the snapshots of HOST:PORT to FILE (Ctrl-C stops)");
+    record->add_option("server", recordOptions.server, "HOST:PORT of the server")->required();
+    record->add_option("file", recordFile, "recording to write (replaced)")->required();
+    addConnectOptions(*record, recordOptions);
+
+    std::string replayFile;
+    double speed = 1.0;
+    ViewOptions replayView;
+    CLI::App* replay = app.add_subcommand("replay", "play a recording through the live views");
+    replay->add_option("file", replayFile, "recording to play")->required();
+    replay->add_option("--speed", speed, "playback speed (1: as recorded, 0: as fast as possible)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    addViewOptions(*replay, replayView);
+
+    std::string statsFile;
+    bool statsJson = false;
+    CLI::App* stats = app.add_subcommand("stats", "summarize a recording");
+    stats->add_option("file", statsFile, "recording to read")->required();
+    stats->add_flag("--json", statsJson, "print the summary as one JSON object");
+    app.require_subcommand(0, 1);
+
+    CLI11_PARSE(app, argc, argv);
+
+    std::string error;
+    if (record->parsed())
+    {
+        return runRecord(recordOptions, recordFile);
+    }
+    if (replay->parsed())
+    {
+        if (!replayView.finish(error))
+        {
+            std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
+            return 1;
+        }
+        return runReplay(replayFile, speed, replayView);
+    }
+    if (stats->parsed())
+    {
+        return runStats(statsFile, statsJson);
+    }
+    if (live.server.empty())
+    {
+        std::fprintf(stderr, "polytope-inspect: HOST:PORT is required (or a subcommand: record, replay, stats)\n%s",
+                     app.help().c_str());
+        return 1;
+    }
+    if (!view.finish(error))
+    {
+        std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
+        return 1;
+    }
+    return runLive(live, view);
 }

@@ -1,0 +1,97 @@
+// polytope-viewer: where the bodies come from. Every source hands the renderer a ViewFrame per display
+// frame through the same small interface:
+//   LiveSource   a running polytope-server (client::UdpClient), snapshots interpolated at the display rate
+//                by client::InterpolationBuffer;
+//   LocalSource  a built-in physics scene stepped in-process at 60 Hz (on its own thread), or, when
+//                deterministic, exactly one step per displayed frame (tests, screenshots);
+//   ReplaySource a recording (client::RecordingReader), played by server time.
+#pragma once
+
+#include "viewer/view_frame.h"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+namespace polytope::viewer
+{
+
+class ViewSource
+{
+  public:
+    virtual ~ViewSource() = default;
+    /// One line naming the source (shown in the panel).
+    virtual std::string description() const = 0;
+    /// Receives or steps (now: seconds of the viewer's clock). Returns false once the source has ended;
+    /// error() then says why.
+    virtual bool update(double now) = 0;
+    /// The state to draw at `now`. Returns false while there is nothing to show yet.
+    virtual bool frame(double now, ViewFrame& out) = 0;
+    virtual SourceStats stats() const = 0;
+    virtual std::string error() const { return {}; }
+    /// Surfaces of the hulls that bodies' hullIndex refers to (local scenes; live clients know only boxes).
+    virtual const std::vector<HullMesh>& hullMeshes() const
+    {
+        static const std::vector<HullMesh> none;
+        return none;
+    }
+    /// Pauses or resumes the simulation (local scenes only).
+    virtual void setPaused(bool) {}
+    virtual bool paused() const { return false; }
+};
+
+/// Interpolates between the two newest snapshots: the display runs one snapshot interval behind the newest
+/// arrival and blends towards it, extrapolating nothing (it holds the newest state when late). Also
+/// measures the arrival rate and jitter.
+class TwoSnapshotInterpolator
+{
+  public:
+    void push(ViewFrame frame, double arrivalTime);
+    /// False before the first snapshot.
+    bool sample(double now, ViewFrame& out) const;
+    double intervalSeconds() const { return m_interval; }
+    /// Standard deviation of the recent arrival intervals, seconds.
+    double jitterSeconds() const;
+    bool empty() const { return m_count == 0; }
+
+  private:
+    ViewFrame m_previous;
+    ViewFrame m_newest;
+    double m_previousArrival = 0.0;
+    double m_newestArrival = 0.0;
+    double m_interval = 1.0 / 60.0; ///< smoothed arrival interval
+    std::deque<double> m_intervals; ///< the last arrival intervals
+    int m_count = 0;
+};
+
+/// Blends two frames of the same bodies (matched by id and generation): positions linearly, orientations by
+/// normalized linear interpolation on the shorter arc. Bodies only in `b` are taken as they are.
+void blendFrames(const ViewFrame& a, const ViewFrame& b, float t, ViewFrame& out);
+
+struct LocalOptions
+{
+    std::string scene = "mixed"; ///< a built-in scene name, or pile:N / stack:N / pyramid:N
+    bool deterministic = false;  ///< one step per displayed frame, on the caller's thread
+    bool paused = false;
+    double stepRateHz = 60.0;
+};
+
+/// Creates a local scene source. Returns nullptr and sets error for an unknown scene.
+std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::string& error);
+
+/// Creates a live source connected to host:port. Returns nullptr and sets error when the address does not
+/// resolve.
+std::unique_ptr<ViewSource> makeLiveSource(const std::string& hostPort, double connectTimeoutSeconds,
+                                           std::string& error);
+
+/// Creates a source that plays a recording (client/recording.h) by its server time at `speed` (1 = real
+/// time); deterministic: 1/60 s of server time per displayed frame. Returns nullptr and sets error when the
+/// file is not a readable recording.
+std::unique_ptr<ViewSource> makeReplaySource(const std::string& path, bool deterministic, double speed,
+                                             std::string& error);
+
+/// Names of the built-in scenes plus the sized forms, for --help.
+std::string sceneNamesHelp();
+
+} // namespace polytope::viewer
