@@ -210,7 +210,7 @@ void Client::connect(double now)
     m_connectStartTime = now;
     m_lastReceiveTime = now;
     m_cookie.clear();
-    send(m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name), now);
+    send(m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name, m_config.room), now);
 }
 
 void Client::disconnect(double now)
@@ -268,8 +268,9 @@ void Client::update(double now)
         }
         if (now - m_lastSendTime >= m_config.connectResendSeconds)
         {
-            send(m_cookie.empty() ? m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name)
-                                  : m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name),
+            send(m_cookie.empty() ? m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name, m_config.room)
+                                  : m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name, m_config.room,
+                                                   m_config.snapshotRateHz, m_config.spectator),
                  now);
         }
     }
@@ -375,7 +376,8 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
         // Stateless on the server: nothing of ours to acknowledge. Echo the cookie at once.
         const auto* cookie = packet.message_as_Challenge()->cookie();
         m_cookie.assign(cookie->begin(), cookie->end());
-        send(m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name), now);
+        send(m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name, m_config.room,
+                                                   m_config.snapshotRateHz, m_config.spectator), now);
         return;
     }
     case wire::PacketType::ConnectDenied:
@@ -562,6 +564,19 @@ bool Client::popSnapshot(ReceivedSnapshot& out)
     out = std::move(m_complete.front());
     m_complete.pop_front();
     return true;
+}
+
+std::vector<protocol::CatalogueEntry> Client::ownedBodies() const
+{
+    std::vector<protocol::CatalogueEntry> out;
+    for (const auto& [id, entry] : m_catalogue)
+    {
+        if (entry.owned && !entry.removed)
+        {
+            out.push_back(entry);
+        }
+    }
+    return out;
 }
 
 } // namespace polytope::client

@@ -43,6 +43,7 @@ struct Options
     double connectSpreadSeconds = 1.0;
     int minConnected = -1; ///< -1: all
     bool json = false;
+    std::string room;      ///< empty: the server's first room
 };
 
 /// Aligned for the FlatBuffers Verifier; one byte over the limit so oversized datagrams show as such.
@@ -59,28 +60,16 @@ struct BodyRef
 /// The body a bot pushes: a moving non-plane body, else any non-plane one, chosen by the bot's index so
 /// that the bots spread over the scene. (When the protocol gives clients bodies of their own, pick one of
 /// those here.)
-std::optional<BodyRef> chooseInputBody(const client::ReceivedSnapshot& snapshot, std::size_t botIndex)
+/// The body a bot pushes: the first one the server gave it (catalogue entries flagged owned). A client may
+/// send inputs only for its own bodies; in a scene without player bodies, bots send none.
+std::optional<BodyRef> chooseInputBody(const client::Client& client)
 {
-    std::vector<BodyRef> moving;
-    std::vector<BodyRef> any;
-    for (const client::SnapshotBody& b : snapshot.bodies)
-    {
-        if (b.shape == protocol::wire::ShapeKind::Plane)
-        {
-            continue;
-        }
-        any.push_back({b.id, b.generation});
-        if (!b.atRest)
-        {
-            moving.push_back({b.id, b.generation});
-        }
-    }
-    const std::vector<BodyRef>& from = moving.empty() ? any : moving;
-    if (from.empty())
+    const std::vector<protocol::CatalogueEntry> owned = client.ownedBodies();
+    if (owned.empty())
     {
         return std::nullopt;
     }
-    return from[botIndex % from.size()];
+    return BodyRef{owned.front().id, owned.front().generation};
 }
 
 struct Bot
@@ -133,6 +122,7 @@ public:
         : m_options(options), m_server(server), m_timer(m_io), m_signals(m_io, SIGINT, SIGTERM)
     {
         client::ClientConfig config;
+        config.room = options.room;
         for (int i = 0; i < options.clients; ++i)
         {
             config.name = "bot-" + std::to_string(i);
@@ -264,7 +254,7 @@ private:
                 bot.latestTick = m_snapshot.tick;
                 if (!bot.body || bot.client.catalogue().count(bot.body->id) == 0)
                 {
-                    bot.body = chooseInputBody(m_snapshot, bot.index);
+                    bot.body = chooseInputBody(bot.client);
                 }
             }
             collectRtt(bot);
@@ -448,6 +438,7 @@ int main(int argc, char** argv)
     Options options;
     CLI::App app{"polytope-bots: headless clients that load a polytope-server and report what they measured"};
     app.add_option("target", options.target, "the server, HOST:PORT")->required();
+    app.add_option("--room", options.room, "room to join (default: the server's first)");
     app.add_option("--clients", options.clients, "bots to run")->capture_default_str()->check(CLI::Range(1, 4096));
     app.add_option("--seconds", options.seconds, "run this long, connects included")
         ->capture_default_str()

@@ -11,6 +11,7 @@
 //
 // Exit status: 0 when done, 1 on bad usage, 2 when no server answers (or it refuses), 3 when the
 // connection is lost or the server closes it, 4 when a recording cannot be written or read.
+#include "polytope/client/admin.h"
 #include "polytope/client/recording.h"
 #include "polytope/client/udp_client.h"
 
@@ -23,11 +24,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace
 {
@@ -534,6 +537,7 @@ struct ConnectOptions
     double seconds = 0.0;
     double timeout = 5.0;
     std::string name = "polytope-inspect";
+    std::string room; ///< empty: the server's first room
 };
 
 void addConnectOptions(CLI::App& app, ConnectOptions& options)
@@ -545,6 +549,7 @@ void addConnectOptions(CLI::App& app, ConnectOptions& options)
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     app.add_option("--name", options.name, "client name the server logs")->capture_default_str();
+    app.add_option("--room", options.room, "room to watch (default: the server's first)");
 }
 
 /// Connects, hands each snapshot to `onSnapshot`, and returns the exit status.
@@ -566,6 +571,8 @@ int runConnected(const ConnectOptions& options, bool quietSummary,
     polytope::client::ClientConfig config;
     config.name = options.name;
     config.connectTimeoutSeconds = options.timeout;
+    config.room = options.room;
+    config.spectator = true; // inspecting: no player body
     polytope::client::UdpClient udp(config);
     if (!udp.connect(host, port, error))
     {
@@ -855,6 +862,114 @@ int runStats(const std::string& path, bool json)
     return s.corruptFrames > 0 ? 4 : 0;
 }
 
+/// `admin HOST:PORT COMMAND [ARGS...]`: one authenticated admin command; prints the server's reply.
+int runAdmin(const std::string& server, const std::vector<std::string>& words, std::string key,
+             const std::string& room, double timeout)
+{
+    namespace wire = polytope::protocol::wire;
+    if (key.empty())
+    {
+        if (const char* fromEnvironment = std::getenv("POLYTOPE_ADMIN_KEY"))
+        {
+            key = fromEnvironment;
+        }
+    }
+    if (key.empty())
+    {
+        std::fprintf(stderr, "polytope-inspect: admin needs the server's admin key (--key or POLYTOPE_ADMIN_KEY)\n");
+        return 1;
+    }
+    polytope::protocol::AdminCommandFields command;
+    command.room = room;
+    const std::string& verb = words.empty() ? std::string() : words.front();
+    const auto number = [&](std::size_t i, double& out)
+    {
+        if (i >= words.size())
+        {
+            return false;
+        }
+        char* end = nullptr;
+        out = std::strtod(words[i].c_str(), &end);
+        return end != words[i].c_str() && *end == '\0' && std::isfinite(out);
+    };
+    double a = 0.0, b = 0.0, c = 0.0;
+    bool ok = true;
+    if (verb == "status" && words.size() == 1)
+    {
+        command.op = wire::AdminOp::Status;
+    }
+    else if (verb == "pause" && words.size() == 1)
+    {
+        command.op = wire::AdminOp::Pause;
+    }
+    else if (verb == "resume" && words.size() == 1)
+    {
+        command.op = wire::AdminOp::Resume;
+    }
+    else if (verb == "reset" && words.size() == 1)
+    {
+        command.op = wire::AdminOp::Reset;
+    }
+    else if (verb == "step" && words.size() == 2 && number(1, a) && a >= 1 && a <= 3600)
+    {
+        command.op = wire::AdminOp::Step;
+        command.count = static_cast<std::uint32_t>(a);
+    }
+    else if (verb == "load" && words.size() == 2)
+    {
+        command.op = wire::AdminOp::LoadScene;
+        command.text = words[1];
+    }
+    else if (verb == "gravity" && words.size() == 4 && number(1, a) && number(2, b) && number(3, c))
+    {
+        command.op = wire::AdminOp::SetGravity;
+        command.vector = {static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)};
+    }
+    else if (verb == "timescale" && words.size() == 2 && number(1, a))
+    {
+        command.op = wire::AdminOp::SetTimeScale;
+        command.value = static_cast<float>(a);
+    }
+    else if (verb == "kick" && words.size() == 2 && number(1, a) && a >= 1 && a <= 4294967295.0)
+    {
+        command.op = wire::AdminOp::Kick;
+        command.count = static_cast<std::uint32_t>(a);
+    }
+    else
+    {
+        ok = false;
+    }
+    if (!ok)
+    {
+        std::fprintf(stderr, "polytope-inspect: admin commands: status | pause | resume | step N | reset | load SCENE | "
+                             "gravity X Y Z | timescale S | kick CLIENT_ID\n");
+        return 1;
+    }
+    std::string host;
+    std::uint16_t port = 0;
+    std::string error;
+    if (!polytope::client::parseHostPort(server, host, port, error))
+    {
+        std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
+        return 1;
+    }
+    polytope::client::AdminOutcome outcome;
+    if (!polytope::client::sendAdminCommand(host, port, command, key, timeout, outcome, error))
+    {
+        std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
+        return 2;
+    }
+    if (!outcome.replied)
+    {
+        std::fprintf(stderr,
+                     "polytope-inspect: no reply from %s within %.1f s (wrong key, admin off, or no server)\n",
+                     server.c_str(), timeout);
+        return 2;
+    }
+    std::printf("%s\n", outcome.message.c_str());
+    return outcome.ok ? 0 : 5;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -890,11 +1005,30 @@ int main(int argc, char** argv)
     CLI::App* stats = app.add_subcommand("stats", "summarize a recording");
     stats->add_option("file", statsFile, "recording to read")->required();
     stats->add_flag("--json", statsJson, "print the summary as one JSON object");
+    std::string adminServer;
+    std::vector<std::string> adminWords;
+    std::string adminKey;
+    std::string adminRoom;
+    double adminTimeout = 2.0;
+    CLI::App* admin = app.add_subcommand(
+        "admin", "send an authenticated admin command: status, pause, resume, step N, reset, load SCENE, "
+                 "gravity X Y Z, timescale S, kick CLIENT_ID");
+    admin->add_option("server", adminServer, "HOST:PORT of the server")->required();
+    admin->add_option("command", adminWords, "the command and its arguments")->required();
+    admin->add_option("--key", adminKey, "the server's admin key (default: POLYTOPE_ADMIN_KEY)");
+    admin->add_option("--room", adminRoom, "room to act on (default: the server's first)");
+    admin->add_option("--timeout", adminTimeout, "seconds to wait for the reply")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     app.require_subcommand(0, 1);
 
     CLI11_PARSE(app, argc, argv);
 
     std::string error;
+    if (admin->parsed())
+    {
+        return runAdmin(adminServer, adminWords, adminKey, adminRoom, adminTimeout);
+    }
     if (record->parsed())
     {
         return runRecord(recordOptions, recordFile);

@@ -712,6 +712,7 @@ std::unique_ptr<ViewSource> makeLiveSource(const std::string& hostPort, double c
     }
     client::ClientConfig config;
     config.name = "polytope-viewer";
+    config.spectator = true; // watches: no player body
     config.connectTimeoutSeconds = connectTimeoutSeconds;
     auto source = std::make_unique<LiveSource>(hostPort, config);
     if (!source->connect(host, port, error))

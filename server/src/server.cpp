@@ -283,6 +283,12 @@ void Server::receive(const protocol::Address& from, const protocol::DecodeResult
     }
 
     auto it = m_sessions.find(from);
+    if (it == m_sessions.end() && type == wire::PacketType::Disconnect)
+    {
+        // The redundant copies of a goodbye already handled (a Disconnect is sent three times): not an error.
+        ++m_metrics.datagramsIn;
+        return;
+    }
     const bool fromClient = type == wire::PacketType::KeepAlive || type == wire::PacketType::Disconnect ||
                             type == wire::PacketType::ClientInput;
     if (it == m_sessions.end() || !fromClient)

@@ -52,6 +52,9 @@ struct ClientConfig
     std::size_t maxQueuedSnapshots = 256;  ///< older complete snapshots are dropped past this
     std::size_t maxPendingInputs = 1024;   ///< inputs waiting for acknowledgement; sendInput refuses past this
     double lossTimeoutSeconds = 2.0;       ///< a sent datagram not acknowledged within this counts as lost
+    std::string room;                      ///< the room to join; empty: the server's first room
+    std::uint16_t snapshotRateHz = 0;      ///< snapshots per second wanted; 0: the room's rate
+    bool spectator = false;                ///< watch only: the server spawns no player body for this client
 };
 
 enum class ClientState : std::uint8_t
@@ -150,6 +153,8 @@ public:
     const protocol::SnapshotReceiver* receiver() const { return m_receiver.get(); }
     /// Known shapes by body id.
     const std::map<std::uint32_t, protocol::CatalogueEntry>& catalogue() const { return m_catalogue; }
+    /// The bodies this client owns and may send inputs for (catalogue entries flagged owned), by id.
+    std::vector<protocol::CatalogueEntry> ownedBodies() const;
     /// Inputs sent and not yet acknowledged.
     std::size_t pendingInputs() const { return m_pendingInputs.size(); }
 

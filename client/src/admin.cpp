@@ -1,0 +1,97 @@
+#include "polytope/client/admin.h"
+
+#include "polytope/protocol/admin_auth.h"
+
+#include <asio.hpp>
+
+#include <poll.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+
+namespace polytope::client
+{
+
+bool sendAdminCommand(const std::string& host, std::uint16_t port, protocol::AdminCommandFields command,
+                      const std::string& adminKey, double timeoutSeconds, AdminOutcome& outcome, std::string& error)
+{
+    outcome = {};
+    if (command.time == 0.0)
+    {
+        command.time =
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    }
+    while (command.nonce == 0)
+    {
+        command.nonce = protocol::randomAdminNonce();
+    }
+    const std::vector<std::uint8_t> bytes = protocol::encodeAdminCommand(command);
+    const protocol::AdminMac mac = protocol::adminMac(protocol::deriveAdminMacKey(adminKey), bytes);
+    protocol::PacketWriter writer;
+    const std::span<const std::uint8_t> request = writer.adminRequest({}, bytes, mac);
+
+    asio::io_context io{1};
+    asio::ip::udp::socket socket(io);
+    asio::error_code ec;
+    asio::ip::udp::resolver resolver(io);
+    auto results = resolver.resolve(asio::ip::udp::v4(), host, std::to_string(port), ec);
+    if (ec || results.empty())
+    {
+        results = resolver.resolve(asio::ip::udp::v6(), host, std::to_string(port), ec);
+    }
+    if (ec || results.empty())
+    {
+        error = "cannot resolve '" + host + "'" + (ec ? ": " + ec.message() : std::string());
+        return false;
+    }
+    const asio::ip::udp::endpoint endpoint = results.begin()->endpoint();
+    socket.open(endpoint.protocol(), ec);
+    if (!ec)
+    {
+        socket.connect(endpoint, ec);
+    }
+    if (!ec)
+    {
+        socket.send(asio::buffer(request.data(), request.size()), 0, ec);
+    }
+    if (ec)
+    {
+        error = "cannot send to " + host + ":" + std::to_string(port) + ": " + ec.message();
+        return false;
+    }
+    socket.non_blocking(true, ec);
+
+    struct alignas(8) Buffer : std::array<std::uint8_t, protocol::kMaxDatagramBytes + 1>
+    {
+    } buffer{};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+    while (std::chrono::steady_clock::now() < deadline)
+    {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd fd{socket.native_handle(), POLLIN, 0};
+        ::poll(&fd, 1, static_cast<int>(std::max<long long>(1, left.count())));
+        const std::size_t received = socket.receive(asio::buffer(buffer), 0, ec);
+        if (ec)
+        {
+            continue; // would block, or an ICMP error from a closed port: keep waiting until the deadline
+        }
+        const protocol::DecodeResult decoded = protocol::decodePacket({buffer.data(), received});
+        if (!decoded.ok() || decoded.type() != protocol::wire::PacketType::AdminReply)
+        {
+            continue;
+        }
+        const auto* reply = decoded.packet->message_as_AdminReply();
+        if (reply->nonce() != command.nonce)
+        {
+            continue;
+        }
+        outcome.replied = true;
+        outcome.ok = reply->ok();
+        outcome.message = reply->message() ? reply->message()->str() : std::string();
+        return true;
+    }
+    return true;
+}
+
+} // namespace polytope::client
