@@ -35,7 +35,6 @@ base_alias="docker.io/library/debian:bookworm" # so that an unchanged `FROM debi
 container="polytope-test-$$"
 mode="test"
 no_cache=()
-container_packages=(podman runc conmon catatonit debootstrap containernetworking-plugins iptables uidmap)
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -130,7 +129,7 @@ fi
 
 # --- Tools -----------------------------------------------------------------------------------------------
 t="$(now)"
-polytope_ensure_packages "${container_packages[@]}"
+polytope_ensure_packages "${POLYTOPE_CONTAINER_PACKAGES[@]}"
 tools_seconds="$(since "$t")"
 echo "== container tools ready (${tools_seconds} s)"
 

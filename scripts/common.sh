@@ -8,6 +8,10 @@ POLYTOPE_PACKAGES=(
   catch2 libqhull-dev libbullet-dev libccd-dev libcpp-httplib-dev libsodium-dev
   libglfw3-dev libgl-dev libgl1-mesa-dri libimgui-dev libstb-dev xvfb xauth
 )
+# docker/test.sh: podman and what it needs to build a base image without a registry.
+POLYTOPE_CONTAINER_PACKAGES=(podman runc conmon catatonit debootstrap containernetworking-plugins iptables uidmap)
+# scripts/fuzz.sh: clang with libFuzzer's runtime.
+POLYTOPE_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
 # Installs the packages that are missing (skips apt entirely when none are).
 polytope_ensure_packages() {
@@ -28,8 +32,10 @@ polytope_ensure_packages() {
     fi
   fi
   echo "== installing: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Waits for a dpkg lock held by another install (CI runs docker/test.sh beside the builds).
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
+    "${missing[@]}"
 }
 
 # Configures and builds one CMake preset (release, debug, asan), optionally only some targets.

@@ -8,7 +8,7 @@ source scripts/common.sh
 seconds="${1:-30}"
 targets=(packet snapshot_payload catalogue inputs challenge scene recording)
 
-polytope_ensure_packages "${POLYTOPE_PACKAGES[@]}" clang libclang-rt-14-dev
+polytope_ensure_packages "${POLYTOPE_PACKAGES[@]}" "${POLYTOPE_FUZZ_PACKAGES[@]}"
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DPOLYTOPE_FUZZ=ON -DPOLYTOPE_BUILD_TESTS=OFF -DPOLYTOPE_BUILD_BENCH=OFF -DPOLYTOPE_WERROR=ON >/dev/null
 cmake --build build/fuzz --target make_packet_corpus "${targets[@]/#/fuzz_}"
