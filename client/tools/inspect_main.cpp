@@ -42,23 +42,7 @@ using polytope::protocol::wire::ShapeKind;
 volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void onInterrupt(int) { g_interrupted = 1; }
 
-const char* shapeName(ShapeKind kind)
-{
-    switch (kind)
-    {
-    case ShapeKind::Sphere:
-        return "sphere";
-    case ShapeKind::Capsule:
-        return "capsule";
-    case ShapeKind::Box:
-        return "box";
-    case ShapeKind::Hull:
-        return "hull";
-    case ShapeKind::Plane:
-        return "plane";
-    }
-    return "unknown";
-}
+const char* shapeName(ShapeKind kind) { return polytope::protocol::shapeKindName(kind); }
 
 // --- body filter and sort ----------------------------------------------------------------------------------
 

@@ -10,23 +10,7 @@ namespace polytope::viewer
 namespace
 {
 
-const char* shapeName(ShapeKind kind)
-{
-    switch (kind)
-    {
-    case ShapeKind::Sphere:
-        return "sphere";
-    case ShapeKind::Capsule:
-        return "capsule";
-    case ShapeKind::Box:
-        return "box";
-    case ShapeKind::Hull:
-        return "hull";
-    case ShapeKind::Plane:
-        return "plane";
-    }
-    return "unknown";
-}
+const char* shapeName(ShapeKind kind) { return polytope::protocol::shapeKindName(kind); }
 
 void row3(const char* label, const std::array<float, 3>& v)
 {

@@ -18,6 +18,22 @@
 
 namespace polytope::viewer
 {
+namespace
+{
+/// A decoded body as the renderer takes it.
+ViewBody toViewBody(const client::SnapshotBody& s)
+{
+    ViewBody b{};
+    b.id = s.id;
+    b.generation = s.generation;
+    b.shape = s.shape;
+    b.atRest = s.atRest;
+    b.position = s.position;
+    b.orientation = s.orientation;
+    b.extent = s.extent;
+    return b;
+}
+} // namespace
 
 // ---------------------------------------------------------------------------------------------------------
 // Interpolation between the two newest snapshots.
@@ -483,16 +499,7 @@ class LiveSource final : public ViewSource
         out.bodies.resize(m_bodies.size());
         for (std::size_t i = 0; i < m_bodies.size(); ++i)
         {
-            const client::SnapshotBody& s = m_bodies[i];
-            ViewBody& b = out.bodies[i];
-            b = ViewBody{};
-            b.id = s.id;
-            b.generation = s.generation;
-            b.shape = s.shape;
-            b.atRest = s.atRest;
-            b.position = s.position;
-            b.orientation = s.orientation;
-            b.extent = s.extent;
+            out.bodies[i] = toViewBody(m_bodies[i]);
         }
         return true;
     }
@@ -554,16 +561,7 @@ void toViewFrame(const client::ReceivedSnapshot& snapshot, ViewFrame& out)
     out.bodies.resize(snapshot.bodies.size());
     for (std::size_t i = 0; i < snapshot.bodies.size(); ++i)
     {
-        const client::SnapshotBody& s = snapshot.bodies[i];
-        ViewBody& b = out.bodies[i];
-        b = ViewBody{};
-        b.id = s.id;
-        b.generation = s.generation;
-        b.shape = s.shape;
-        b.atRest = s.atRest;
-        b.position = s.position;
-        b.orientation = s.orientation;
-        b.extent = s.extent;
+        out.bodies[i] = toViewBody(snapshot.bodies[i]);
     }
 }
 

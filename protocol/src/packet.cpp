@@ -298,6 +298,24 @@ SessionParameters readSessionParameters(const wire::ConnectAccepted& m)
     return out;
 }
 
+const char* shapeKindName(wire::ShapeKind kind)
+{
+    switch (kind)
+    {
+    case wire::ShapeKind::Sphere:
+        return "sphere";
+    case wire::ShapeKind::Capsule:
+        return "capsule";
+    case wire::ShapeKind::Box:
+        return "box";
+    case wire::ShapeKind::Hull:
+        return "hull";
+    case wire::ShapeKind::Plane:
+        return "plane";
+    }
+    return "unknown";
+}
+
 void readCatalogue(const wire::Catalogue& message, std::vector<CatalogueEntry>& out)
 {
     out.clear();

@@ -110,6 +110,9 @@ struct CatalogueEntry
     bool operator==(const CatalogueEntry&) const = default;
 };
 
+/// Stable lower-case name of a shape kind ("sphere", "capsule", "box", "hull", "plane"; logs, tools, JSON).
+const char* shapeKindName(wire::ShapeKind kind);
+
 /// Reads a (verified) Catalogue's entries into `out` (cleared first).
 void readCatalogue(const wire::Catalogue& message, std::vector<CatalogueEntry>& out);
 
