@@ -79,6 +79,8 @@ constexpr CounterFamily kCounters[] = {
      &ServerMetrics::bodiesDeferred},
     {"polytope_snapshots_budget_limited_total", "Snapshots that left a changed body out for the budget.",
      &ServerMetrics::budgetLimitedSnapshots},
+    {"polytope_snapshot_encodes_total", "Snapshot encoder runs (clients sharing baselines share one).",
+     &ServerMetrics::snapshotEncodes},
     {"polytope_inputs_failed_total", "Inputs the world refused (stale body id, static body).",
      &ServerMetrics::inputsFailed},
 };
