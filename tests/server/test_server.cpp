@@ -309,3 +309,35 @@ TEST_CASE("a client with no server answering gives up after its connect time-out
     CHECK(udpClient.client().state() == client::ClientState::ConnectTimedOut);
     CHECK(udpClient.now() - start < 1.5);
 }
+
+TEST_CASE("stopping the UDP server drains: clients are told and run() returns at once", "[server][udp]")
+{
+    server::ServerConfig config;
+    config.port = 0;
+    config.bindAddress = "127.0.0.1";
+    server::UdpServer udpServer;
+    std::string error;
+    REQUIRE(udpServer.open(config, error));
+    std::thread serverThread([&] { udpServer.run(false); });
+    client::UdpClient udpClient;
+    REQUIRE(udpClient.connect("127.0.0.1", udpServer.localPort(), error));
+    const double start = udpClient.now();
+    while (!udpClient.client().isConnected() && udpClient.now() - start < 5.0)
+    {
+        udpClient.poll(0.01);
+    }
+    REQUIRE(udpClient.client().isConnected());
+
+    const auto stopAt = std::chrono::steady_clock::now();
+    udpServer.stop(); // what SIGTERM does
+    serverThread.join();
+    const double stopSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopAt).count();
+    CHECK(stopSeconds < 1.0);
+    const double toldAt = udpClient.now();
+    while (!udpClient.client().isFinished() && udpClient.now() - toldAt < 2.0)
+    {
+        udpClient.poll(0.01);
+    }
+    CHECK(udpClient.client().state() == client::ClientState::ServerClosed);
+    CHECK(udpServer.core().clientCount() == 0);
+}
