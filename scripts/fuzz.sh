@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 seconds="${1:-30}"
-targets=(packet snapshot_payload catalogue inputs challenge scene recording)
+targets=(packet snapshot_payload catalogue inputs challenge scene recording sealed token)
 
 polytope_ensure_packages "${POLYTOPE_PACKAGES[@]}" "${POLYTOPE_FUZZ_PACKAGES[@]}"
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \

@@ -38,6 +38,23 @@ const char* clientStateName(ClientState state)
 Client::Client(const ClientConfig& config, SendFunction send)
     : m_config(config), m_send(std::move(send)), m_inputDatagrams(kInputDatagramRing), m_sent(kSentRing)
 {
+    if (m_config.token)
+    {
+        m_credential.expireTime = m_config.token->expireTime;
+        m_credential.nonce = m_config.token->nonce;
+        m_credential.sealed = m_config.token->sealed;
+    }
+}
+
+std::span<const std::uint8_t> Client::connectMessage()
+{
+    const protocol::TokenCredentialFields* token = m_config.token ? &m_credential : nullptr;
+    if (m_cookie.empty())
+    {
+        return m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name, m_config.room, token);
+    }
+    return m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name, m_config.room,
+                                      m_config.snapshotRateHz, m_config.spectator, token);
 }
 
 bool Client::isFinished() const
@@ -48,6 +65,14 @@ bool Client::isFinished() const
 
 void Client::send(std::span<const std::uint8_t> datagram, double now)
 {
+    if (m_channel.active() && m_state == ClientState::Connected)
+    {
+        datagram = m_channel.seal(datagram); // the handshake is plain; everything after it sealed
+        if (datagram.empty())
+        {
+            return; // larger than a sealed datagram can carry: our own size limits prevent it
+        }
+    }
     ++m_stats.datagramsSent;
     m_stats.bytesSent += datagram.size();
     m_lastSendTime = now;
@@ -210,7 +235,8 @@ void Client::connect(double now)
     m_connectStartTime = now;
     m_lastReceiveTime = now;
     m_cookie.clear();
-    send(m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name, m_config.room), now);
+    m_channel = protocol::SealedChannel();
+    send(connectMessage(), now);
 }
 
 void Client::disconnect(double now)
@@ -268,10 +294,7 @@ void Client::update(double now)
         }
         if (now - m_lastSendTime >= m_config.connectResendSeconds)
         {
-            send(m_cookie.empty() ? m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name, m_config.room)
-                                  : m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name, m_config.room,
-                                                   m_config.snapshotRateHz, m_config.spectator),
-                 now);
+            send(connectMessage(), now);
         }
     }
     else if (m_state == ClientState::Connected)
@@ -324,7 +347,22 @@ void Client::onServerAcks(const wire::PacketHeader& header)
 void Client::receive(std::span<const std::uint8_t> datagram, double now)
 {
     m_stats.bytesReceived += datagram.size();
-    const protocol::DecodeResult decoded = protocol::decodePacket(datagram);
+    std::span<const std::uint8_t> bytes = datagram;
+    if (protocol::isSealed(datagram))
+    {
+        std::span<const std::uint8_t> plain;
+        const protocol::OpenError error =
+            m_channel.active() ? m_channel.open(datagram, plain) : protocol::OpenError::Forged;
+        if (error != protocol::OpenError::None)
+        {
+            m_stats.drops.add(error == protocol::OpenError::Replayed   ? protocol::DropReason::Replayed
+                              : error == protocol::OpenError::TooLarge ? protocol::DropReason::TooLarge
+                                                                       : protocol::DropReason::BadSeal);
+            return;
+        }
+        bytes = plain;
+    }
+    const protocol::DecodeResult decoded = protocol::decodePacket(bytes);
     if (!decoded.ok())
     {
         m_stats.drops.add(decoded.reason);
@@ -332,6 +370,13 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
     }
     const wire::Packet& packet = *decoded.packet;
     const auto type = decoded.type();
+    // With keys, only the two handshake replies may come plain (ConnectDenied only while connecting).
+    if (m_channel.active() && bytes.data() == datagram.data() && type != wire::PacketType::Challenge &&
+        type != wire::PacketType::ConnectDenied)
+    {
+        m_stats.drops.add(protocol::DropReason::Unsealed);
+        return;
+    }
     const bool connecting = m_state == ClientState::Connecting;
     const bool connected = m_state == ClientState::Connected;
     bool expected = false;
@@ -373,11 +418,23 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
     {
     case wire::PacketType::Challenge:
     {
-        // Stateless on the server: nothing of ours to acknowledge. Echo the cookie at once.
-        const auto* cookie = packet.message_as_Challenge()->cookie();
-        m_cookie.assign(cookie->begin(), cookie->end());
-        send(m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name, m_config.room,
-                                                   m_config.snapshotRateHz, m_config.spectator), now);
+        // Stateless on the server: nothing of ours to acknowledge. Echo the cookie at once. Only the first
+        // is taken: with a token, the session keys come from its salt, and later challenges (answers to
+        // resent requests) carry other salts.
+        if (m_cookie.empty())
+        {
+            const auto* cookie = packet.message_as_Challenge()->cookie();
+            m_cookie.assign(cookie->begin(), cookie->end());
+            if (m_config.token)
+            {
+                m_channel = protocol::SealedChannel(protocol::deriveSessionKeys(
+                    m_config.token->clientToServerKey, m_config.token->serverToClientKey,
+                    std::span<const std::uint8_t, protocol::kSessionSaltBytes>(m_cookie.data(),
+                                                                                protocol::kSessionSaltBytes),
+                    false));
+            }
+        }
+        send(connectMessage(), now);
         return;
     }
     case wire::PacketType::ConnectDenied:

@@ -44,6 +44,8 @@ struct Options
     int minConnected = -1; ///< -1: all
     bool json = false;
     std::string room;      ///< empty: the server's first room
+    std::string tokenKey;  ///< hex; set: each bot gets its own connect token made with it (as a backend would)
+    std::uint64_t clientIdBase = 0; ///< token client ids are base + 1 .. base + clients; 0: random base
 };
 
 /// Aligned for the FlatBuffers Verifier; one byte over the limit so oversized datagrams show as such.
@@ -123,9 +125,46 @@ public:
     {
         client::ClientConfig config;
         config.room = options.room;
+        protocol::TokenKey key{};
+        std::uint64_t idBase = options.clientIdBase;
+        if (!options.tokenKey.empty())
+        {
+            std::string error;
+            if (!protocol::parseTokenKeyHex(options.tokenKey, key, error))
+            {
+                m_setupError = "--token-key: " + error;
+                return;
+            }
+            if (idBase == 0)
+            {
+                idBase = (static_cast<std::uint64_t>(std::random_device{}()) << 20) + 1;
+            }
+        }
+        const auto unixNow = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count());
         for (int i = 0; i < options.clients; ++i)
         {
             config.name = "bot-" + std::to_string(i);
+            if (!options.tokenKey.empty())
+            {
+                protocol::TokenRequest request;
+                request.clientId = idBase + static_cast<std::uint64_t>(i);
+                if (!options.room.empty())
+                {
+                    request.rooms.push_back(options.room);
+                }
+                request.serverAddresses.push_back(options.target);
+                request.lifetimeSeconds = static_cast<std::uint64_t>(options.seconds + options.connectSpreadSeconds) + 60;
+                protocol::ConnectToken token;
+                std::string error;
+                if (!protocol::makeConnectToken(key, request, unixNow, token, error))
+                {
+                    m_setupError = "cannot make a connect token: " + error;
+                    return;
+                }
+                config.token = std::move(token);
+            }
             auto bot = std::make_unique<Bot>(m_io, static_cast<std::size_t>(i), config);
             bot->startTime = options.clients > 1 ? options.connectSpreadSeconds * i / (options.clients - 1) : 0.0;
             m_bots.push_back(std::move(bot));
@@ -135,6 +174,11 @@ public:
     /// Runs until --seconds have passed or a signal arrives. Returns false when no socket could be opened.
     bool run(std::string& error)
     {
+        if (!m_setupError.empty())
+        {
+            error = m_setupError;
+            return false;
+        }
         for (auto& bot : m_bots)
         {
             asio::error_code ec;
@@ -324,6 +368,7 @@ private:
     }
 
     Options m_options;
+    std::string m_setupError; ///< from the constructor (bad token key)
     udp::endpoint m_server;
     asio::io_context m_io{1};
     asio::steady_timer m_timer;
@@ -452,6 +497,12 @@ int main(int argc, char** argv)
     app.add_option("--min-connected", options.minConnected, "exit 2 when fewer bots connected (default: all)")
         ->check(CLI::Range(0, 4096));
     app.add_flag("--json", options.json, "print the report as one JSON object");
+    app.add_option("--token-key", options.tokenKey,
+                   "the server's token key (64 hex digits; default: POLYTOPE_TOKEN_KEY): each bot gets a connect "
+                   "token of its own, as from a backend. Without it, only an --insecure server accepts the bots")
+        ->envname("POLYTOPE_TOKEN_KEY");
+    app.add_option("--client-id-base", options.clientIdBase,
+                   "token client ids are BASE+0 .. BASE+clients-1 (default: random)");
     CLI11_PARSE(app, argc, argv);
     const int required = options.minConnected < 0 ? options.clients : options.minConnected;
 

@@ -13,6 +13,7 @@
 // connection is lost or the server closes it, 4 when a recording cannot be written or read.
 #include "polytope/client/admin.h"
 #include "polytope/client/recording.h"
+#include "polytope/client/token_file.h"
 #include "polytope/client/udp_client.h"
 
 #include <CLI/CLI.hpp>
@@ -522,6 +523,8 @@ struct ConnectOptions
     double timeout = 5.0;
     std::string name = "polytope-inspect";
     std::string room; ///< empty: the server's first room
+    std::string tokenFile; ///< empty: tokenKey, else connect without a token (an --insecure server)
+    std::string tokenKey;  ///< hex: make a token with the server's key (operators)
 };
 
 void addConnectOptions(CLI::App& app, ConnectOptions& options)
@@ -534,6 +537,14 @@ void addConnectOptions(CLI::App& app, ConnectOptions& options)
         ->check(CLI::PositiveNumber);
     app.add_option("--name", options.name, "client name the server logs")->capture_default_str();
     app.add_option("--room", options.room, "room to watch (default: the server's first)");
+    app.add_option("--token", options.tokenFile,
+                   "connect token file from the game's backend or polytope-token (default: POLYTOPE_TOKEN; "
+                   "none: only an --insecure server accepts the connection)")
+        ->envname("POLYTOPE_TOKEN");
+    app.add_option("--token-key", options.tokenKey,
+                   "without --token: make a token with the server's token key, as a backend would "
+                   "(default: POLYTOPE_TOKEN_KEY)")
+        ->envname("POLYTOPE_TOKEN_KEY");
 }
 
 /// Connects, hands each snapshot to `onSnapshot`, and returns the exit status.
@@ -557,6 +568,12 @@ int runConnected(const ConnectOptions& options, bool quietSummary,
     config.connectTimeoutSeconds = options.timeout;
     config.room = options.room;
     config.spectator = true; // inspecting: no player body
+    if (!polytope::client::toolToken(options.tokenFile, options.tokenKey, options.server, options.room, config.token,
+                                     error))
+    {
+        std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
+        return 1;
+    }
     polytope::client::UdpClient udp(config);
     if (!udp.connect(host, port, error))
     {
@@ -604,8 +621,12 @@ int runConnected(const ConnectOptions& options, bool quietSummary,
     const auto state = client.state();
     if (state == polytope::client::ClientState::ConnectTimedOut)
     {
-        std::fprintf(stderr, "polytope-inspect: no answer from %s within %.1f s (is polytope-server running there?)\n",
-                     options.server.c_str(), options.timeout);
+        // A server drops connects without a valid token silently (no amplification, nothing to probe).
+        std::fprintf(stderr,
+                     "polytope-inspect: no answer from %s within %.1f s (is polytope-server running there? %s)\n",
+                     options.server.c_str(), options.timeout,
+                     config.token ? "does it take this token: its key, address, room, expiry, not used before?"
+                                  : "it needs a connect token unless --insecure: --token FILE or --token-key");
         return 2;
     }
     if (state == polytope::client::ClientState::ConnectionDenied)

@@ -2,6 +2,7 @@
 
 #include "polytope/client/interpolation.h"
 #include "polytope/client/recording.h"
+#include "polytope/client/token_file.h"
 #include "polytope/client/udp_client.h"
 #include "polytope/physics/scenes.h"
 #include "polytope/physics/world.h"
@@ -532,7 +533,9 @@ class LiveSource final : public ViewSource
         const client::Client& c = m_udp.client();
         if (c.state() == client::ClientState::ConnectTimedOut)
         {
-            return "no answer from " + m_server + " (is polytope-server running there?)";
+            return "no answer from " + m_server +
+                   " (is polytope-server running there? It needs a connect token unless --insecure: --token or "
+                   "--token-key)";
         }
         return m_server + ": " + client::clientStateName(c.state());
     }
@@ -700,6 +703,7 @@ std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::st
 }
 
 std::unique_ptr<ViewSource> makeLiveSource(const std::string& hostPort, double connectTimeoutSeconds,
+                                           const std::string& tokenFile, const std::string& tokenKey,
                                            std::string& error)
 {
     std::string host;
@@ -712,6 +716,10 @@ std::unique_ptr<ViewSource> makeLiveSource(const std::string& hostPort, double c
     config.name = "polytope-viewer";
     config.spectator = true; // watches: no player body
     config.connectTimeoutSeconds = connectTimeoutSeconds;
+    if (!client::toolToken(tokenFile, tokenKey, hostPort, {}, config.token, error))
+    {
+        return nullptr;
+    }
     auto source = std::make_unique<LiveSource>(hostPort, config);
     if (!source->connect(host, port, error))
     {

@@ -80,9 +80,11 @@ struct LocalOptions
 /// Creates a local scene source. Returns nullptr and sets error for an unknown scene.
 std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::string& error);
 
-/// Creates a live source connected to host:port. Returns nullptr and sets error when the address does not
-/// resolve.
+/// Creates a live source connected to host:port, with the token in `tokenFile`, else one made with
+/// `tokenKey` (hex), else none (client/token_file.h's toolToken). Returns nullptr and sets error when the
+/// address does not resolve or the token cannot be read or made.
 std::unique_ptr<ViewSource> makeLiveSource(const std::string& hostPort, double connectTimeoutSeconds,
+                                           const std::string& tokenFile, const std::string& tokenKey,
                                            std::string& error);
 
 /// Creates a source that plays a recording (client/recording.h) by its server time at `speed` (1 = real

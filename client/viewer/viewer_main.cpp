@@ -135,6 +135,16 @@ int main(int argc, char** argv)
     app.add_option("--timeout", timeout, "seconds to wait for the server to answer")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    std::string tokenFile;
+    app.add_option("--token", tokenFile,
+                   "live view: connect token file (default: POLYTOPE_TOKEN; none: only an --insecure server "
+                   "accepts the viewer)")
+        ->envname("POLYTOPE_TOKEN");
+    std::string tokenKey;
+    app.add_option("--token-key", tokenKey,
+                   "live view without --token: make a token with the server's token key (default: "
+                   "POLYTOPE_TOKEN_KEY)")
+        ->envname("POLYTOPE_TOKEN_KEY");
     CLI11_PARSE(app, argc, argv);
 
     if (static_cast<int>(!server.empty()) + static_cast<int>(!scene.empty()) +
@@ -177,7 +187,7 @@ int main(int argc, char** argv)
     }
     else
     {
-        source = makeLiveSource(server, timeout, error);
+        source = makeLiveSource(server, timeout, tokenFile, tokenKey, error);
         if (!source)
         {
             std::fprintf(stderr, "polytope-viewer: %s\n", error.c_str());

@@ -30,6 +30,19 @@ bool validCookie(const flatbuffers::Vector<std::uint8_t>* cookie)
     return cookie != nullptr && cookie->size() == kCookieBytes;
 }
 
+/// Absent is valid here (the Host decides whether a token is required); present means every field in range.
+bool validToken(const wire::TokenCredential* token)
+{
+    if (token == nullptr)
+    {
+        return true;
+    }
+    const auto* nonce = token->nonce();
+    const auto* sealed = token->sealed();
+    return nonce != nullptr && nonce->size() == kTokenCredentialNonceBytes && sealed != nullptr &&
+           sealed->size() > 16 && sealed->size() <= kMaxTokenCredentialSealedBytes;
+}
+
 bool validConnectAccepted(const wire::ConnectAccepted& m)
 {
     const auto* scene = m.scene();
@@ -120,7 +133,8 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
             return false;
         }
         return validName(packet.message_as_ConnectRequest()->client_name()) &&
-               validRoom(packet.message_as_ConnectRequest()->room());
+               validRoom(packet.message_as_ConnectRequest()->room()) &&
+               validToken(packet.message_as_ConnectRequest()->token());
     case wire::Message::Challenge:
         return validCookie(packet.message_as_Challenge()->cookie());
     case wire::Message::ChallengeResponse:
@@ -131,7 +145,8 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
             return false;
         }
         const auto* m = packet.message_as_ChallengeResponse();
-        return validCookie(m->cookie()) && validName(m->client_name()) && validRoom(m->room());
+        return validCookie(m->cookie()) && validName(m->client_name()) && validRoom(m->room()) &&
+               validToken(m->token());
     }
     case wire::Message::ConnectAccepted:
         return validConnectAccepted(*packet.message_as_ConnectAccepted());
@@ -205,6 +220,24 @@ const char* dropReasonName(DropReason reason)
         return "bad_cookie";
     case DropReason::BadPayload:
         return "bad_payload";
+    case DropReason::NoToken:
+        return "no_token";
+    case DropReason::BadToken:
+        return "bad_token";
+    case DropReason::TokenExpired:
+        return "token_expired";
+    case DropReason::TokenReused:
+        return "token_reused";
+    case DropReason::TokenRefused:
+        return "token_refused";
+    case DropReason::Unsealed:
+        return "unsealed";
+    case DropReason::BadSeal:
+        return "bad_seal";
+    case DropReason::Replayed:
+        return "replayed";
+    case DropReason::RateLimited:
+        return "rate_limited";
     case DropReason::Count:
         break;
     }
@@ -277,6 +310,19 @@ DecodeResult decodePacket(std::span<const std::uint8_t> datagram)
     }
     result.packet = packet;
     return result;
+}
+
+bool readTokenCredential(const wire::TokenCredential* token, TokenCredentialFields& out)
+{
+    if (token == nullptr || token->nonce() == nullptr || token->sealed() == nullptr ||
+        token->nonce()->size() != out.nonce.size())
+    {
+        return false;
+    }
+    out.expireTime = token->expire_time();
+    std::copy(token->nonce()->begin(), token->nonce()->end(), out.nonce.begin());
+    out.sealed.assign(token->sealed()->begin(), token->sealed()->end());
+    return true;
 }
 
 SessionParameters readSessionParameters(const wire::ConnectAccepted& m)
@@ -408,7 +454,8 @@ std::span<const std::uint8_t> PacketWriter::finish(const HeaderFields& fields, w
 
 std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
                                                    std::string_view clientName, std::string_view room,
-                                                   std::uint16_t snapshotRateHz, bool spectator, bool isResponse)
+                                                   std::uint16_t snapshotRateHz, bool spectator, bool isResponse,
+                                                   const TokenCredentialFields* token)
 {
     // Pad so that the finished datagram is at least kMinConnectRequestBytes. The padding vector's payload
     // is the size we still need after everything else; a first pass measures the rest.
@@ -423,17 +470,25 @@ std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, s
         std::uint8_t* pad = nullptr;
         const auto paddingOffset = m_builder.CreateUninitializedVector<std::uint8_t>(padding, &pad);
         std::fill(pad, pad + padding, std::uint8_t{0});
+        flatbuffers::Offset<wire::TokenCredential> tokenOffset;
+        if (token != nullptr)
+        {
+            const auto nonce = m_builder.CreateVector(token->nonce.data(), token->nonce.size());
+            const auto sealed = m_builder.CreateVector(token->sealed.data(), token->sealed.size());
+            tokenOffset = wire::CreateTokenCredential(m_builder, token->expireTime, nonce, sealed);
+        }
         std::span<const std::uint8_t> bytes;
         if (isResponse)
         {
             const auto cookieOffset = m_builder.CreateVector(cookie.data(), cookie.size());
             const auto message = wire::CreateChallengeResponse(m_builder, cookieOffset, nameOffset, paddingOffset,
-                                                               roomOffset, snapshotRateHz, spectator);
+                                                               roomOffset, snapshotRateHz, spectator, tokenOffset);
             bytes = finish(header, wire::PacketType::ChallengeResponse, message.Union());
         }
         else
         {
-            const auto message = wire::CreateConnectRequest(m_builder, nameOffset, paddingOffset, roomOffset);
+            const auto message =
+                wire::CreateConnectRequest(m_builder, nameOffset, paddingOffset, roomOffset, tokenOffset);
             bytes = finish(header, wire::PacketType::ConnectRequest, message.Union());
         }
         if (bytes.size() >= kMinConnectRequestBytes)
@@ -446,9 +501,9 @@ std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, s
 }
 
 std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& header, std::string_view clientName,
-                                                          std::string_view room)
+                                                          std::string_view room, const TokenCredentialFields* token)
 {
-    return padded(header, {}, clientName, room, 0, false, false);
+    return padded(header, {}, clientName, room, 0, false, false, token);
 }
 
 std::span<const std::uint8_t> PacketWriter::challenge(const HeaderFields& header, std::span<const std::uint8_t> cookie)
@@ -462,9 +517,10 @@ std::span<const std::uint8_t> PacketWriter::challenge(const HeaderFields& header
 std::span<const std::uint8_t> PacketWriter::challengeResponse(const HeaderFields& header,
                                                               std::span<const std::uint8_t> cookie,
                                                               std::string_view clientName, std::string_view room,
-                                                              std::uint16_t snapshotRateHz, bool spectator)
+                                                              std::uint16_t snapshotRateHz, bool spectator,
+                                                              const TokenCredentialFields* token)
 {
-    return padded(header, cookie, clientName, room, snapshotRateHz, spectator, true);
+    return padded(header, cookie, clientName, room, snapshotRateHz, spectator, true, token);
 }
 
 std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& header, const SessionParameters& session)

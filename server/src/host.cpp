@@ -31,6 +31,10 @@ std::unique_ptr<Host> Host::create(const HostConfig& config, SendFunction send, 
         error = "no room configured";
         return nullptr;
     }
+    if (!validateSecurityConfig(config.security, error))
+    {
+        return nullptr;
+    }
     std::unique_ptr<Host> host(new Host(config, std::move(send)));
     for (std::size_t i = 0; i < config.rooms.size(); ++i)
     {
@@ -45,31 +49,22 @@ std::unique_ptr<Host> Host::create(const HostConfig& config, SendFunction send, 
         Host* self = host.get();
         const std::size_t index = i;
         auto room = Server::create(
-            config.rooms[i], [self](const protocol::Address& to, std::span<const std::uint8_t> d) { self->m_send(to, d); },
-            error);
+            config.rooms[i],
+            [self](const protocol::Address& to, std::span<const std::uint8_t> d) { self->sendFromRoom(to, d); }, error);
         if (!room)
         {
             error = "room '" + config.rooms[i].room + "': " + error;
             return nullptr;
         }
-        room->setSessionObserver(
-            [self, index](const protocol::Address& address, bool opened)
-            {
-                if (opened)
-                {
-                    self->m_route[address] = index;
-                }
-                else
-                {
-                    self->m_route.erase(address);
-                }
-            });
+        room->setSessionObserver([self, index](const protocol::Address& address, bool opened)
+                                 { self->onSession(index, address, opened); });
         host->m_rooms.push_back(std::move(room));
     }
     return host;
 }
 
-Host::Host(const HostConfig& config, SendFunction send) : m_config(config), m_send(std::move(send))
+Host::Host(const HostConfig& config, SendFunction send)
+    : m_config(config), m_send(std::move(send)), m_gate(config.security)
 {
     if (!m_config.wallClock)
     {
@@ -114,20 +109,169 @@ std::size_t Host::clientCount() const
     return count;
 }
 
+void Host::sendFromRoom(const protocol::Address& to, std::span<const std::uint8_t> datagram)
+{
+    const auto secure = m_secure.find(to);
+    if (secure == m_secure.end())
+    {
+        m_send(to, datagram);
+        return;
+    }
+    const std::span<const std::uint8_t> sealed = secure->second.channel.seal(datagram);
+    if (sealed.empty())
+    {
+        // Larger than a sealed datagram can carry: a bug in the sender's size limits, never sent plain.
+        spdlog::error("datagram of {} bytes to {} is too large to seal; not sent", datagram.size(), to.toString());
+        return;
+    }
+    ++m_metrics.datagramsSealed;
+    m_metrics.bytesOut += sealed.size() - datagram.size();
+    m_send(to, sealed);
+}
+
+void Host::onSession(std::size_t room, const protocol::Address& address, bool opened)
+{
+    if (opened)
+    {
+        m_route[address] = room;
+        if (m_pending && m_pending->first == address)
+        {
+            m_gate.markUsed(m_pendingToken, address);
+            m_secure.insert_or_assign(address, std::move(m_pending->second));
+            m_pending.reset();
+            ++m_metrics.sealedSessions;
+        }
+        else
+        {
+            ++m_metrics.plainSessions;
+        }
+        return;
+    }
+    m_route.erase(address);
+    if (const auto secure = m_secure.find(address); secure != m_secure.end())
+    {
+        m_gate.sessionEnded(secure->second.tokenClientId);
+        m_secure.erase(secure);
+    }
+}
+
+void Host::drop(const protocol::Address& from, protocol::DropReason reason, std::size_t bytes, const char* what)
+{
+    m_metrics.bytesIn += bytes;
+    m_metrics.drops.add(reason);
+    spdlog::debug("dropped {} from {}: {} ({} bytes)", what, from.toString(), protocol::dropReasonName(reason), bytes);
+}
+
+bool Host::screenHandshake(const protocol::Address& from, const wire::Packet& packet, Server& room,
+                           std::size_t bytes, double now)
+{
+    const bool isResponse = packet.header()->type() == wire::PacketType::ChallengeResponse;
+    const wire::TokenCredential* credential = isResponse ? packet.message_as_ChallengeResponse()->token()
+                                                         : packet.message_as_ConnectRequest()->token();
+    const bool openSession = m_route.count(from) != 0;
+    const auto secure = m_secure.find(from);
+    protocol::TokenCredentialFields fields;
+    if (!protocol::readTokenCredential(credential, fields))
+    {
+        // Tokenless: only on an --insecure server, and never to repeat a sealed session's handshake.
+        if (!m_config.security.insecure || secure != m_secure.end())
+        {
+            drop(from, protocol::DropReason::NoToken, bytes, "tokenless connect");
+            return false;
+        }
+        return true;
+    }
+    if (openSession && secure == m_secure.end())
+    {
+        drop(from, protocol::DropReason::TokenReused, bytes, "token for a plain session");
+        return false;
+    }
+    const TokenCheck check = m_gate.check(fields, room.config().room, from, openSession, m_config.wallClock());
+    if (check.reason)
+    {
+        drop(from, *check.reason, bytes, isResponse ? "challenge response" : "connect request");
+        return false;
+    }
+    if (!isResponse)
+    {
+        return true;
+    }
+    const auto* cookie = packet.message_as_ChallengeResponse()->cookie(); // kCookieBytes: decodePacket checked
+    std::array<std::uint8_t, protocol::kCookieSaltBytes> salt{};
+    std::copy_n(cookie->data(), salt.size(), salt.begin());
+    if (secure != m_secure.end())
+    {
+        // A repeat for the open session: its ConnectAccepted goes out under the session's own keys, so it
+        // must carry the same salt (the cookie the session was opened with).
+        if (secure->second.salt != salt)
+        {
+            drop(from, protocol::DropReason::TokenReused, bytes, "challenge response with another salt");
+            return false;
+        }
+        return true;
+    }
+    SecureSession session;
+    session.salt = salt;
+    session.tokenClientId = check.token.clientId;
+    session.channel = protocol::SealedChannel(protocol::deriveSessionKeys(
+        check.token.clientToServerKey, check.token.serverToClientKey,
+        std::span<const std::uint8_t, protocol::kSessionSaltBytes>(salt.data(), salt.size()), true));
+    if (m_gate.usedTokens() >= m_config.security.maxUsedTokens)
+    {
+        spdlog::warn("used-token table full ({} entries): refusing connects until tokens expire",
+                     m_gate.usedTokens());
+        drop(from, protocol::DropReason::TokenRefused, bytes, "challenge response");
+        return false;
+    }
+    m_pending.emplace(from, std::move(session));
+    m_pendingToken = check;
+    (void)now;
+    return true;
+}
+
 void Host::receive(const protocol::Address& from, std::span<const std::uint8_t> datagram, double now)
 {
-    const protocol::DecodeResult decoded = protocol::decodePacket(datagram);
-    if (const auto route = m_route.find(from); route != m_route.end())
+    const auto secure = m_secure.find(from);
+    std::span<const std::uint8_t> bytes = datagram;
+    if (protocol::isSealed(datagram))
+    {
+        if (secure == m_secure.end())
+        {
+            drop(from, protocol::DropReason::BadSeal, datagram.size(), "sealed datagram without a session");
+            return;
+        }
+        std::span<const std::uint8_t> plain;
+        const protocol::OpenError error = secure->second.channel.open(datagram, plain);
+        if (error != protocol::OpenError::None)
+        {
+            drop(from,
+                 error == protocol::OpenError::Replayed   ? protocol::DropReason::Replayed
+                 : error == protocol::OpenError::TooLarge ? protocol::DropReason::TooLarge
+                                                          : protocol::DropReason::BadSeal,
+                 datagram.size(), "sealed datagram");
+            return;
+        }
+        ++m_metrics.datagramsOpened;
+        bytes = plain;
+    }
+    const protocol::DecodeResult decoded = protocol::decodePacket(bytes);
+    const bool handshake = decoded.ok() && (decoded.type() == wire::PacketType::ConnectRequest ||
+                                            decoded.type() == wire::PacketType::ChallengeResponse);
+    if (secure != m_secure.end() && bytes.data() == datagram.data() && !handshake)
+    {
+        // Plain from a sealed session's address: forged or spoofed (only the handshake is plain).
+        drop(from, decoded.ok() ? protocol::DropReason::Unsealed : decoded.reason, datagram.size(), "datagram");
+        return;
+    }
+    const auto route = m_route.find(from);
+    if (route != m_route.end() && !handshake)
     {
         m_rooms[route->second]->receive(from, decoded, datagram.size(), now);
         return;
     }
     if (!decoded.ok())
     {
-        m_metrics.bytesIn += datagram.size();
-        m_metrics.drops.add(decoded.reason);
-        spdlog::debug("ignored datagram from {}: {} ({} bytes)", from.toString(),
-                      protocol::dropReasonName(decoded.reason), datagram.size());
+        drop(from, decoded.reason, datagram.size(), "datagram");
         return;
     }
     const wire::Packet& packet = *decoded.packet;
@@ -141,6 +285,11 @@ void Host::receive(const protocol::Address& from, std::span<const std::uint8_t> 
         room = roomOf(packet.message_as_ChallengeResponse()->room());
         break;
     case wire::PacketType::AdminRequest:
+        if (!m_gate.admit(from, now))
+        {
+            drop(from, protocol::DropReason::RateLimited, datagram.size(), "admin request");
+            return;
+        }
         m_metrics.bytesIn += datagram.size();
         handleAdmin(from, packet, now);
         return;
@@ -149,16 +298,28 @@ void Host::receive(const protocol::Address& from, std::span<const std::uint8_t> 
         m_rooms.front()->receive(from, decoded, datagram.size(), now);
         return;
     }
-    if (Server* target = findRoom(room))
+    if (route == m_route.end() && !m_gate.admit(from, now))
     {
-        target->receive(from, decoded, datagram.size(), now);
+        drop(from, protocol::DropReason::RateLimited, datagram.size(), "connect");
         return;
     }
-    m_metrics.bytesIn += datagram.size();
-    ++m_metrics.unknownRoom;
-    spdlog::debug("denied {}: no room '{}'", from.toString(), room);
-    // Smaller than the padded request that caused it: no amplification.
-    send(from, m_writer.connectDenied({}, wire::DenyReason::UnknownRoom));
+    // A repeat from an open session goes to its own room, whatever it names.
+    Server* target = route != m_route.end() ? m_rooms[route->second].get() : findRoom(room);
+    if (target == nullptr)
+    {
+        m_metrics.bytesIn += datagram.size();
+        ++m_metrics.unknownRoom;
+        spdlog::debug("denied {}: no room '{}'", from.toString(), room);
+        // Smaller than the padded request that caused it: no amplification.
+        send(from, m_writer.connectDenied({}, wire::DenyReason::UnknownRoom));
+        return;
+    }
+    if (!screenHandshake(from, packet, *target, datagram.size(), now))
+    {
+        return;
+    }
+    target->receive(from, decoded, datagram.size(), now);
+    m_pending.reset(); // not taken: the room refused (full, bad cookie), or it was a repeat
 }
 
 bool Host::freshNonce(std::uint64_t nonce, double wallNow)
@@ -230,6 +391,11 @@ void Host::handleAdmin(const protocol::Address& from, const wire::Packet& packet
 
 void Host::update(double now)
 {
+    if (now - m_lastSweep >= 1.0)
+    {
+        m_lastSweep = now;
+        m_gate.sweep(now, m_config.wallClock());
+    }
     for (auto& room : m_rooms)
     {
         room->update(now);

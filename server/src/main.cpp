@@ -88,7 +88,8 @@ int main(int argc, char** argv)
         std::string error;
         server::HostConfig hostConfig;
         hostConfig.adminKey = options.adminKey;
-        if (!server::roomConfigs(options, hostConfig.rooms, error) ||
+        if (!server::securityConfig(options, hostConfig.security, error) ||
+            !server::roomConfigs(options, hostConfig.rooms, error) ||
             !server.open(hostConfig, config.bindAddress, config.port, error))
         {
             spdlog::error("{}", error);
@@ -103,6 +104,16 @@ int main(int argc, char** argv)
         }
         spdlog::info(options.adminKey.empty() ? "admin commands off (no --admin-key)"
                                               : "admin commands on (authenticated with the admin key)");
+        if (options.insecure)
+        {
+            spdlog::warn("--insecure: clients without connect tokens are accepted and their sessions are NOT "
+                         "encrypted or authenticated; never expose this server to the internet");
+        }
+        if (hostConfig.security.tokenKey)
+        {
+            spdlog::info("connect tokens required{}; sessions sealed with ChaCha20-Poly1305",
+                         options.insecure ? " unless tokenless (--insecure)" : "");
+        }
         if (!options.restoreFile.empty())
         {
             std::vector<std::uint8_t> state;

@@ -250,6 +250,14 @@ std::string renderHostPrometheus(const HostMetrics& host)
                 "reason=\"" + escapeLabelValue(protocol::dropReasonName(reason)) + "\"", host.drops[reason], false);
     }
     counter("polytope_host_unknown_room_total", "Connection attempts naming no room.", "", host.unknownRoom, true);
+    header(out, "polytope_sessions_opened_total", "Sessions opened, by kind (sealed: with a connect token).",
+           "counter");
+    counter("polytope_sessions_opened_total", "", "kind=\"sealed\"", host.sealedSessions, false);
+    counter("polytope_sessions_opened_total", "", "kind=\"plain\"", host.plainSessions, false);
+    counter("polytope_datagrams_sealed_total", "Datagrams encrypted and sent to sealed sessions.", "",
+            host.datagramsSealed, true);
+    counter("polytope_datagrams_opened_total", "Datagrams from sealed sessions that authenticated.", "",
+            host.datagramsOpened, true);
     header(out, "polytope_admin_requests_total", "Admin requests, by outcome.", "counter");
     const std::pair<const char*, std::uint64_t> outcomes[] = {
         {"accepted", host.adminAccepted}, {"disabled", host.adminDisabled},   {"bad_mac", host.adminBadMac},

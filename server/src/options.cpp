@@ -69,6 +69,16 @@ void declare(CLI::App& app, ServerOptions& out)
                      ->delimiter(','));
     withVariable(app.add_option("--admin-key", out.adminKey,
                                 "secret that authenticates admin commands (POLYTOPE_ADMIN_KEY); empty: admin off"));
+    withVariable(app.add_option("--token-key", out.tokenKey,
+                                "64 hex digits shared with the backend that makes connect tokens "
+                                "(polytope-token); required unless --insecure"));
+    withVariable(app.add_flag("--insecure", out.insecure,
+                              "accept clients without connect tokens, unencrypted (local development only); "
+                              "POLYTOPE_INSECURE and the config file take true or false"));
+    withVariable(app.add_option("--public-address", out.publicAddresses,
+                                "HOST:PORT that connect tokens must name (repeat, or comma-separated); "
+                                "default: any address with this server's port")
+                     ->delimiter(','));
     withVariable(app.add_option("--checkpoint", out.checkpointFile,
                                 "write the whole state to this file periodically and at shutdown"));
     withVariable(app.add_option("--checkpoint-interval", out.checkpointSeconds, "seconds between checkpoints")
@@ -259,7 +269,40 @@ OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOption
     {
         return failure("--room: " + error);
     }
+    // The key's format and the addresses here; whether a key is required (it is, unless --insecure) when the
+    // server starts (securityConfig), so that tools and tests can parse options without one.
+    SecurityConfig security;
+    ServerOptions check = out;
+    check.insecure = true;
+    if (!securityConfig(check, security, error))
+    {
+        return failure(error);
+    }
     return {};
+}
+
+bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::string& error)
+{
+    out = SecurityConfig();
+    out.insecure = options.insecure;
+    out.publicAddresses = options.publicAddresses;
+    out.listenPort = options.server.port;
+    if (!options.tokenKey.empty())
+    {
+        protocol::TokenKey key{};
+        if (!protocol::parseTokenKeyHex(options.tokenKey, key, error))
+        {
+            error = "--token-key: " + error;
+            return false;
+        }
+        out.tokenKey = key;
+    }
+    if (!validateSecurityConfig(out, error))
+    {
+        error = (options.insecure || !options.tokenKey.empty() ? "--public-address: " : "--token-key: ") + error;
+        return false;
+    }
+    return true;
 }
 
 bool roomConfigs(const ServerOptions& options, std::vector<ServerConfig>& out, std::string& error)

@@ -294,7 +294,7 @@ void Server::receive(const protocol::Address& from, const protocol::DecodeResult
     if (it == m_sessions.end() || !fromClient)
     {
         m_metrics.drops.add(protocol::DropReason::UnexpectedMessage);
-        spdlog::debug("ignored {} from {}: {}", wire::EnumNamePacketType(type), from.toString(),
+        spdlog::debug("ignored {} from {}: unexpected_message ({})", wire::EnumNamePacketType(type), from.toString(),
                       it == m_sessions.end() ? "no session" : "not a client message");
         return;
     }
@@ -438,7 +438,7 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
     {
         m_metrics.drops.add(protocol::DropReason::BadCookie);
         ++(check == CookieCheck::Expired ? m_metrics.cookiesExpired : m_metrics.cookiesForged);
-        spdlog::debug("ignored challenge response from {}: cookie {}", from.toString(), cookieCheckName(check));
+        spdlog::debug("ignored challenge response from {}: bad_cookie ({})", from.toString(), cookieCheckName(check));
         return;
     }
     ++m_metrics.datagramsIn;

@@ -172,6 +172,7 @@ bool UdpServer::open(const ServerConfig& config, std::string& error)
 {
     HostConfig host;
     host.rooms.push_back(config);
+    host.security.insecure = true; // see the header: tests and local tools
     return open(host, config.bindAddress, config.port, error);
 }
 

@@ -1,10 +1,11 @@
 // libFuzzer target: the server's cookie check. Input: 4 address bytes, 2 port bytes, 2 bytes of time, then
-// the echoed cookie. Nothing may crash; a cookie accepted as valid must be exactly the one the server would
-// have issued to that address at the time it names (no forgery without the key).
+// the echoed cookie. Nothing may crash; a cookie accepted as valid must stop verifying when any byte of its
+// salt or stamp changes (no forgery without the key), and a freshly issued one always verifies.
 #include "polytope/server/connect_cookie.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
@@ -21,12 +22,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const server::CookieCheck check = cookies.verify(address, cookie, now);
     if (check == server::CookieCheck::Valid)
     {
-        const std::uint32_t stamp = cookie[0] | (cookie[1] << 8) | (cookie[2] << 16) | (static_cast<std::uint32_t>(cookie[3]) << 24);
-        const auto issued = cookies.issue(address, static_cast<double>(stamp));
-        if (!std::equal(issued.begin(), issued.end(), cookie.begin(), cookie.end()))
+        // A forged cookie that verifies would be a bug: the hash covers salt and stamp, so changing any byte
+        // of them must make it fail.
+        std::vector<std::uint8_t> changed(cookie.begin(), cookie.end());
+        changed[data[0] % (protocol::kCookieSaltBytes + 4)] ^= 1;
+        if (cookies.verify(address, changed, now) != server::CookieCheck::Forged)
         {
             std::abort();
         }
+    }
+    // A cookie issued now always verifies now, at the address it was issued to only.
+    const auto issued = cookies.issue(address, now);
+    if (cookies.verify(address, issued, now) != server::CookieCheck::Valid)
+    {
+        std::abort();
     }
     return 0;
 }

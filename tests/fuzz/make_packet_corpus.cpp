@@ -3,6 +3,8 @@
 #include "fuzz_snapshot_setup.h"
 #include "polytope/protocol/admin_auth.h"
 #include "polytope/protocol/packet.h"
+#include "polytope/protocol/seal.h"
+#include "polytope/protocol/token.h"
 #include "polytope/server/connect_cookie.h"
 
 #include <sys/stat.h>
@@ -119,6 +121,35 @@ int main(int argc, char** argv)
     seed[6] = 60; // expired
     save("challenge", "expired", seed);
 
+    // Tokens: a token file, and a datagram with a token credential.
+    TokenRequest request;
+    request.clientId = 42;
+    request.rooms = {"main"};
+    request.serverAddresses = {"127.0.0.1:7777"};
+    request.userData = {1, 2, 3};
+    ConnectToken token;
+    std::string error;
+    if (!makeConnectToken(TokenKey{5, 5, 5}, request, 1800000000ull, token, error))
+    {
+        return 1;
+    }
+    save("token", "token_file", encodeConnectTokenFile(token));
+    TokenCredentialFields credential;
+    credential.expireTime = token.expireTime;
+    credential.nonce = token.nonce;
+    credential.sealed = token.sealed;
+    save("packet", "connect_request_token", writer.connectRequest(header, "fuzz", "main", &credential));
+    save("packet", "challenge_response_token",
+         writer.challengeResponse(header, cookie, "fuzz", "main", 30, false, &credential));
+    // Sealed datagrams: a sealed keep-alive (the target's own keys seal the rest).
+    const std::array<std::uint8_t, kSessionSaltBytes> salt{1, 2, 3};
+    SealedChannel client(deriveSessionKeys(SessionKey{9}, SessionKey{8}, salt, false));
+    const std::span<const std::uint8_t> keepAliveView = writer.keepAlive(header, 2.0);
+    const std::vector<std::uint8_t> keepAlive(keepAliveView.begin(), keepAliveView.end());
+    save("sealed", "keep_alive", client.seal(keepAlive));
+    save("sealed", "plain_keep_alive", keepAlive);
+
     std::printf("%d seed files in %s\n", written, root.c_str());
-    return written >= 19 ? 0 : 1; // 10 packets, 2 catalogues, 2 input datagrams, 3 slices, 2 cookies
+    // 10 packets, 2 catalogues, 2 input datagrams, 3 slices, 2 cookies, a token file, 2 token datagrams, 2 sealed
+    return written >= 24 ? 0 : 1;
 }

@@ -188,6 +188,9 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
         {"--checkpoint-interval", "30"},
         {"--restore", "/tmp/polytope-restore.ckpt"},
         {"--max-client-kbps", "512"},
+        {"--token-key", std::string(64, 'a')},
+        {"--insecure", "true"},
+        {"--public-address", "game.example.com:7800"},
     };
     const auto check = [](const ServerOptions& o)
     {
@@ -208,6 +211,9 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
         CHECK(o.checkpointSeconds == 30.0);
         CHECK(o.restoreFile == "/tmp/polytope-restore.ckpt");
         CHECK(o.server.maxClientKbps == 512);
+        CHECK(o.tokenKey == std::string(64, 'a'));
+        CHECK(o.insecure);
+        CHECK(o.publicAddresses == std::vector<std::string>{"game.example.com:7800"});
     };
 
     const std::vector<OptionName> names = serverOptionNames();
@@ -255,7 +261,10 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
         for (const OptionName& name : names)
         {
             args.push_back(name.flag);
-            args.push_back(values.at(name.flag));
+            if (name.flag != "--insecure") // a flag without a value
+            {
+                args.push_back(values.at(name.flag));
+            }
         }
         ServerOptions options;
         const OptionsResult result = parse(args, options);
@@ -263,6 +272,40 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
         REQUIRE(result.status == OptionsStatus::Run);
         check(options);
     }
+}
+
+TEST_CASE("options: the server needs a token key unless --insecure, and refuses a malformed one",
+          "[server][options][security]")
+{
+    ScopedEnvironment env;
+    ServerOptions options;
+    REQUIRE(parse({}, options).status == OptionsStatus::Run);
+    SecurityConfig security;
+    std::string error;
+    CHECK_FALSE(securityConfig(options, security, error));
+    CHECK_THAT(error, Catch::Contains("--token-key") && Catch::Contains("--insecure"));
+
+    ServerOptions insecure;
+    REQUIRE(parse({"--insecure"}, insecure).status == OptionsStatus::Run);
+    CHECK(securityConfig(insecure, security, error));
+    CHECK(security.insecure);
+    CHECK_FALSE(security.tokenKey);
+
+    ServerOptions keyed;
+    env.set("POLYTOPE_TOKEN_KEY", std::string(62, '0') + "1f");
+    REQUIRE(parse({"--public-address", "a.example:7777,b.example:7777"}, keyed).status == OptionsStatus::Run);
+    REQUIRE(securityConfig(keyed, security, error));
+    REQUIRE(security.tokenKey);
+    CHECK((*security.tokenKey)[31] == 0x1f);
+    CHECK(security.publicAddresses == std::vector<std::string>{"a.example:7777", "b.example:7777"});
+    CHECK(security.listenPort == 7777);
+
+    ServerOptions bad;
+    const OptionsResult result = parse({"--token-key", "not-hex"}, bad);
+    CHECK(result.status == OptionsStatus::Error);
+    CHECK_THAT(result.message, Catch::Contains("--token-key"));
+    ServerOptions badAddress;
+    CHECK(parse({"--insecure", "--public-address", "nocolon"}, badAddress).status == OptionsStatus::Error);
 }
 
 TEST_CASE("options: a bad value is refused with the name of where it came from", "[server][options]")

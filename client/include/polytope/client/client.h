@@ -24,7 +24,9 @@
 #pragma once
 
 #include "polytope/protocol/packet.h"
+#include "polytope/protocol/seal.h"
 #include "polytope/protocol/snapshot_channel.h"
+#include "polytope/protocol/token.h"
 
 #include <array>
 #include <cstdint>
@@ -32,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -55,6 +58,10 @@ struct ClientConfig
     std::string room;                      ///< the room to join; empty: the server's first room
     std::uint16_t snapshotRateHz = 0;      ///< snapshots per second wanted; 0: the room's rate
     bool spectator = false;                ///< watch only: the server spawns no player body for this client
+    /// The connect token from the game's backend (polytope-token). With one, the session is sealed: keys come
+    /// from the token and the challenge's salt, and every datagram after the handshake is encrypted and
+    /// authenticated (protocol/STANDARD.md §11). Without one, only an --insecure server accepts the client.
+    std::optional<protocol::ConnectToken> token;
 };
 
 enum class ClientState : std::uint8_t
@@ -188,6 +195,8 @@ private:
         bool valid = false;
     };
     void send(std::span<const std::uint8_t> datagram, double now);
+    /// The ConnectRequest, or the ChallengeResponse once a cookie arrived.
+    std::span<const std::uint8_t> connectMessage();
     void sendAcknowledgement(double now);
     void onServerAcks(const protocol::wire::PacketHeader& header);
     void onPacketAcks(const protocol::wire::PacketHeader& header, double now);
@@ -207,7 +216,9 @@ private:
     double m_lastSendTime = -1e9;
     double m_lastReceiveTime = 0.0;
     bool m_receivedSinceAck = false;
-    std::vector<std::uint8_t> m_cookie; ///< from the Challenge, echoed until accepted
+    std::vector<std::uint8_t> m_cookie; ///< from the first Challenge, echoed until accepted
+    protocol::TokenCredentialFields m_credential; ///< from config.token
+    protocol::SealedChannel m_channel;  ///< active from the Challenge on, with a token
     protocol::SessionParameters m_session;
     ClientStats m_stats;
 

@@ -14,9 +14,14 @@ inline constexpr std::uint32_t kProtocolId = 0x50544C50u;
 /// Version 3: rooms, per-client snapshot rates, owned bodies (catalogue flag), Spawn/Remove inputs, admin;
 /// snapshot payloads carry a deceleration for extrapolation and predict created bodies from the two before
 /// (CODEC.md).
-inline constexpr std::uint16_t kProtocolVersion = 3;
+/// Version 4: connect tokens (ConnectRequest and ChallengeResponse carry a TokenCredential), a per-session
+/// salt in the challenge cookie, and every datagram of a token session sealed with an AEAD (STANDARD.md §11).
+inline constexpr std::uint16_t kProtocolVersion = 4;
 /// No datagram, in either direction, is larger than this (bytes of UDP payload).
 inline constexpr std::size_t kMaxDatagramBytes = 1200;
+/// No Packet FlatBuffer is larger than this, so that sealing one (28 bytes of header and tag, seal.h) still
+/// fits in kMaxDatagramBytes.
+inline constexpr std::size_t kMaxPacketBytes = 1172;
 /// The smallest valid datagram: a FlatBuffer root offset, file identifier, table and header struct.
 inline constexpr std::size_t kMinDatagramBytes = 32;
 /// ConnectRequest and ChallengeResponse datagrams are padded to at least this size, and smaller ones are
@@ -27,10 +32,16 @@ inline constexpr std::size_t kMinConnectRequestBytes = 512;
 inline constexpr std::size_t kMaxClientNameBytes = 64;
 /// Longest scene name carried in ConnectAccepted (bytes).
 inline constexpr std::size_t kMaxSceneNameBytes = 64;
-/// Size of the opaque challenge cookie the server sends and the client echoes (bytes).
-inline constexpr std::size_t kCookieBytes = 20;
+/// Size of the challenge cookie the server sends and the client echoes (bytes): the session salt
+/// (kCookieSaltBytes, random per challenge; both sides derive the session keys from it), a coarse time stamp
+/// and a keyed hash over both and the client's address.
+inline constexpr std::size_t kCookieBytes = 36;
+inline constexpr std::size_t kCookieSaltBytes = 16;
+/// Sizes of a TokenCredential's fields (token.h has the rest of the token's limits).
+inline constexpr std::size_t kTokenCredentialNonceBytes = 24;
+inline constexpr std::size_t kMaxTokenCredentialSealedBytes = 640;
 /// Largest delta-coded snapshot payload in one Snapshot datagram (bytes).
-inline constexpr std::size_t kMaxSnapshotPayloadBytes = 1100;
+inline constexpr std::size_t kMaxSnapshotPayloadBytes = 1072;
 /// Most shape catalogue entries in one Catalogue datagram.
 inline constexpr std::size_t kMaxCatalogueEntriesPerDatagram = 40;
 /// Most inputs in one ClientInput datagram.

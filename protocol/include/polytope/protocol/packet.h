@@ -39,6 +39,16 @@ enum class DropReason : std::uint8_t
     UnexpectedMessage, ///< valid, but not one this peer accepts in its current state
     BadCookie,         ///< a ChallengeResponse whose cookie is forged, for another address, or expired
     BadPayload,        ///< a Snapshot whose delta payload does not decode (snapshot_codec.h's CodecError)
+    // Version 4: tokens, sealed sessions and connection limits (STANDARD.md §11). Counted by the Host.
+    NoToken,           ///< a connect without a token, and the server is not --insecure
+    BadToken,          ///< the token does not open with the server's key: forged, tampered or malformed
+    TokenExpired,      ///< the token's expire time has passed
+    TokenReused,       ///< the token already opened a session (or is being used from another address)
+    TokenRefused,      ///< valid, but not for this server's address or for the room asked for
+    Unsealed,          ///< a plain datagram from an address whose session is sealed
+    BadSeal,           ///< a sealed datagram that does not authenticate (forged, tampered, wrong key, no session)
+    Replayed,          ///< a sealed datagram whose sequence was already received or is too old
+    RateLimited,       ///< over the connection-attempt limits (per address or overall)
     Count
 };
 inline constexpr std::size_t kDropReasonCount = static_cast<std::size_t>(DropReason::Count);
@@ -93,6 +103,17 @@ struct SessionParameters
     std::uint64_t firstTick = 0;    ///< the server's tick when the session opened
     std::string room;               ///< the room joined, at most kMaxRoomNameBytes
 };
+
+/// A connect token's credential as ConnectRequest and ChallengeResponse carry it (token.h makes and opens it).
+struct TokenCredentialFields
+{
+    std::uint64_t expireTime = 0;  ///< Unix seconds
+    std::array<std::uint8_t, kTokenCredentialNonceBytes> nonce{};
+    std::vector<std::uint8_t> sealed; ///< 17 .. kMaxTokenCredentialSealedBytes
+};
+
+/// Reads a (verified) message's token into `out`; false when it carries none.
+bool readTokenCredential(const wire::TokenCredential* token, TokenCredentialFields& out);
 
 /// Reads a (verified) ConnectAccepted.
 SessionParameters readSessionParameters(const wire::ConnectAccepted& message);
@@ -164,14 +185,16 @@ class PacketWriter
 public:
     PacketWriter();
 
-    /// Padded to kMinConnectRequestBytes.
+    /// Padded to kMinConnectRequestBytes. `token` may be null (a tokenless connect, for --insecure servers).
     std::span<const std::uint8_t> connectRequest(const HeaderFields& header, std::string_view clientName,
-                                                 std::string_view room = {});
+                                                 std::string_view room = {},
+                                                 const TokenCredentialFields* token = nullptr);
     std::span<const std::uint8_t> challenge(const HeaderFields& header, std::span<const std::uint8_t> cookie);
     /// Padded to kMinConnectRequestBytes.
     std::span<const std::uint8_t> challengeResponse(const HeaderFields& header, std::span<const std::uint8_t> cookie,
                                                     std::string_view clientName, std::string_view room = {},
-                                                    std::uint16_t snapshotRateHz = 0, bool spectator = false);
+                                                    std::uint16_t snapshotRateHz = 0, bool spectator = false,
+                                                    const TokenCredentialFields* token = nullptr);
     std::span<const std::uint8_t> connectAccepted(const HeaderFields& header, const SessionParameters& session);
     std::span<const std::uint8_t> connectDenied(const HeaderFields& header, wire::DenyReason reason);
     /// One slice: payload.size() in 1 .. kMaxSnapshotPayloadBytes.
@@ -195,7 +218,8 @@ private:
                                          flatbuffers::Offset<void> message);
     std::span<const std::uint8_t> padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
                                          std::string_view clientName, std::string_view room,
-                                         std::uint16_t snapshotRateHz, bool spectator, bool isResponse);
+                                         std::uint16_t snapshotRateHz, bool spectator, bool isResponse,
+                                         const TokenCredentialFields* token);
 
     flatbuffers::FlatBufferBuilder m_builder;
     std::vector<wire::CatalogueEntry> m_catalogueStaging;

@@ -1,8 +1,11 @@
 // polytope-server: stateless connect challenges (after netcode.io's challenge tokens).
 //
 // A ConnectRequest costs the server nothing: it answers with a Challenge carrying a cookie and forgets the
-// request. The cookie is a coarse timestamp plus a keyed hash (libsodium's crypto_generichash, BLAKE2b, with
-// a random per-process key) of that timestamp and the requester's address and port. Only a peer that
+// request. The cookie is a random salt, a coarse timestamp and a keyed hash (libsodium's crypto_generichash,
+// BLAKE2b, with a random per-process key) of both and the requester's address and port. The salt becomes the
+// session's: with a connect token, the session keys are derived from the token's keys and it (seal.h), so a
+// session's keys are new even when a token is shown again, and a restarted server (new cookie key) cannot be
+// made to accept an old salt. Only a peer that
 // receives at that address can echo it in a ChallengeResponse, and only within cookieLifetimeSeconds; the
 // server then checks the hash and opens a session. Forged cookies, cookies issued to another address and
 // expired ones are refused and counted, and a spoofed request gets its (small) challenge sent to the
@@ -47,7 +50,7 @@ class ConnectCookies
     CookieCheck verify(const protocol::Address& address, std::span<const std::uint8_t> cookie, double now) const;
 
   private:
-    void mac(const protocol::Address& address, std::uint32_t stamp, std::uint8_t* out) const;
+    void mac(const protocol::Address& address, std::span<const std::uint8_t> saltAndStamp, std::uint8_t* out) const;
 
     Key m_key{};
     double m_lifetimeSeconds;

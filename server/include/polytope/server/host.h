@@ -5,9 +5,18 @@
 // room it names (empty: the first room; unknown: ConnectDenied UnknownRoom); an AdminRequest to the admin
 // handler, which checks the keyed hash (protocol/admin_auth.h), the command's time and its nonce before
 // the named room carries it out. Like Server, it never reads a clock or touches a socket.
+//
+// Security (protocol version 4, STANDARD.md §11). Before any room sees a handshake or admin datagram from an
+// address without a session, the ConnectGate (connect_gate.h) applies the connection rate limits and checks
+// the connect token. When a session opens with a token, the Host derives its keys from the token's keys and
+// the salt in the challenge cookie and from then on seals every datagram to that address and opens every
+// datagram from it (seal.h): a datagram that does not authenticate, replays a sequence or comes plain is
+// dropped and counted before it can reach the room. Tokenless sessions exist only on --insecure servers.
 #pragma once
 
 #include "polytope/protocol/admin_auth.h"
+#include "polytope/protocol/seal.h"
+#include "polytope/server/connect_gate.h"
 #include "polytope/server/server.h"
 
 #include <cstdint>
@@ -15,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -28,6 +38,7 @@ struct HostConfig
 {
     std::vector<ServerConfig> rooms; ///< at least one; names unique
     std::string adminKey;            ///< empty: admin commands are refused
+    SecurityConfig security;         ///< tokens, insecure mode, connection limits
     /// Unix time in seconds, for the admin commands' freshness check (tests pass their own).
     std::function<double()> wallClock;
 };
@@ -46,7 +57,11 @@ struct HostMetrics
     std::uint64_t adminReplayed = 0;      ///< nonce already used
     std::uint64_t adminUnknownRoom = 0;
     std::uint64_t datagramsOut = 0;       ///< replies sent by the Host itself
-    std::uint64_t bytesOut = 0;
+    std::uint64_t bytesOut = 0;           ///< and the seal overhead of every sealed datagram
+    std::uint64_t sealedSessions = 0;     ///< sessions opened with a token (encrypted)
+    std::uint64_t plainSessions = 0;      ///< tokenless sessions (--insecure)
+    std::uint64_t datagramsSealed = 0;
+    std::uint64_t datagramsOpened = 0;
 };
 
 class Host
@@ -72,9 +87,27 @@ public:
     /// Restores every room from saveState's buffer; the rooms must match by name. All or nothing.
     bool restoreState(std::span<const std::uint8_t> data, std::string& error);
 
+    /// True when the session at that address is sealed (tests, logs).
+    bool isSealed(const protocol::Address& address) const { return m_secure.count(address) != 0; }
+    const ConnectGate& gate() const { return m_gate; }
+
 private:
     Host(const HostConfig& config, SendFunction send);
+    struct SecureSession
+    {
+        protocol::SealedChannel channel;
+        std::array<std::uint8_t, protocol::kCookieSaltBytes> salt{};
+        std::uint64_t tokenClientId = 0;
+    };
     void send(const protocol::Address& to, std::span<const std::uint8_t> datagram);
+    /// A room's datagram: sealed when the address has a sealed session.
+    void sendFromRoom(const protocol::Address& to, std::span<const std::uint8_t> datagram);
+    void onSession(std::size_t room, const protocol::Address& address, bool opened);
+    void drop(const protocol::Address& from, protocol::DropReason reason, std::size_t bytes, const char* what);
+    /// Token checks for a handshake datagram with no session yet, or a repeat from a session's address.
+    /// False when it was dropped.
+    bool screenHandshake(const protocol::Address& from, const protocol::wire::Packet& packet, Server& room,
+                         std::size_t bytes, double now);
     void handleAdmin(const protocol::Address& from, const protocol::wire::Packet& packet, double now);
     bool freshNonce(std::uint64_t nonce, double wallNow);
 
@@ -82,6 +115,12 @@ private:
     SendFunction m_send;
     std::vector<std::unique_ptr<Server>> m_rooms;
     std::map<protocol::Address, std::size_t> m_route; ///< session address -> room index
+    ConnectGate m_gate;
+    std::map<protocol::Address, SecureSession> m_secure; ///< sealed sessions, by address
+    /// The sealed session a ChallengeResponse being handled would open (taken by onSession).
+    std::optional<std::pair<protocol::Address, SecureSession>> m_pending;
+    TokenCheck m_pendingToken;
+    double m_lastSweep = -1e9;
     protocol::PacketWriter m_writer;
     protocol::AdminMacKey m_adminKey{};
     std::deque<std::pair<double, std::uint64_t>> m_nonceOrder; ///< (wall time, nonce), oldest first

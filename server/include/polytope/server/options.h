@@ -6,6 +6,7 @@
 // variable counts as unset. docs/OPERATIONS.md lists every setting.
 #pragma once
 
+#include "polytope/server/connect_gate.h"
 #include "polytope/server/server_config.h"
 
 #include <cstdint>
@@ -30,6 +31,9 @@ struct ServerOptions
     /// room, server.room, running server.scene.
     std::vector<std::string> rooms;
     std::string adminKey;           ///< empty: admin commands are refused
+    std::string tokenKey;           ///< 64 hex digits shared with the token backend; required unless insecure
+    bool insecure = false;          ///< accept tokenless, unencrypted sessions (local development)
+    std::vector<std::string> publicAddresses; ///< HOST:PORT a connect token must name; empty: the port only
     std::string checkpointFile;     ///< written every checkpointSeconds and at shutdown; empty: none
     double checkpointSeconds = 60.0;
     std::string restoreFile;        ///< a checkpoint to resume from at start; empty: none
@@ -38,6 +42,10 @@ struct ServerOptions
 /// The rooms ServerOptions describes, each a copy of options.server with its name and scene. Returns false
 /// with an error naming the bad entry (empty name, duplicate).
 bool roomConfigs(const ServerOptions& options, std::vector<ServerConfig>& out, std::string& error);
+
+/// The security settings ServerOptions describes (token key parsed, limits at their defaults); false with an
+/// error naming the flag.
+bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::string& error);
 
 enum class OptionsStatus
 {

@@ -24,7 +24,8 @@ public:
 
     /// Creates the rooms and binds the socket. Returns false and sets error on failure.
     bool open(const HostConfig& config, const std::string& bindAddress, std::uint16_t port, std::string& error);
-    /// One room, bound to config.bindAddress:config.port.
+    /// One room, bound to config.bindAddress:config.port, accepting tokenless (unencrypted) clients like
+    /// --insecure: for tests and local tools only.
     bool open(const ServerConfig& config, std::string& error);
     /// The bound UDP port (useful when config.port was 0).
     std::uint16_t localPort() const;

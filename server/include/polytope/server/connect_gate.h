@@ -1,0 +1,111 @@
+// polytope-server: who may start a handshake (after netcode.io's server-side checks).
+//
+// The Host asks the ConnectGate about every ConnectRequest, ChallengeResponse and AdminRequest that does
+// not belong to an open session, before any room sees it:
+//   - rate limits: a token bucket per source IP (any port) and one for the whole server, so that a flood of
+//     connection attempts costs a bounded amount of work and memory (the per-IP table has a fixed cap;
+//     when it is full, unknown IPs are refused until idle entries age out);
+//   - connect tokens (token.h): the credential must open with the server's token key, be unexpired, name
+//     this server's address and the room asked for, and not have opened a session before: a used token is
+//     remembered until it expires (bounded too), except that the address it opened its session from may
+//     repeat its handshake while that session lives, since its ConnectAccepted can be lost. A client id
+//     named by a token has at most one session at a time.
+// Everything is in memory: after a restart, tokens used before it could open a session again until they
+// expire, but never with the old session keys (the salt in the cookie is new, connect_cookie.h).
+#pragma once
+
+#include "polytope/protocol/address.h"
+#include "polytope/protocol/packet.h"
+#include "polytope/protocol/token.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace polytope::server
+{
+
+struct SecurityConfig
+{
+    /// Accept tokenless connects; their sessions are not encrypted. For local development only: the server
+    /// logs a warning at start. Tokens are still checked (and their sessions sealed) when a key is set.
+    bool insecure = false;
+    /// The key shared with the backend that makes tokens. Required unless insecure.
+    std::optional<protocol::TokenKey> tokenKey;
+    /// "host:port" strings a token must name one of. Empty: a token must name some address whose port is
+    /// listenPort (or any address, when listenPort is 0). "*": any address (behind port mapping the server
+    /// cannot know, as on Agones; give each fleet its own token key then).
+    std::vector<std::string> publicAddresses;
+    std::uint16_t listenPort = 0;
+    double attemptsPerSecondPerIp = 16.0; ///< sustained handshake/admin datagrams per source IP
+    double attemptBurstPerIp = 48.0;
+    double attemptsPerSecond = 4000.0; ///< the same over all sources
+    double attemptBurst = 8000.0;
+    std::size_t maxTrackedIps = 16384;  ///< cap of the per-IP table
+    std::size_t maxUsedTokens = 262144; ///< cap of the used-token table (entries leave when they expire)
+};
+
+/// Checks config; false with a message naming the field.
+bool validateSecurityConfig(const SecurityConfig& config, std::string& error);
+
+/// A token's verdict: drop `reason`, or accept with the token's contents.
+struct TokenCheck
+{
+    std::optional<protocol::DropReason> reason; ///< empty: accepted
+    protocol::ConnectTokenPrivate token;
+    std::array<std::uint8_t, 16> id{};
+    std::uint64_t expireTime = 0; ///< Unix seconds
+};
+
+class ConnectGate
+{
+  public:
+    explicit ConnectGate(const SecurityConfig& config);
+
+    const SecurityConfig& config() const { return m_config; }
+
+    /// One handshake or admin datagram from `from` at `now` (seconds, monotonic): false when over a limit.
+    bool admit(const protocol::Address& from, double now);
+    /// Checks a credential for a connect to `room` (the room's real name) from `from`. `openSession`: the
+    /// address already has a session (a repeated handshake). `wallNow`: Unix seconds.
+    TokenCheck check(const protocol::TokenCredentialFields& credential, std::string_view room,
+                     const protocol::Address& from, bool openSession, double wallNow) const;
+    /// A session opened with this token: remember it until it expires. False when the table is full.
+    bool markUsed(const TokenCheck& accepted, const protocol::Address& from);
+    /// The session of that token's client ended.
+    void sessionEnded(std::uint64_t tokenClientId);
+    /// Forgets expired tokens and idle per-IP buckets; call about once a second.
+    void sweep(double now, double wallNow);
+
+    std::size_t trackedIps() const { return m_buckets.size(); }
+    std::size_t usedTokens() const { return m_used.size(); }
+
+  private:
+    struct Bucket
+    {
+        double tokens = 0.0;
+        double time = 0.0;
+    };
+    struct Used
+    {
+        protocol::Address address;
+        std::uint64_t expireTime = 0;
+    };
+    using IpKey = std::array<std::uint8_t, 17>;
+    static IpKey ipOf(const protocol::Address& address);
+    static bool take(Bucket& bucket, double now, double rate, double burst);
+    bool namesThisServer(const std::vector<std::string>& addresses) const;
+
+    SecurityConfig m_config;
+    Bucket m_global;
+    std::map<IpKey, Bucket> m_buckets;
+    std::map<std::array<std::uint8_t, 16>, Used> m_used;
+    std::multiset<std::uint64_t> m_connectedClients; ///< token client ids with an open session
+};
+
+} // namespace polytope::server

@@ -1,0 +1,223 @@
+#include "polytope/server/connect_gate.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace polytope::server
+{
+namespace wire = protocol::wire;
+
+bool validateSecurityConfig(const SecurityConfig& config, std::string& error)
+{
+    if (!config.insecure && !config.tokenKey)
+    {
+        error = "no token key: set --token-key (or POLYTOPE_TOKEN_KEY), or run with --insecure for local "
+                "development";
+        return false;
+    }
+    const auto positive = [&](double value, const char* name)
+    {
+        if (!(std::isfinite(value) && value > 0.0))
+        {
+            error = std::string(name) + " must be positive";
+            return false;
+        }
+        return true;
+    };
+    if (!positive(config.attemptsPerSecondPerIp, "attemptsPerSecondPerIp") ||
+        !positive(config.attemptBurstPerIp, "attemptBurstPerIp") ||
+        !positive(config.attemptsPerSecond, "attemptsPerSecond") ||
+        !positive(config.attemptBurst, "attemptBurst"))
+    {
+        return false;
+    }
+    if (config.maxTrackedIps == 0 || config.maxUsedTokens == 0)
+    {
+        error = "maxTrackedIps and maxUsedTokens must be at least 1";
+        return false;
+    }
+    for (const std::string& address : config.publicAddresses)
+    {
+        if (address == "*")
+        {
+            continue;
+        }
+        if (address.empty() || address.size() > 64 || address.find(':') == std::string::npos)
+        {
+            error = "public address '" + address + "' is not HOST:PORT";
+            return false;
+        }
+    }
+    return true;
+}
+
+ConnectGate::ConnectGate(const SecurityConfig& config) : m_config(config)
+{
+    m_global.tokens = m_config.attemptBurst;
+}
+
+ConnectGate::IpKey ConnectGate::ipOf(const protocol::Address& address)
+{
+    IpKey key{};
+    key[0] = static_cast<std::uint8_t>(address.family);
+    std::copy(address.bytes.begin(), address.bytes.end(), key.begin() + 1);
+    return key;
+}
+
+bool ConnectGate::take(Bucket& bucket, double now, double rate, double burst)
+{
+    if (now > bucket.time)
+    {
+        bucket.tokens = std::min(burst, bucket.tokens + (now - bucket.time) * rate);
+        bucket.time = now;
+    }
+    if (bucket.tokens < 1.0)
+    {
+        return false;
+    }
+    bucket.tokens -= 1.0;
+    return true;
+}
+
+bool ConnectGate::admit(const protocol::Address& from, double now)
+{
+    const IpKey ip = ipOf(from);
+    auto it = m_buckets.find(ip);
+    if (it == m_buckets.end())
+    {
+        if (m_buckets.size() >= m_config.maxTrackedIps)
+        {
+            return false; // bounded memory: new sources wait until idle entries are swept
+        }
+        it = m_buckets.emplace(ip, Bucket{m_config.attemptBurstPerIp, now}).first;
+    }
+    // The source's own limit first, so that one flooding IP does not use up the server's allowance.
+    return take(it->second, now, m_config.attemptsPerSecondPerIp, m_config.attemptBurstPerIp) &&
+           take(m_global, now, m_config.attemptsPerSecond, m_config.attemptBurst);
+}
+
+bool ConnectGate::namesThisServer(const std::vector<std::string>& addresses) const
+{
+    if (std::find(m_config.publicAddresses.begin(), m_config.publicAddresses.end(), "*") !=
+        m_config.publicAddresses.end())
+    {
+        return true;
+    }
+    for (const std::string& address : addresses)
+    {
+        if (!m_config.publicAddresses.empty())
+        {
+            if (std::find(m_config.publicAddresses.begin(), m_config.publicAddresses.end(), address) !=
+                m_config.publicAddresses.end())
+            {
+                return true;
+            }
+            continue;
+        }
+        if (m_config.listenPort == 0)
+        {
+            return true;
+        }
+        const std::size_t colon = address.rfind(':');
+        unsigned port = 0;
+        if (colon != std::string::npos)
+        {
+            const char* first = address.data() + colon + 1;
+            const char* last = address.data() + address.size();
+            const auto [end, ec] = std::from_chars(first, last, port);
+            if (ec == std::errc() && end == last && port == m_config.listenPort)
+            {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+TokenCheck ConnectGate::check(const protocol::TokenCredentialFields& credential, std::string_view room,
+                              const protocol::Address& from, bool openSession, double wallNow) const
+{
+    TokenCheck result;
+    result.expireTime = credential.expireTime;
+    if (!m_config.tokenKey)
+    {
+        result.reason = protocol::DropReason::BadToken; // no key to open it with (an --insecure server)
+        return result;
+    }
+    const auto now = static_cast<std::uint64_t>(std::max(0.0, std::floor(wallNow)));
+    switch (protocol::openConnectToken(*m_config.tokenKey, credential.expireTime, credential.nonce,
+                                       credential.sealed, now, result.token))
+    {
+    case protocol::TokenError::None:
+        break;
+    case protocol::TokenError::Expired:
+        result.reason = protocol::DropReason::TokenExpired;
+        return result;
+    default:
+        result.reason = protocol::DropReason::BadToken;
+        return result;
+    }
+    if (!namesThisServer(result.token.serverAddresses) ||
+        (!result.token.rooms.empty() &&
+         std::find(result.token.rooms.begin(), result.token.rooms.end(), room) == result.token.rooms.end()))
+    {
+        result.reason = protocol::DropReason::TokenRefused;
+        return result;
+    }
+    result.id = protocol::tokenId(credential.sealed);
+    if (const auto used = m_used.find(result.id); used != m_used.end())
+    {
+        // The address that opened a session with it may repeat its handshake while that session lives.
+        if (!(openSession && used->second.address == from))
+        {
+            result.reason = protocol::DropReason::TokenReused;
+        }
+        return result;
+    }
+    if (m_connectedClients.count(result.token.clientId) != 0)
+    {
+        result.reason = protocol::DropReason::TokenReused; // that client is connected already
+    }
+    return result;
+}
+
+bool ConnectGate::markUsed(const TokenCheck& accepted, const protocol::Address& from)
+{
+    if (m_used.count(accepted.id) != 0)
+    {
+        return true;
+    }
+    if (m_used.size() >= m_config.maxUsedTokens)
+    {
+        return false;
+    }
+    m_used.emplace(accepted.id, Used{from, accepted.expireTime});
+    m_connectedClients.insert(accepted.token.clientId);
+    return true;
+}
+
+void ConnectGate::sessionEnded(std::uint64_t tokenClientId)
+{
+    if (const auto it = m_connectedClients.find(tokenClientId); it != m_connectedClients.end())
+    {
+        m_connectedClients.erase(it);
+    }
+}
+
+void ConnectGate::sweep(double now, double wallNow)
+{
+    for (auto it = m_buckets.begin(); it != m_buckets.end();)
+    {
+        // Idle long enough to have refilled completely: forgetting it changes nothing.
+        const double refill = m_config.attemptBurstPerIp / m_config.attemptsPerSecondPerIp;
+        it = (now - it->second.time >= refill) ? m_buckets.erase(it) : std::next(it);
+    }
+    const auto wall = static_cast<std::uint64_t>(std::max(0.0, std::floor(wallNow)));
+    for (auto it = m_used.begin(); it != m_used.end();)
+    {
+        it = it->second.expireTime < wall ? m_used.erase(it) : std::next(it);
+    }
+}
+
+} // namespace polytope::server
