@@ -63,6 +63,11 @@ if "$server_bin" --help 2>/dev/null | grep -q -- '--http-port'; then
   http=(--http-port "${http_port:-0}")
 fi
 
+# The server requires connect tokens: a key for this run, read by the server and by polytope-bots (which
+# makes each bot a token with it, as a game's backend would) from POLYTOPE_TOKEN_KEY.
+POLYTOPE_TOKEN_KEY="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+export POLYTOPE_TOKEN_KEY
+
 log="$(mktemp /tmp/polytope-server-load.XXXXXX.log)"
 server_pid=""
 cleanup() {

@@ -229,7 +229,7 @@ size_mb="$(awk -v b="$size_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')"
 echo "== checks"
 check "image size ${size_mb} MB <= 150 MB" le "$size_bytes" 150000000
 check "HEALTHCHECK kept in the image (Docker format)" \
-  bash -c "podman image inspect '$image' | grep -q 'polytope-inspect'"
+  bash -c "podman image inspect '$image' | grep -q 'polytope-healthcheck'"
 
 # --- polytope-inspect on the host ------------------------------------------------------------------------
 # By default the image's own polytope-inspect, copied out and run on the host: it is built from the same
@@ -244,6 +244,7 @@ if [ -n "$inspect" ]; then
 else
   podman create --name "$container-copy" "$image" > /dev/null 2>&1
   podman cp "$container-copy:/usr/local/bin/polytope-inspect" "$work/polytope-inspect"
+  podman cp "$container-copy:/usr/local/bin/polytope-token" "$work/polytope-token"
   podman rm "$container-copy" > /dev/null 2>&1 || true # (it logs that it has no systemd timer to remove)
   if "$work/polytope-inspect" --help > /dev/null 2>&1; then
     inspect="$work/polytope-inspect"
@@ -256,6 +257,26 @@ fi
 run_inspect() {
   if [ -n "$inspect" ]; then "$inspect" "$@"; else podman exec "$container" polytope-inspect "$@"; fi
 }
+# The server requires connect tokens: a fresh key for this run, and a token per client, made with the
+# image's polytope-token inside the container (as a game's backend would) and copied out when the client
+# runs on the host. A token opens one session only.
+token_key="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+make_token() { # prints the path of a new token file for run_inspect (called in $(...): no shared counter)
+  local id=$((RANDOM * 32768 + RANDOM + 1))
+  if [ -n "$inspect" ] && [ -x "$work/polytope-token" ] && "$work/polytope-token" --help > /dev/null 2>&1; then
+    "$work/polytope-token" make --key "$token_key" --client-id "$id" --server "127.0.0.1:$port" --lifetime 300 \
+      --out "$work/client-$id.token" > /dev/null || die "polytope-token make failed"
+    echo "$work/client-$id.token"
+  else
+    podman exec "$container" polytope-token make --key "$token_key" --client-id "$id" \
+      --server "127.0.0.1:$port" --lifetime 300 --out "/tmp/client-$id.token" > /dev/null || die "polytope-token make failed"
+    if [ -n "$inspect" ]; then
+      podman cp "$container:/tmp/client-$id.token" "$work/client-$id.token" && echo "$work/client-$id.token"
+    else
+      echo "/tmp/client-$id.token"
+    fi
+  fi
+}
 
 # --- Run -------------------------------------------------------------------------------------------------
 http_port=$((port + 1000))
@@ -266,16 +287,22 @@ if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Hltn "sport = :$http_port")" ]; 
   die "TCP port $http_port is in use on this machine; pick another UDP port with --port (HTTP is that + 1000)"
 fi
 echo "== podman run --network host, POLYTOPE_PORT=$port, POLYTOPE_HTTP_PORT=$http_port"
+# Made before the container starts when polytope-token runs on the host (it needs no server).
+first_token=""
+if [ -n "$inspect" ] && "$work/polytope-token" --help > /dev/null 2>&1; then first_token="$(make_token)"; fi
 t_run="$(now)"
 # Podman would run the HEALTHCHECK on a systemd timer; there is no systemd here, so it logs that it cannot
 # (to stderr, kept in a file) and `podman healthcheck run` below runs the check on demand instead.
 if ! podman run -d --name "$container" --network host \
-  -e POLYTOPE_PORT="$port" -e POLYTOPE_HTTP_PORT="$http_port" -e POLYTOPE_LOG_LEVEL=info "$image" > /dev/null 2> "$work/run.err"; then
+  -e POLYTOPE_PORT="$port" -e POLYTOPE_HTTP_PORT="$http_port" -e POLYTOPE_LOG_LEVEL=info \
+  -e POLYTOPE_TOKEN_KEY="$token_key" "$image" > /dev/null 2> "$work/run.err"; then
   cat "$work/run.err" >&2
   die "podman run failed"
 fi
 first_status=0
-run_inspect "127.0.0.1:$port" --json --snapshots 1 --timeout 10 --name docker-test > "$work/first.json" || first_status=$?
+[ -n "$first_token" ] || first_token="$(make_token)"
+run_inspect "127.0.0.1:$port" --json --snapshots 1 --timeout 10 --name docker-test --token "$first_token" \
+  > "$work/first.json" || first_status=$?
 first_seconds="$(since "$t_run")"
 check "a snapshot reached polytope-inspect $inspect_where (status $first_status)" \
   grep -q '"tick":[0-9]*,"time":.*"bodies":\[{' "$work/first.json"
@@ -284,7 +311,11 @@ if [ "$first_status" -ne 0 ] && [ -n "${POLYTOPE_INSPECT:-}" ]; then
   echo "   (is $POLYTOPE_INSPECT built from the same protocol version as the image?)"
 fi
 
-run_inspect "127.0.0.1:$port" --json --snapshots 20 --timeout 5 --name docker-test > "$work/stream.json" || true
+run_inspect "127.0.0.1:$port" --json --snapshots 20 --timeout 5 --name docker-test --token "$(make_token)" \
+  > "$work/stream.json" || true
+tokenless_status=0
+run_inspect "127.0.0.1:$port" --snapshots 1 --timeout 2 --name no-token > /dev/null 2>&1 || tokenless_status=$?
+check "a client without a connect token gets no answer (status $tokenless_status)" test "$tokenless_status" -eq 2
 ticks="$(sed -n 's/^{"tick":\([0-9]*\),.*/\1/p' "$work/stream.json")"
 # shellcheck disable=SC2016 # awk's own $1
 check "20 more snapshots, ticks increasing" \
@@ -305,7 +336,7 @@ check "the health probe fails (status 2) where no server answers" test "$probe_s
 
 bad_status=0
 podman run --rm --network host -e POLYTOPE_PORT="$((port + 1))" -e POLYTOPE_HTTP_PORT=0 \
-  -e POLYTOPE_SCENE=no-such-scene "$image" \
+  -e POLYTOPE_INSECURE=true -e POLYTOPE_SCENE=no-such-scene "$image" \
   > "$work/bad.log" 2>&1 || bad_status=$?
 check "POLYTOPE_SCENE reaches the server: an unknown scene is refused (status $bad_status)" \
   bash -c "[ $bad_status -ne 0 ] && grep -q \"unknown scene 'no-such-scene'\" '$work/bad.log'"
@@ -331,7 +362,7 @@ bots_seconds=4
 echo "== polytope-bots from the image: $bots_clients bots for $bots_seconds s"
 t="$(now)"
 bots_status=0
-podman run --rm --name "$container-bots" --network host "$image" \
+podman run --rm --name "$container-bots" --network host -e POLYTOPE_TOKEN_KEY="$token_key" "$image" \
   polytope-bots "127.0.0.1:$port" --clients "$bots_clients" --seconds "$bots_seconds" --connect-spread 0.5 --json \
   > "$work/bots.json" 2> "$work/bots.err" || bots_status=$?
 bots_wall="$(since "$t")"
@@ -344,7 +375,9 @@ check "polytope-bots: snapshots arrived" grep -q '"snapshots_per_second":{"total
 # --- SIGTERM ---------------------------------------------------------------------------------------------
 goodbye_checked=false
 if [ -n "$inspect" ]; then
-  "$inspect" "127.0.0.1:$port" --json --seconds 60 --timeout 5 --name goodbye > "$work/goodbye.json" 2> "$work/goodbye.err" &
+  goodbye_token="$(make_token)"
+  "$inspect" "127.0.0.1:$port" --json --seconds 60 --timeout 5 --name goodbye --token "$goodbye_token" \
+    > "$work/goodbye.json" 2> "$work/goodbye.err" &
   inspect_pid=$!
   for _ in $(seq 50); do [ -s "$work/goodbye.json" ] && break; sleep 0.1; done
   goodbye_checked=true
