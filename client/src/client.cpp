@@ -545,10 +545,19 @@ void Client::onCatalogue(const wire::Catalogue& message, double now)
     for (const protocol::CatalogueEntry& entry : m_catalogueScratch)
     {
         ++m_stats.catalogueEntries;
+        // Generations only grow per slot, and datagrams arrive late, duplicated and out of order: an entry
+        // older than what we know (a live one of a newer generation, or a removal at or after it) is stale.
         auto it = m_catalogue.find(entry.id);
+        std::uint32_t& removedUpTo = m_removedGenerations[entry.id];
+        if ((it != m_catalogue.end() && entry.generation < it->second.generation) || entry.generation <= removedUpTo)
+        {
+            ++m_stats.catalogueStale;
+            continue;
+        }
         if (entry.removed)
         {
-            if (it != m_catalogue.end() && it->second.generation == entry.generation)
+            removedUpTo = entry.generation;
+            if (it != m_catalogue.end())
             {
                 m_catalogue.erase(it);
             }
@@ -569,15 +578,26 @@ bool Client::tryShow(std::uint64_t tick, double now)
     {
         return false;
     }
-    for (const protocol::QuantizedBody& b : *bodies)
+    const auto shapeOf = [this](const protocol::QuantizedBody& b) -> const protocol::CatalogueEntry*
     {
         const auto it = m_catalogue.find(b.id);
-        if (it == m_catalogue.end() || it->second.generation != b.generation)
-        {
-            return false; // its shape has not arrived yet
-        }
+        return it == m_catalogue.end() || it->second.generation != b.generation ? nullptr : &it->second;
+    };
+    std::size_t unknown = 0;
+    for (const protocol::QuantizedBody& b : *bodies)
+    {
+        unknown += shapeOf(b) == nullptr ? 1 : 0;
+    }
+    // The first snapshot waits for every shape. After that, a body whose catalogue entry has not arrived
+    // yet (one just created, its entry lost once) is left out of `bodies` until it does, rather than
+    // holding back the whole world for a resend.
+    if (unknown > 0 && !m_anyShown)
+    {
+        return false;
     }
     ReceivedSnapshot snapshot;
+    snapshot.bodiesWithoutShape = unknown;
+    m_stats.bodiesWithoutShape += unknown;
     snapshot.tick = tick;
     snapshot.receiveTime = now;
     if (const auto it = m_tickBytes.find(tick); it != m_tickBytes.end())
@@ -590,7 +610,12 @@ bool Client::tryShow(std::uint64_t tick, double now)
     snapshot.bodies.reserve(bodies->size());
     for (const protocol::QuantizedBody& q : *bodies)
     {
-        const protocol::CatalogueEntry& shape = m_catalogue.find(q.id)->second; // checked above
+        const protocol::CatalogueEntry* entry = shapeOf(q);
+        if (entry == nullptr)
+        {
+            continue;
+        }
+        const protocol::CatalogueEntry& shape = *entry;
         SnapshotBody body;
         body.id = q.id;
         body.generation = q.generation;

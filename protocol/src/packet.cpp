@@ -257,6 +257,7 @@ std::uint64_t DropCounters::total() const
 DecodeResult decodePacket(std::span<const std::uint8_t> datagram)
 {
     DecodeResult result;
+    result.bytes = datagram;
     if (datagram.size() < kMinDatagramBytes)
     {
         result.reason = DropReason::TooShort;

@@ -48,9 +48,10 @@ std::unique_ptr<Host> Host::create(const HostConfig& config, SendFunction send, 
         }
         Host* self = host.get();
         const std::size_t index = i;
-        auto room = Server::create(
-            config.rooms[i],
-            [self](const protocol::Address& to, std::span<const std::uint8_t> d) { self->sendFromRoom(to, d); }, error);
+        SendFunction roomSend = [self](const protocol::Address& to, std::span<const std::uint8_t> d)
+        { self->sendFromRoom(to, d); };
+        auto room = config.cookieKey ? Server::create(config.rooms[i], std::move(roomSend), error, *config.cookieKey)
+                                     : Server::create(config.rooms[i], std::move(roomSend), error);
         if (!room)
         {
             error = "room '" + config.rooms[i].room + "': " + error;

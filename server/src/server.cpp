@@ -260,6 +260,10 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
 void Server::receive(const protocol::Address& from, const protocol::DecodeResult& decoded, std::size_t bytes,
                      double now)
 {
+    if (m_receiveTap)
+    {
+        m_receiveTap(from, decoded.bytes, now);
+    }
     m_metrics.bytesIn += bytes;
     if (!decoded.ok())
     {
@@ -1069,6 +1073,20 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
             baseline = nullptr;
             reference = nullptr;
         }
+        if (baseline == nullptr)
+        {
+            // The client's own frames are kept for kBudgetHistoryTicks only. A tick it holds that is older
+            // (after an outage, say) is still a baseline if it was sent exactly as simulated: then the
+            // simulation's history has the same frame, for up to maxBaselineAgeTicks.
+            const protocol::SnapshotFrame* simBaseline = nullptr;
+            const protocol::SnapshotFrame* simReference = nullptr;
+            session.snapshots.choose(m_history, current->tick, simBaseline, simReference);
+            if (simBaseline && !session.deviatedTicks.count(simBaseline->tick))
+            {
+                baseline = simBaseline;
+                reference = simReference && !session.deviatedTicks.count(simReference->tick) ? simReference : nullptr;
+            }
+        }
         // What this client is sent is kept as its own frame (with the history's unchanged-since hints): it
         // is the baseline once acknowledged. A frame skipped below is never held, so never a baseline.
         const bool composedExact = composeBudgeted(session, *current, baseline);
@@ -1076,7 +1094,7 @@ void Server::sendSnapshot(const protocol::Address& to, Session& session)
         kept.assign(session.composite.begin(), session.composite.end());
         session.sentFrames->commit();
         auto& deviated = session.deviatedTicks;
-        while (!deviated.empty() && *deviated.begin() + kBudgetHistoryTicks < current->tick)
+        while (!deviated.empty() && *deviated.begin() + m_config.maxBaselineAgeTicks < current->tick)
         {
             deviated.erase(deviated.begin());
         }

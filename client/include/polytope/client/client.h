@@ -7,7 +7,8 @@
 // Protocol version 2 (protocol/STANDARD.md): ConnectRequest -> Challenge -> ChallengeResponse (echoing the
 // cookie) -> ConnectAccepted, which carries the snapshot codec's parameters. Snapshot slices are decoded as
 // they arrive against the complete ticks kept (protocol::SnapshotReceiver) and acknowledged only once
-// decoded; a complete tick is handed out once the shape catalogue names every body in it. Inputs are
+// decoded; a complete tick is handed out at once, except that the first waits until the shape catalogue names
+// every body in it (later, a body whose entry is late is left out of that snapshot's `bodies`). Inputs are
 // queued with sendInput() and repeated in every ClientInput datagram until the server acknowledges one
 // that carried them. The client sends a ClientInput (which also carries the packet acks) whenever
 // something arrived, at most every ackIntervalSeconds, and a KeepAlive when idle.
@@ -96,7 +97,8 @@ struct ReceivedSnapshot
     double serverTime = 0.0;  ///< seconds, server's simulation clock
     double receiveTime = 0.0; ///< seconds, the client's clock, when it became complete and showable
     std::size_t bytes = 0;    ///< datagram bytes of all its slices
-    std::vector<SnapshotBody> bodies;             ///< sorted by id
+    std::vector<SnapshotBody> bodies;             ///< sorted by id; only bodies whose shape is known
+    std::size_t bodiesWithoutShape = 0;           ///< decoded bodies left out: catalogue entry not here yet
     std::vector<protocol::QuantizedBody> quantized; ///< the same bodies exactly as decoded
 };
 
@@ -111,9 +113,11 @@ struct ClientStats
     std::uint64_t staleSlices = 0;         ///< slices too old to decode
     std::uint64_t snapshotsCompleted = 0;  ///< ticks with every slice decoded
     std::uint64_t snapshotsShown = 0;      ///< handed out by popSnapshot's queue
+    std::uint64_t bodiesWithoutShape = 0;  ///< bodies left out of shown snapshots for want of their shape
     std::uint64_t snapshotsSuperseded = 0; ///< complete but older than one already shown, or replaced while
                                            ///< waiting for the catalogue
     std::uint64_t catalogueEntries = 0;    ///< catalogue entries received (duplicates included)
+    std::uint64_t catalogueStale = 0;      ///< entries older than what the client knew (late duplicates), ignored
     std::uint64_t inputsSent = 0;          ///< inputs queued by sendInput
     std::uint64_t inputsAcknowledged = 0;
     std::array<std::uint64_t, protocol::kCodecErrorCount> sliceErrors{}; ///< by protocol::CodecError
@@ -225,6 +229,7 @@ private:
     std::unique_ptr<protocol::SnapshotReceiver> m_receiver;
     std::map<std::uint64_t, std::pair<std::size_t, double>> m_tickBytes; ///< per incomplete tick: bytes, time
     std::map<std::uint32_t, protocol::CatalogueEntry> m_catalogue;
+    std::map<std::uint32_t, std::uint32_t> m_removedGenerations; ///< per slot: the newest generation removed
     std::vector<protocol::CatalogueEntry> m_catalogueScratch;
     bool m_anyShown = false;
     std::uint64_t m_lastShownTick = 0;

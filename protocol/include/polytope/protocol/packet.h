@@ -71,6 +71,7 @@ struct DecodeResult
 {
     const wire::Packet* packet = nullptr; ///< points into the datagram's bytes; valid while they are
     DropReason reason = DropReason::Malformed;
+    std::span<const std::uint8_t> bytes;  ///< the datagram decodePacket was given
 
     bool ok() const { return packet != nullptr; }
     wire::PacketType type() const { return packet ? packet->header()->type() : wire::PacketType::None; }

@@ -39,6 +39,8 @@ struct HostConfig
     std::vector<ServerConfig> rooms; ///< at least one; names unique
     std::string adminKey;            ///< empty: admin commands are refused
     SecurityConfig security;         ///< tokens, insecure mode, connection limits
+    /// The rooms' challenge-cookie key; empty: random per process (always, outside tests).
+    std::optional<ConnectCookies::Key> cookieKey;
     /// Unix time in seconds, for the admin commands' freshness check (tests pass their own).
     std::function<double()> wallClock;
 };

@@ -159,6 +159,12 @@ public:
     void setInputObserver(std::function<void(const AppliedInput&)> observer) { m_inputObserver = std::move(observer); }
     /// Called before each tick's World::step with the tick about to be made (scripted scenes).
     void setPreStepHook(std::function<void(std::uint64_t tick)> hook) { m_preStep = std::move(hook); }
+    /// Called with every datagram handed to this room (its plaintext, valid or not) before anything else:
+    /// a recording of them and of the update() times replays the room exactly (tests).
+    void setReceiveTap(std::function<void(const protocol::Address&, std::span<const std::uint8_t>, double)> tap)
+    {
+        m_receiveTap = std::move(tap);
+    }
     /// A clock (seconds) used only to measure encoding time into metrics().encodeSeconds.
     void setProfileClock(std::function<double()> clock) { m_profileClock = std::move(clock); }
 
@@ -276,6 +282,7 @@ private:
     std::multimap<std::uint64_t, QueuedInput> m_inputQueue; ///< by tick, then arrival
     std::function<void(const AppliedInput&)> m_inputObserver;
     std::function<void(std::uint64_t)> m_preStep;
+    std::function<void(const protocol::Address&, std::span<const std::uint8_t>, double)> m_receiveTap;
     std::function<double()> m_profileClock;
     std::function<void(const protocol::Address&, bool)> m_sessionObserver;
     std::map<EncodingKey, SharedEncoding> m_sharedEncodings; ///< this tick's; cleared every tick
