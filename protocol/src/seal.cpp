@@ -1,5 +1,7 @@
 #include "polytope/protocol/seal.h"
 
+#include "polytope/protocol/sodium_ready.h"
+
 #include <sodium.h>
 
 #include <algorithm>
@@ -16,13 +18,6 @@ static_assert(crypto_aead_chacha20poly1305_IETF_NPUBBYTES == 12);
 
 constexpr std::size_t kAdditionalBytes = kSealedHeaderBytes + 2;
 
-void ensureSodium()
-{
-    if (sodium_init() < 0)
-    {
-        std::abort(); // no usable cryptography at all: a platform failure, not input
-    }
-}
 
 void put64(std::uint8_t* out, std::uint64_t value)
 {

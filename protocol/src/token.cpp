@@ -2,6 +2,8 @@
 
 #include "polytope/wire/token_generated.h"
 
+#include "polytope/protocol/sodium_ready.h"
+
 #include <sodium.h>
 
 #include <algorithm>
@@ -22,13 +24,6 @@ constexpr std::size_t kTagBytes = 16;
 constexpr std::size_t kMaxPrivateBytes = kMaxSealedTokenBytes - kTagBytes;
 constexpr std::size_t kAdditionalBytes = 4 + 4 + 2 + 8;
 
-void ensureSodium()
-{
-    if (sodium_init() < 0)
-    {
-        std::abort(); // no usable cryptography at all: a platform failure, not input
-    }
-}
 
 /// "PLTK", the protocol id, the version and the expire time: what the seal binds besides the plaintext.
 void additionalOf(std::uint64_t expireTime, std::uint8_t (&ad)[kAdditionalBytes])

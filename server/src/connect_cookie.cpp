@@ -1,5 +1,7 @@
 #include "polytope/server/connect_cookie.h"
 
+#include "polytope/protocol/sodium_ready.h"
+
 #include <sodium.h>
 
 #include <cmath>
@@ -16,13 +18,6 @@ constexpr std::size_t kStampBytes = 4;
 constexpr std::size_t kMacBytes = protocol::kCookieBytes - kSaltBytes - kStampBytes;
 static_assert(kMacBytes >= crypto_generichash_BYTES_MIN, "the cookie's hash is too short for BLAKE2b");
 
-void ensureSodium()
-{
-    if (sodium_init() < 0)
-    {
-        std::abort(); // no usable randomness: nothing secure can be done (programmer/platform error)
-    }
-}
 
 std::uint32_t stampOf(double now)
 {
@@ -48,13 +43,13 @@ const char* cookieCheckName(CookieCheck check)
 
 ConnectCookies::ConnectCookies(double lifetimeSeconds) : m_lifetimeSeconds(lifetimeSeconds)
 {
-    ensureSodium();
+    protocol::ensureSodium();
     crypto_generichash_keygen(m_key.data());
 }
 
 ConnectCookies::ConnectCookies(const Key& key, double lifetimeSeconds) : m_key(key), m_lifetimeSeconds(lifetimeSeconds)
 {
-    ensureSodium();
+    protocol::ensureSodium();
 }
 
 void ConnectCookies::mac(const protocol::Address& address, std::span<const std::uint8_t> saltAndStamp,
