@@ -64,7 +64,8 @@ if "$server_bin" --help 2>/dev/null | grep -q -- '--http-port'; then
 fi
 
 # The server requires connect tokens: a key for this run, read by the server and by polytope-bots (which
-# makes each bot a token with it, as a game's backend would) from POLYTOPE_TOKEN_KEY.
+# makes each bot a token with it, as a game's backend would) from POLYTOPE_TOKEN_KEY. Every bot connects
+# from this machine's one address, so the per-IP connection rate limit is lifted (--connect-rate-per-ip).
 POLYTOPE_TOKEN_KEY="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
 export POLYTOPE_TOKEN_KEY
 
@@ -77,7 +78,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$server_bin" --port 0 --max-clients "$clients" --scene "$scene" --tick-hz "$tick_hz" \
-  --snapshot-hz "$snapshot_hz" --log-level info "${http[@]}" > "$log" 2>&1 &
+  --snapshot-hz "$snapshot_hz" --log-level info "${http[@]}" --connect-rate-per-ip 100000 > "$log" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 100); do

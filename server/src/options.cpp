@@ -79,6 +79,14 @@ void declare(CLI::App& app, ServerOptions& out)
                                 "HOST:PORT that connect tokens must name (repeat, or comma-separated); "
                                 "default: any address with this server's port")
                      ->delimiter(','));
+    withVariable(app.add_option("--connect-rate-per-ip", out.connectRatePerIp,
+                                "handshake and admin datagrams per second accepted from one IP address, bursts "
+                                "of four times that (raise it for load tests from one machine)")
+                     ->check(CLI::Range(1.0, 1.0e6)));
+    withVariable(app.add_option("--connect-rate", out.connectRate,
+                                "handshake and admin datagrams per second accepted from all addresses together, "
+                                "bursts of twice that")
+                     ->check(CLI::Range(1.0, 1.0e7)));
     withVariable(app.add_option("--checkpoint", out.checkpointFile,
                                 "write the whole state to this file periodically and at shutdown"));
     withVariable(app.add_option("--checkpoint-interval", out.checkpointSeconds, "seconds between checkpoints")
@@ -287,6 +295,10 @@ bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::stri
     out.insecure = options.insecure;
     out.publicAddresses = options.publicAddresses;
     out.listenPort = options.server.port;
+    out.attemptsPerSecondPerIp = options.connectRatePerIp;
+    out.attemptBurstPerIp = 4.0 * options.connectRatePerIp;
+    out.attemptsPerSecond = options.connectRate;
+    out.attemptBurst = 2.0 * options.connectRate;
     if (!options.tokenKey.empty())
     {
         protocol::TokenKey key{};

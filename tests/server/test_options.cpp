@@ -191,6 +191,8 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
         {"--token-key", std::string(64, 'a')},
         {"--insecure", "true"},
         {"--public-address", "game.example.com:7800"},
+        {"--connect-rate-per-ip", "100"},
+        {"--connect-rate", "9000"},
     };
     const auto check = [](const ServerOptions& o)
     {
@@ -214,6 +216,8 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
         CHECK(o.tokenKey == std::string(64, 'a'));
         CHECK(o.insecure);
         CHECK(o.publicAddresses == std::vector<std::string>{"game.example.com:7800"});
+        CHECK(o.connectRatePerIp == 100.0);
+        CHECK(o.connectRate == 9000.0);
     };
 
     const std::vector<OptionName> names = serverOptionNames();
@@ -299,6 +303,8 @@ TEST_CASE("options: the server needs a token key unless --insecure, and refuses 
     CHECK((*security.tokenKey)[31] == 0x1f);
     CHECK(security.publicAddresses == std::vector<std::string>{"a.example:7777", "b.example:7777"});
     CHECK(security.listenPort == 7777);
+    CHECK(security.attemptsPerSecondPerIp == 32.0);
+    CHECK(security.attemptBurstPerIp == 128.0);
 
     ServerOptions bad;
     const OptionsResult result = parse({"--token-key", "not-hex"}, bad);

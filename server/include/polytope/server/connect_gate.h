@@ -42,8 +42,8 @@ struct SecurityConfig
     /// cannot know, as on Agones; give each fleet its own token key then).
     std::vector<std::string> publicAddresses;
     std::uint16_t listenPort = 0;
-    double attemptsPerSecondPerIp = 16.0; ///< sustained handshake/admin datagrams per source IP
-    double attemptBurstPerIp = 48.0;
+    double attemptsPerSecondPerIp = 32.0; ///< sustained handshake/admin datagrams per source IP
+    double attemptBurstPerIp = 128.0;
     double attemptsPerSecond = 4000.0; ///< the same over all sources
     double attemptBurst = 8000.0;
     std::size_t maxTrackedIps = 16384;  ///< cap of the per-IP table

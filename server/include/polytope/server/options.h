@@ -34,6 +34,8 @@ struct ServerOptions
     std::string tokenKey;           ///< 64 hex digits shared with the token backend; required unless insecure
     bool insecure = false;          ///< accept tokenless, unencrypted sessions (local development)
     std::vector<std::string> publicAddresses; ///< HOST:PORT a connect token must name; empty: the port only
+    double connectRatePerIp = 32.0;  ///< handshake and admin datagrams per second from one IP (bursts of 4x)
+    double connectRate = 4000.0;     ///< the same over all sources (bursts of 2x)
     std::string checkpointFile;     ///< written every checkpointSeconds and at shutdown; empty: none
     double checkpointSeconds = 60.0;
     std::string restoreFile;        ///< a checkpoint to resume from at start; empty: none
