@@ -164,7 +164,7 @@ void Host::drop(const protocol::Address& from, protocol::DropReason reason, std:
 }
 
 bool Host::screenHandshake(const protocol::Address& from, const wire::Packet& packet, Server& room,
-                           std::size_t bytes, double now)
+                           std::size_t bytes)
 {
     const bool isResponse = packet.header()->type() == wire::PacketType::ChallengeResponse;
     const wire::TokenCredential* credential = isResponse ? packet.message_as_ChallengeResponse()->token()
@@ -226,7 +226,6 @@ bool Host::screenHandshake(const protocol::Address& from, const wire::Packet& pa
     }
     m_pending.emplace(from, std::move(session));
     m_pendingToken = check;
-    (void)now;
     return true;
 }
 
@@ -315,7 +314,7 @@ void Host::receive(const protocol::Address& from, std::span<const std::uint8_t> 
         send(from, m_writer.connectDenied({}, wire::DenyReason::UnknownRoom));
         return;
     }
-    if (!screenHandshake(from, packet, *target, datagram.size(), now))
+    if (!screenHandshake(from, packet, *target, datagram.size()))
     {
         return;
     }

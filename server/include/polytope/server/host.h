@@ -109,7 +109,7 @@ private:
     /// Token checks for a handshake datagram with no session yet, or a repeat from a session's address.
     /// False when it was dropped.
     bool screenHandshake(const protocol::Address& from, const protocol::wire::Packet& packet, Server& room,
-                         std::size_t bytes, double now);
+                         std::size_t bytes);
     void handleAdmin(const protocol::Address& from, const protocol::wire::Packet& packet, double now);
     bool freshNonce(std::uint64_t nonce, double wallNow);
 
