@@ -693,70 +693,31 @@ HeaderFields AckTracker::nextOutgoing()
 {
     HeaderFields fields;
     fields.sequence = m_nextSequence++;
-    fields.ack = m_newestReceived;
-    fields.ackBits = m_receivedBits;
-    fields.flags = m_anyReceived ? kHeaderFlagAckValid : std::uint8_t{0};
+    fields.ack = static_cast<std::uint16_t>(m_received.newest());
+    fields.ackBits = m_received.maskBeforeNewest();
+    fields.flags = m_received.empty() ? std::uint8_t{0} : kHeaderFlagAckValid;
     return fields;
+}
+
+std::uint64_t AckTracker::unwrap(std::uint16_t sequence) const
+{
+    // Start far from zero so that unwrapping backwards never underflows.
+    constexpr std::uint64_t kBase = std::uint64_t{1} << 32;
+    if (m_received.empty())
+    {
+        return kBase + sequence;
+    }
+    const std::uint64_t newest = m_received.newest();
+    const auto newest16 = static_cast<std::uint16_t>(newest);
+    return sequenceGreaterThan(sequence, newest16) ? newest + static_cast<std::uint16_t>(sequence - newest16)
+                                                   : newest - static_cast<std::uint16_t>(newest16 - sequence);
 }
 
 bool AckTracker::hasReceived(std::uint16_t sequence) const
 {
-    if (!m_anyReceived)
-    {
-        return false;
-    }
-    if (sequence == m_newestReceived)
-    {
-        return true;
-    }
-    const std::uint16_t age = static_cast<std::uint16_t>(m_newestReceived - sequence);
-    return age >= 1 && age <= 32 && ((m_receivedBits >> (age - 1)) & 1u) != 0;
+    return !m_received.empty() && m_received.contains(unwrap(sequence));
 }
 
-bool AckTracker::onReceived(std::uint16_t sequence)
-{
-    if (!m_anyReceived)
-    {
-        m_anyReceived = true;
-        m_newestReceived = sequence;
-        m_receivedBits = 0;
-        return true;
-    }
-    if (sequence == m_newestReceived)
-    {
-        return false;
-    }
-    if (sequenceGreaterThan(sequence, m_newestReceived))
-    {
-        const std::uint16_t shift = static_cast<std::uint16_t>(sequence - m_newestReceived);
-        // The old newest becomes bit (shift - 1); bits pushed past 32 fall off.
-        if (shift > 32)
-        {
-            m_receivedBits = 0;
-        }
-        else if (shift == 32)
-        {
-            m_receivedBits = 1u << 31;
-        }
-        else
-        {
-            m_receivedBits = (m_receivedBits << shift) | (1u << (shift - 1));
-        }
-        m_newestReceived = sequence;
-        return true;
-    }
-    const std::uint16_t age = static_cast<std::uint16_t>(m_newestReceived - sequence);
-    if (age > 32)
-    {
-        return false;
-    }
-    const std::uint32_t bit = 1u << (age - 1);
-    if (m_receivedBits & bit)
-    {
-        return false;
-    }
-    m_receivedBits |= bit;
-    return true;
-}
+bool AckTracker::onReceived(std::uint16_t sequence) { return m_received.record(unwrap(sequence)); }
 
 } // namespace polytope::protocol

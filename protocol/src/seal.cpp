@@ -78,47 +78,6 @@ SessionKeys deriveSessionKeys(const SessionKey& clientToServer, const SessionKey
     return forServer ? SessionKeys{s2c, c2s} : SessionKeys{c2s, s2c};
 }
 
-bool ReplayWindow::isFresh(std::uint64_t sequence) const
-{
-    if (!m_any || sequence > m_newest)
-    {
-        return true;
-    }
-    if (m_newest - sequence >= kReplayWindowSize)
-    {
-        return false;
-    }
-    return m_slots[sequence % kReplayWindowSize] != sequence + 1;
-}
-
-void ReplayWindow::record(std::uint64_t sequence)
-{
-    m_slots[sequence % kReplayWindowSize] = sequence + 1;
-    if (!m_any || sequence > m_newest)
-    {
-        m_newest = sequence;
-        m_any = true;
-    }
-}
-
-const char* openErrorName(OpenError error)
-{
-    switch (error)
-    {
-    case OpenError::None:
-        return "none";
-    case OpenError::NotSealed:
-        return "not_sealed";
-    case OpenError::TooLarge:
-        return "too_large";
-    case OpenError::Forged:
-        return "forged";
-    case OpenError::Replayed:
-        return "replayed";
-    }
-    return "unknown";
-}
-
 SealedChannel::SealedChannel(const SessionKeys& keys)
     : m_keys(keys), m_active(true), m_sealed(kMaxDatagramBytes / 8 + 1), m_opened(kMaxDatagramBytes / 8 + 1)
 {

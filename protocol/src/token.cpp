@@ -105,22 +105,6 @@ flatbuffers::Verifier::Options verifierOptions()
 }
 } // namespace
 
-const char* tokenErrorName(TokenError error)
-{
-    switch (error)
-    {
-    case TokenError::None:
-        return "none";
-    case TokenError::Malformed:
-        return "malformed";
-    case TokenError::Forged:
-        return "forged";
-    case TokenError::Expired:
-        return "expired";
-    }
-    return "unknown";
-}
-
 bool makeConnectToken(const TokenKey& key, const TokenRequest& request, std::uint64_t nowUnixSeconds,
                       ConnectToken& out, std::string& error)
 {

@@ -10,6 +10,7 @@
 
 #include "polytope/protocol/constants.h"
 #include "polytope/protocol/quantize.h"
+#include "polytope/protocol/sequence_window.h"
 #include "polytope/wire/polytope_generated.h"
 
 #include <array>
@@ -227,9 +228,16 @@ private:
     std::vector<wire::Input> m_inputStaging;
 };
 
+/// True when 16-bit sequence a is newer than b, across wrap-around.
+constexpr bool sequenceGreaterThan(std::uint16_t a, std::uint16_t b)
+{
+    return ((a > b) && (a - b <= 32768)) || ((a < b) && (b - a > 32768));
+}
+
 /// Sequence numbers and acknowledgements of one direction of a connection (16-bit, wrapping), as in
 /// Fiedler's "Reliability and Congestion Avoidance over UDP": every packet carries the newest sequence
-/// received and a 32-bit mask of the 32 before it.
+/// received and a 32-bit mask of the 32 before it. Received sequences are unwrapped to 64 bits and kept in a
+/// SequenceWindow of 33 (the newest and the 32 before it).
 class AckTracker
 {
 public:
@@ -239,23 +247,16 @@ public:
     bool onReceived(std::uint16_t sequence);
     /// True when `sequence` was recorded (the newest or one of the 32 before it).
     bool hasReceived(std::uint16_t sequence) const;
-
-    std::uint16_t newestReceived() const { return m_newestReceived; }
     /// The sequence the next outgoing packet will carry.
     std::uint16_t nextSequence() const { return m_nextSequence; }
 
 private:
-    std::uint16_t m_nextSequence = 0;
-    std::uint16_t m_newestReceived = 0;
-    std::uint32_t m_receivedBits = 0; ///< bit i: newestReceived - 1 - i was received
-    bool m_anyReceived = false;
-};
+    /// The 64-bit sequence a received 16-bit one stands for, nearest the newest received.
+    std::uint64_t unwrap(std::uint16_t sequence) const;
 
-/// True when 16-bit sequence a is newer than b, across wrap-around.
-constexpr bool sequenceGreaterThan(std::uint16_t a, std::uint16_t b)
-{
-    return ((a > b) && (a - b <= 32768)) || ((a < b) && (b - a > 32768));
-}
+    std::uint16_t m_nextSequence = 0;
+    SequenceWindow<33> m_received;
+};
 
 /// Calls fn(sequence) for every sequence a received header acknowledges (ack and the set bits of ack_bits),
 /// nothing when the header says its acks are not valid yet.

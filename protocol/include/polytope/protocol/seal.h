@@ -17,6 +17,7 @@
 #pragma once
 
 #include "polytope/protocol/constants.h"
+#include "polytope/protocol/sequence_window.h"
 
 #include <array>
 #include <cstdint>
@@ -55,22 +56,6 @@ struct SessionKeys
 SessionKeys deriveSessionKeys(const SessionKey& clientToServer, const SessionKey& serverToClient,
                               std::span<const std::uint8_t, kSessionSaltBytes> salt, bool forServer);
 
-/// Which 64-bit sequences were received lately (netcode.io's replay protection).
-class ReplayWindow
-{
-  public:
-    /// False when `sequence` was recorded already or is kReplayWindowSize or more behind the newest.
-    bool isFresh(std::uint64_t sequence) const;
-    void record(std::uint64_t sequence);
-    std::uint64_t newest() const { return m_newest; }
-
-  private:
-    std::array<std::uint64_t, kReplayWindowSize>
-        m_slots{}; ///< sequence + 1 of the slot's last entry; 0 empty
-    std::uint64_t m_newest = 0;
-    bool m_any = false;
-};
-
 enum class OpenError : std::uint8_t
 {
     None = 0,
@@ -79,8 +64,6 @@ enum class OpenError : std::uint8_t
     Forged,    ///< does not authenticate: forged, tampered, or another key
     Replayed,  ///< its sequence was received already or is too old
 };
-
-const char* openErrorName(OpenError error);
 
 /// Both directions of one session. Movable; an inactive channel (default) seals and opens nothing.
 class SealedChannel
@@ -102,7 +85,7 @@ class SealedChannel
     SessionKeys m_keys{};
     bool m_active = false;
     std::uint64_t m_sendSequence = 0;
-    ReplayWindow m_window;
+    SequenceWindow<kReplayWindowSize> m_window; ///< replay protection (netcode.io)
     std::vector<std::uint64_t> m_sealed; ///< 8-byte words: output of seal()
     std::vector<std::uint64_t> m_opened; ///< 8-byte words: output of open()
 };

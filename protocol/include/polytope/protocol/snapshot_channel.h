@@ -77,8 +77,6 @@ class SnapshotSendState
 
     /// True once the client holds `tick` completely.
     bool holds(std::uint64_t tick) const;
-    /// The newest tick the client holds, or 0 when none.
-    std::uint64_t newestHeld() const { return m_held.empty() ? 0 : m_held.back(); }
 
     bool sentAny = false;         ///< some snapshot was sent (idle-skip policy)
     std::uint64_t lastSentTick = 0;

@@ -86,8 +86,6 @@ enum class TokenError : std::uint8_t
     Expired,   ///< expireTime is before now
 };
 
-const char* tokenErrorName(TokenError error);
-
 /// The server's check of a TokenCredential: sizes, expiry against `nowUnixSeconds`, decryption, then
 /// readTokenPrivate.
 TokenError openConnectToken(const TokenKey& key, std::uint64_t expireTime,
