@@ -19,25 +19,25 @@ namespace
 
 constexpr double kMetricsPublishSeconds = 0.25;
 
-/// Renders every room and the host's own counters for /metrics.
+/// Renders every room and the Server's own counters for /metrics.
 std::string renderMetrics(const polytope::server::UdpServer& server)
 {
-    const polytope::server::Host& host = server.host();
+    const polytope::server::Server& front = server.server();
     std::vector<polytope::server::RoomMetricsView> views;
-    for (std::size_t i = 0; i < host.roomCount(); ++i)
+    for (std::size_t i = 0; i < front.roomCount(); ++i)
     {
-        const polytope::server::Server& room = host.room(i);
+        const polytope::server::Room& room = front.room(i);
         views.push_back({room.config().room, &room.metrics(), room.clientCount(), room.world().bodyCount(),
-                         &room.metrics().tickSeconds, i == 0 ? server.sendErrors() : 0});
+                         &room.metrics().tickSeconds, i == 0 ? server.sendErrors() : 0, room.tick()});
     }
-    return polytope::server::renderPrometheus(views) + polytope::server::renderHostPrometheus(host.metrics());
+    return polytope::server::renderPrometheus(views) + polytope::server::renderServerPrometheus(front.metrics());
 }
 
 /// Writes a checkpoint of every room; logs the outcome.
 bool writeCheckpoint(const polytope::server::UdpServer& server, const std::string& path)
 {
     std::vector<std::uint8_t> state;
-    server.host().saveState(state);
+    server.server().saveState(state);
     std::string error;
     if (!polytope::server::writeCheckpointFile(path, state, error))
     {
@@ -77,7 +77,7 @@ int main(int argc, char** argv)
     }
 
     spdlog::set_level(spdlog::level::from_str(options.logLevel));
-    const server::ServerConfig& config = options.server;
+    const server::RoomConfig& config = options.server;
     try
     {
         if (!options.configFile.empty())
@@ -86,11 +86,11 @@ int main(int argc, char** argv)
         }
         server::UdpServer server;
         std::string error;
-        server::HostConfig hostConfig;
-        hostConfig.adminKey = options.adminKey;
-        if (!server::securityConfig(options, hostConfig.security, error) ||
-            !server::roomConfigs(options, hostConfig.rooms, error) ||
-            !server.open(hostConfig, config.bindAddress, config.port, error))
+        server::ServerConfig serverConfig;
+        serverConfig.adminKey = options.adminKey;
+        if (!server::securityConfig(options, serverConfig.security, error) ||
+            !server::roomConfigs(options, serverConfig.rooms, error) ||
+            !server.open(serverConfig, config.bindAddress, config.port, error))
         {
             spdlog::error("{}", error);
             return 1;
@@ -98,7 +98,7 @@ int main(int argc, char** argv)
         spdlog::info("polytope-server listening on UDP {}:{}, {} Hz ticks, {} Hz snapshots, {} kbps per client",
                      config.bindAddress, server.localPort(), config.tickRateHz, config.snapshotRateHz,
                      config.maxClientKbps);
-        for (const server::ServerConfig& room : hostConfig.rooms)
+        for (const server::RoomConfig& room : serverConfig.rooms)
         {
             spdlog::info("room '{}': scene '{}'", room.room, room.scene);
         }
@@ -109,7 +109,7 @@ int main(int argc, char** argv)
             spdlog::warn("--insecure: clients without connect tokens are accepted and their sessions are NOT "
                          "encrypted or authenticated; never expose this server to the internet");
         }
-        if (hostConfig.security.tokenKey)
+        if (serverConfig.security.tokenKey)
         {
             spdlog::info("connect tokens required{}; sessions sealed with ChaCha20-Poly1305",
                          options.insecure ? " unless tokenless (--insecure)" : "");
@@ -118,13 +118,13 @@ int main(int argc, char** argv)
         {
             std::vector<std::uint8_t> state;
             if (!server::readCheckpointFile(options.restoreFile, state, error) ||
-                !server.host().restoreState(state, error))
+                !server.server().restoreState(state, error))
             {
                 spdlog::error("cannot restore {}: {}", options.restoreFile, error);
                 return 1;
             }
-            spdlog::info("restored {} (room '{}' at tick {})", options.restoreFile, server.core().config().room,
-                         server.core().metrics().ticks);
+            spdlog::info("restored {} (room '{}' at tick {})", options.restoreFile, server.firstRoom().config().room,
+                         server.firstRoom().tick());
         }
 
         server::OpsHttpServer http;
@@ -191,7 +191,7 @@ int main(int argc, char** argv)
                     writeCheckpoint(server, options.checkpointFile);
                 }
                 if (agones && options.agonesAllocateOnJoin && !allocateRequested &&
-                    server.host().clientCount() > 0)
+                    server.server().clientCount() > 0)
                 {
                     allocateRequested = true;
                     spdlog::info("Agones: first client joined, asking for Allocated");
@@ -202,12 +202,12 @@ int main(int argc, char** argv)
                 }
             });
         server.run(true);
-        for (std::size_t i = 0; i < server.host().roomCount(); ++i)
+        for (std::size_t i = 0; i < server.server().roomCount(); ++i)
         {
-            const server::Server& room = server.host().room(i);
-            const server::ServerMetrics& m = room.metrics();
+            const server::Room& room = server.server().room(i);
+            const server::RoomMetrics& m = room.metrics();
             spdlog::info("room '{}' stopped after {} ticks; {} datagrams in, {} out, {} dropped, {} overruns",
-                         room.config().room, m.ticks, m.datagramsIn, m.datagramsOut, m.drops.total(), m.overruns);
+                         room.config().room, room.tick(), m.datagramsIn, m.datagramsOut, m.drops.total(), m.overruns);
         }
         if (!options.checkpointFile.empty() && writeCheckpoint(server, options.checkpointFile))
         {

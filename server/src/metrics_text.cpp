@@ -13,76 +13,70 @@ struct CounterFamily
 {
     const char* name;
     const char* help;
-    std::uint64_t ServerMetrics::*field;
+    std::uint64_t RoomMetrics::*field;
 };
 
 // Names follow Prometheus' conventions: a counter ends in _total, units in the name.
 constexpr CounterFamily kCounters[] = {
-    {"polytope_ticks_total", "Simulation ticks run.", &ServerMetrics::ticks},
     {"polytope_tick_overruns_total", "Updates that hit the catch-up cap and dropped simulation time.",
-     &ServerMetrics::overruns},
+     &RoomMetrics::overruns},
     {"polytope_datagrams_received_total", "Received datagrams that were accepted.",
-     &ServerMetrics::datagramsIn},
+     &RoomMetrics::datagramsIn},
     {"polytope_received_bytes_total", "Bytes of every received datagram, accepted or dropped.",
-     &ServerMetrics::bytesIn},
-    {"polytope_datagrams_sent_total", "Datagrams sent.", &ServerMetrics::datagramsOut},
-    {"polytope_sent_bytes_total", "Bytes of the datagrams sent.", &ServerMetrics::bytesOut},
+     &RoomMetrics::bytesIn},
+    {"polytope_datagrams_sent_total", "Datagrams sent.", &RoomMetrics::datagramsOut},
+    {"polytope_sent_bytes_total", "Bytes of the datagrams sent.", &RoomMetrics::bytesOut},
     {"polytope_snapshots_sent_total", "Snapshots sent (all their slices), summed over clients.",
-     &ServerMetrics::snapshotsSent},
+     &RoomMetrics::snapshotsSent},
     {"polytope_snapshots_skipped_total",
      "Snapshots not sent: identical to the client's baseline, no heartbeat due.",
-     &ServerMetrics::snapshotsSkipped},
-    {"polytope_snapshots_full_total", "Snapshots sent without a baseline.", &ServerMetrics::fullSnapshots},
+     &RoomMetrics::snapshotsSkipped},
+    {"polytope_snapshots_full_total", "Snapshots sent without a baseline.", &RoomMetrics::fullSnapshots},
     {"polytope_snapshot_datagrams_total", "Datagrams carrying snapshot slices.",
-     &ServerMetrics::snapshotDatagrams},
+     &RoomMetrics::snapshotDatagrams},
     {"polytope_snapshot_encode_errors_total", "Snapshots the encoder refused (a bug; logged).",
-     &ServerMetrics::snapshotEncodeErrors},
+     &RoomMetrics::snapshotEncodeErrors},
     {"polytope_catalogue_datagrams_total", "Datagrams carrying shape catalogue entries.",
-     &ServerMetrics::catalogueDatagrams},
+     &RoomMetrics::catalogueDatagrams},
     {"polytope_catalogue_entries_sent_total", "Catalogue entries sent, resends included.",
-     &ServerMetrics::catalogueEntriesSent},
+     &RoomMetrics::catalogueEntriesSent},
     {"polytope_catalogue_entries_resent_total", "Catalogue entries sent again after no acknowledgement.",
-     &ServerMetrics::catalogueEntriesResent},
-    {"polytope_connect_challenges_sent_total", "Connect challenges sent.", &ServerMetrics::challengesSent},
-    {"polytope_connect_cookies_forged_total",
-     "Challenge responses with a forged, tampered or foreign cookie.", &ServerMetrics::cookiesForged},
-    {"polytope_connect_cookies_expired_total", "Challenge responses with an expired cookie.",
-     &ServerMetrics::cookiesExpired},
-    {"polytope_clients_accepted_total", "Sessions opened.", &ServerMetrics::clientsAccepted},
+     &RoomMetrics::catalogueEntriesResent},
+    {"polytope_clients_accepted_total", "Sessions opened.", &RoomMetrics::clientsAccepted},
     {"polytope_clients_denied_total", "Connection attempts refused (server full or not accepted).",
-     &ServerMetrics::clientsDenied},
+     &RoomMetrics::clientsDenied},
     {"polytope_clients_timed_out_total", "Sessions dropped after the client fell silent.",
-     &ServerMetrics::clientsTimedOut},
+     &RoomMetrics::clientsTimedOut},
     {"polytope_clients_disconnected_total", "Sessions the client closed itself.",
-     &ServerMetrics::clientsDisconnected},
+     &RoomMetrics::clientsDisconnected},
     {"polytope_inputs_received_total", "Inputs in accepted ClientInput datagrams, duplicates included.",
-     &ServerMetrics::inputsReceived},
+     &RoomMetrics::inputsReceived},
     {"polytope_inputs_duplicate_total", "Inputs received again (resends) and ignored.",
-     &ServerMetrics::inputsDuplicate},
+     &RoomMetrics::inputsDuplicate},
     {"polytope_inputs_late_total", "Inputs that arrived after their tick ran, applied at the next tick.",
-     &ServerMetrics::inputsLate},
+     &RoomMetrics::inputsLate},
     {"polytope_inputs_refused_total", "Inputs too far ahead, or refused because the queue was full.",
-     &ServerMetrics::inputsRefused},
-    {"polytope_inputs_applied_total", "Inputs applied to the world.", &ServerMetrics::inputsApplied},
+     &RoomMetrics::inputsRefused},
+    {"polytope_inputs_applied_total", "Inputs applied to the world.", &RoomMetrics::inputsApplied},
     {"polytope_inputs_not_owned_total", "Inputs for bodies the client does not own, or spawns not allowed.",
-     &ServerMetrics::inputsNotOwned},
+     &RoomMetrics::inputsNotOwned},
     {"polytope_inputs_rate_limited_total", "Inputs over the client's input rate, dropped.",
-     &ServerMetrics::inputsRateLimited},
+     &RoomMetrics::inputsRateLimited},
     {"polytope_bodies_spawned_total", "Player bodies created (joins and Spawn inputs).",
-     &ServerMetrics::bodiesSpawned},
+     &RoomMetrics::bodiesSpawned},
     {"polytope_bodies_removed_total", "Owned bodies removed (Remove inputs, leaving clients).",
-     &ServerMetrics::bodiesRemoved},
-    {"polytope_clients_kicked_total", "Sessions ended by an admin kick.", &ServerMetrics::clientsKicked},
-    {"polytope_admin_commands_total", "Admin commands carried out in this room.", &ServerMetrics::adminCommands},
-    {"polytope_paused_ticks_total", "Tick slots skipped while paused.", &ServerMetrics::pausedTicks},
+     &RoomMetrics::bodiesRemoved},
+    {"polytope_clients_kicked_total", "Sessions ended by an admin kick.", &RoomMetrics::clientsKicked},
+    {"polytope_admin_commands_total", "Admin commands carried out in this room.", &RoomMetrics::adminCommands},
+    {"polytope_paused_ticks_total", "Tick slots skipped while paused.", &RoomMetrics::pausedTicks},
     {"polytope_snapshot_bodies_deferred_total", "Changed bodies left out of a snapshot by a client's budget.",
-     &ServerMetrics::bodiesDeferred},
+     &RoomMetrics::bodiesDeferred},
     {"polytope_snapshots_budget_limited_total", "Snapshots that left a changed body out for the budget.",
-     &ServerMetrics::budgetLimitedSnapshots},
+     &RoomMetrics::budgetLimitedSnapshots},
     {"polytope_snapshot_encodes_total", "Snapshot encoder runs (clients sharing baselines share one).",
-     &ServerMetrics::snapshotEncodes},
+     &RoomMetrics::snapshotEncodes},
     {"polytope_inputs_failed_total", "Inputs the world refused (stale body id, static body).",
-     &ServerMetrics::inputsFailed},
+     &RoomMetrics::inputsFailed},
 };
 
 void header(std::string& out, std::string_view name, std::string_view help, std::string_view type)
@@ -174,6 +168,10 @@ std::string renderPrometheus(std::span<const RoomMetricsView> rooms)
     each([&](const RoomMetricsView& room, const std::string& label)
          { line("polytope_bodies", label, room.bodies); });
 
+    header(out, "polytope_ticks_total", "Simulation ticks run.", "counter");
+    each([&](const RoomMetricsView& room, const std::string& label)
+         { line("polytope_ticks_total", label, room.ticks); });
+
     for (const CounterFamily& family : kCounters)
     {
         header(out, family.name, family.help, "counter");
@@ -228,7 +226,7 @@ std::string renderPrometheus(std::span<const RoomMetricsView> rooms)
     return out;
 }
 
-std::string renderHostPrometheus(const HostMetrics& host)
+std::string renderServerPrometheus(const ServerMetrics& host)
 {
     std::string out;
     const auto counter = [&](std::string_view name, std::string_view help, const std::string& labels,
@@ -250,6 +248,11 @@ std::string renderHostPrometheus(const HostMetrics& host)
                 "reason=\"" + escapeLabelValue(protocol::dropReasonName(reason)) + "\"", host.drops[reason], false);
     }
     counter("polytope_host_unknown_room_total", "Connection attempts naming no room.", "", host.unknownRoom, true);
+    counter("polytope_connect_challenges_sent_total", "Connect challenges sent.", "", host.challengesSent, true);
+    counter("polytope_connect_cookies_forged_total", "Challenge responses with a forged, tampered or foreign cookie.",
+            "", host.cookiesForged, true);
+    counter("polytope_connect_cookies_expired_total", "Challenge responses with an expired cookie.", "",
+            host.cookiesExpired, true);
     header(out, "polytope_sessions_opened_total", "Sessions opened, by kind (sealed: with a connect token).",
            "counter");
     counter("polytope_sessions_opened_total", "", "kind=\"sealed\"", host.sealedSessions, false);

@@ -41,7 +41,7 @@ void declare(CLI::App& app, ServerOptions& out)
 {
     const auto withVariable = [](CLI::Option* option)
     { return option->envname(variableFor(option->get_lnames().front()))->capture_default_str(); };
-    ServerConfig& config = out.server;
+    RoomConfig& config = out.server;
     withVariable(app.add_option("--port", config.port, "UDP port to listen on (0: any free port)"));
     withVariable(app.add_option("--bind", config.bindAddress, "address to bind the UDP socket to"));
     withVariable(app.add_option("--scene", config.scene, "built-in scene or scene file (.json) to simulate"));
@@ -271,7 +271,7 @@ OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOption
     {
         return failure("invalid configuration: " + invalid);
     }
-    std::vector<ServerConfig> rooms;
+    std::vector<RoomConfig> rooms;
     std::string error;
     if (!roomConfigs(out, rooms, error))
     {
@@ -317,7 +317,7 @@ bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::stri
     return true;
 }
 
-bool roomConfigs(const ServerOptions& options, std::vector<ServerConfig>& out, std::string& error)
+bool roomConfigs(const ServerOptions& options, std::vector<RoomConfig>& out, std::string& error)
 {
     out.clear();
     if (options.rooms.empty())
@@ -327,7 +327,7 @@ bool roomConfigs(const ServerOptions& options, std::vector<ServerConfig>& out, s
     }
     for (const std::string& entry : options.rooms)
     {
-        ServerConfig room = options.server;
+        RoomConfig room = options.server;
         const std::size_t equals = entry.find('=');
         room.room = entry.substr(0, equals);
         if (equals != std::string::npos)
@@ -344,7 +344,7 @@ bool roomConfigs(const ServerOptions& options, std::vector<ServerConfig>& out, s
             error = "'" + entry + "': " + invalid;
             return false;
         }
-        for (const ServerConfig& other : out)
+        for (const RoomConfig& other : out)
         {
             if (other.room == room.room)
             {

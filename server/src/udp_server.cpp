@@ -58,7 +58,7 @@ struct UdpServer::Impl
     asio::ip::udp::socket socket{io};
     asio::steady_timer timer{io};
     asio::signal_set signals{io};
-    std::unique_ptr<Host> server;
+    std::unique_ptr<Server> server;
     ReceiveBuffer buffer{};
     asio::ip::udp::endpoint sender;
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -145,7 +145,7 @@ struct UdpServer::Impl
         std::uint64_t ticks = 0;
         for (std::size_t i = 0; i < server->roomCount(); ++i)
         {
-            ticks += server->room(i).metrics().ticks;
+            ticks += server->room(i).tick();
         }
         return ticks;
     }
@@ -157,7 +157,7 @@ struct UdpServer::Impl
             return;
         }
         stopping = true;
-        server->shutdown(now());
+        server->shutdown();
         asio::error_code ignored;
         timer.cancel();
         signals.cancel(ignored);
@@ -168,18 +168,18 @@ struct UdpServer::Impl
 UdpServer::UdpServer() : m_impl(std::make_unique<Impl>()) {}
 UdpServer::~UdpServer() = default;
 
-bool UdpServer::open(const ServerConfig& config, std::string& error)
+bool UdpServer::open(const RoomConfig& config, std::string& error)
 {
-    HostConfig host;
+    ServerConfig host;
     host.rooms.push_back(config);
     host.security.insecure = true; // see the header: tests and local tools
     return open(host, config.bindAddress, config.port, error);
 }
 
-bool UdpServer::open(const HostConfig& config, const std::string& bindAddress, std::uint16_t port, std::string& error)
+bool UdpServer::open(const ServerConfig& config, const std::string& bindAddress, std::uint16_t port, std::string& error)
 {
     Impl& impl = *m_impl;
-    impl.server = Host::create(
+    impl.server = Server::create(
         config, [&impl](const protocol::Address& to, std::span<const std::uint8_t> datagram) { impl.send(to, datagram); },
         error);
     if (!impl.server)
@@ -246,11 +246,11 @@ void UdpServer::stop()
     asio::post(m_impl->io, [impl = m_impl.get()] { impl->finish(); });
 }
 
-Host& UdpServer::host() { return *m_impl->server; }
+Server& UdpServer::server() { return *m_impl->server; }
 
-const Host& UdpServer::host() const { return *m_impl->server; }
+const Server& UdpServer::server() const { return *m_impl->server; }
 
-const Server& UdpServer::core() const { return m_impl->server->room(0); }
+const Room& UdpServer::firstRoom() const { return m_impl->server->room(0); }
 
 const TickTimeHistogram& UdpServer::tickTimes() const { return m_impl->tickTimes; }
 

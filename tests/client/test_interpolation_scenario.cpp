@@ -7,6 +7,7 @@
 #include "polytope/protocol/network_simulator.h"
 #include "polytope/physics/scenes.h"
 #include "polytope/server/server.h"
+#include "support/in_process.h"
 
 #include <catch2/catch.hpp>
 
@@ -57,14 +58,14 @@ void runScenario(std::uint64_t seed)
     conditions.lossProbability = 0.05;
     protocol::NetworkSimulator net(conditions, seed);
 
-    server::ServerConfig config;
+    server::RoomConfig config;
     config.tickRateHz = 60;
     config.snapshotRateHz = 60;
     config.scene = "moving";
     config.buildScene = buildMovingScene;
     double now = 0.0;
     std::string error;
-    auto server = server::Server::create(
+    auto server = test::makeServer(
         config, [&](const protocol::Address& to, std::span<const std::uint8_t> d) { net.send(kServerAddress, to, d, now); },
         error, kCookieKey);
     REQUIRE(server);

@@ -1,7 +1,7 @@
 // libFuzzer target: sealed datagrams (seal.h). Arbitrary bytes go to SealedChannel::open, which must refuse
 // them (only a key holder can make one that opens) without crashing; and the same bytes, sealed with the
 // channel's key and opened by its peer, must come back exactly, with the replay window refusing a second
-// copy. Whatever opens is then given to decodePacket, as the Host does.
+// copy. Whatever opens is then given to decodePacket, as the Server does.
 #include "polytope/protocol/packet.h"
 #include "polytope/protocol/seal.h"
 

@@ -144,10 +144,9 @@ std::string familyOf(const std::string& name, const std::map<std::string, std::s
     return name;
 }
 
-ServerMetrics sampleMetrics(std::uint64_t seed)
+RoomMetrics sampleMetrics(std::uint64_t seed)
 {
-    ServerMetrics m;
-    m.ticks = 1000 + seed;
+    RoomMetrics m;
     m.overruns = 2 + seed;
     m.datagramsIn = 300 + seed;
     m.bytesIn = 45000 + seed;
@@ -184,8 +183,8 @@ TEST_CASE("tick time histogram: buckets by upper bound, sum and count", "[server
 
 TEST_CASE("prometheus text: families, labels, values and histogram of two rooms", "[server][metrics]")
 {
-    const ServerMetrics a = sampleMetrics(0);
-    const ServerMetrics b = sampleMetrics(7);
+    const RoomMetrics a = sampleMetrics(0);
+    const RoomMetrics b = sampleMetrics(7);
     TickTimeHistogram ticks;
     for (int i = 0; i < 100; ++i)
     {
@@ -193,8 +192,8 @@ TEST_CASE("prometheus text: families, labels, values and histogram of two rooms"
     }
     ticks.observe(0.2); // one over every finite bucket
     const RoomMetricsView rooms[] = {
-        {"default", &a, 3, 26, &ticks, 4},
-        {"odd \"room\"\\", &b, 0, 1000, nullptr, 0},
+        {"default", &a, 3, 26, &ticks, 4, 1000},
+        {"odd \"room\"\\", &b, 0, 1000, nullptr, 0, 1007},
     };
     const std::string text = renderPrometheus(rooms);
     const Exposition e = parseExposition(text);

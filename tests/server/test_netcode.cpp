@@ -1,10 +1,11 @@
-// Protocol version 2 end to end in one process: the Server and Client cores over the seeded NetworkSimulator
+// The protocol end to end in one process: the Server and Client cores over the seeded NetworkSimulator
 // (protocol/network_simulator.h) with a test clock, no sleeps. Handshake and cookies, snapshots under loss
 // and jitter compared bit for bit with what the server quantized, the shape catalogue and inputs under loss.
 #include "polytope/client/client.h"
 #include "polytope/physics/scenes.h"
 #include "polytope/protocol/network_simulator.h"
 #include "polytope/server/server.h"
+#include "support/in_process.h"
 
 #include <catch2/catch.hpp>
 
@@ -19,19 +20,19 @@ using namespace polytope;
 namespace
 {
 
-const protocol::Address kServerAddress = protocol::Address::ipv4(10, 0, 0, 1, 7777);
+using test::kServerAddress;
 const server::ConnectCookies::Key kCookieKey{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
                                              17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 
 /// One server and some clients joined by a NetworkSimulator; frame() advances everyone by 1/120 s.
 struct SimulatedSession
 {
-    explicit SimulatedSession(const protocol::NetworkConditions& conditions, server::ServerConfig config = {},
+    explicit SimulatedSession(const protocol::NetworkConditions& conditions, server::RoomConfig config = {},
                               std::uint64_t seed = 1)
         : net(conditions, seed)
     {
         std::string error;
-        server = server::Server::create(
+        server = test::makeServer(
             config,
             [this](const protocol::Address& to, std::span<const std::uint8_t> d) { net.send(kServerAddress, to, d, now); },
             error, kCookieKey);
@@ -97,8 +98,8 @@ TEST_CASE("handshake: the server keeps no state before a valid challenge respons
 {
     std::vector<std::pair<protocol::Address, std::vector<std::uint8_t>>> sent;
     std::string error;
-    auto server = server::Server::create(
-        {}, [&](const protocol::Address& to, std::span<const std::uint8_t> d) { sent.emplace_back(to, std::vector(d.begin(), d.end())); },
+    auto server = test::makeServer(
+        server::RoomConfig{}, [&](const protocol::Address& to, std::span<const std::uint8_t> d) { sent.emplace_back(to, std::vector(d.begin(), d.end())); },
         error, kCookieKey);
     REQUIRE(server);
     protocol::PacketWriter writer;
@@ -159,12 +160,12 @@ TEST_CASE("handshake: the server keeps no state before a valid challenge respons
         CHECK(accepted.size < request.size);
         const protocol::SessionParameters p = protocol::readSessionParameters(*r.packet->message_as_ConnectAccepted());
         CHECK(p.clientId == 1);
-        CHECK(p.maxBaselineAgeTicks == server->config().maxBaselineAgeTicks);
-        CHECK(p.position.stepsPerMetre == server->config().quantization.stepsPerMetre);
+        CHECK(p.maxBaselineAgeTicks == server->room(0).config().maxBaselineAgeTicks);
+        CHECK(p.position.stepsPerMetre == server->room(0).config().quantization.stepsPerMetre);
         // The same response again (the accept may have been lost) gets the same session.
         server->receive(alice, Aligned(writer.challengeResponse({}, cookie, "alice")).view(), 1.0 + 4.1);
         CHECK(server->clientCount() == 1);
-        CHECK(server->metrics().clientsAccepted == 1);
+        CHECK(server->room(0).metrics().clientsAccepted == 1);
     }
     SECTION("a cookie from another server process (another key) is refused")
     {
@@ -182,7 +183,7 @@ TEST_CASE("a client at 5% loss and 100 +- 30 ms jitter decodes only correct snap
     conditions.latencySeconds = 0.07;
     conditions.jitterSeconds = 0.06;
     conditions.lossProbability = 0.05;
-    server::ServerConfig config;
+    server::RoomConfig config;
     config.snapshotRateHz = 60;
     SimulatedSession sim(conditions, config, 42);
     client::Client& c = sim.addClient(2);
@@ -201,7 +202,7 @@ TEST_CASE("a client at 5% loss and 100 +- 30 ms jitter decodes only correct snap
         {
             increasing = increasing && s.tick > lastTick;
             lastTick = s.tick;
-            const protocol::SnapshotFrame* truth = sim.server->history().find(s.tick);
+            const protocol::SnapshotFrame* truth = sim.server->room(0).history().find(s.tick);
             REQUIRE(truth != nullptr);
             const bool same = s.quantized.size() == truth->bodies.size() &&
                               std::equal(s.quantized.begin(), s.quantized.end(), truth->bodies.begin());
@@ -228,10 +229,10 @@ TEST_CASE("a client at 5% loss and 100 +- 30 ms jitter decodes only correct snap
     const auto& errors = c.stats().sliceErrors;
     CHECK(std::accumulate(errors.begin(), errors.end(), std::uint64_t{0}) == 0);
     // Full snapshots only until the first one is acknowledged, about one round trip (~0.2 s, 12 ticks) later.
-    CHECK(sim.server->metrics().fullSnapshots < 30);
-    CHECK(sim.server->metrics().snapshotEncodeErrors == 0);
-    INFO("server sent " << sim.server->metrics().snapshotsSent << " snapshots, skipped "
-                        << sim.server->metrics().snapshotsSkipped);
+    CHECK(sim.server->room(0).metrics().fullSnapshots < 30);
+    CHECK(sim.server->room(0).metrics().snapshotEncodeErrors == 0);
+    INFO("server sent " << sim.server->room(0).metrics().snapshotsSent << " snapshots, skipped "
+                        << sim.server->room(0).metrics().snapshotsSkipped);
 }
 
 TEST_CASE("the shape catalogue arrives reliably under loss and follows removals and new bodies",
@@ -250,7 +251,7 @@ TEST_CASE("the shape catalogue arrives reliably under loss and follows removals 
     auto serverCatalogue = [&]
     {
         std::map<std::uint32_t, std::pair<std::uint32_t, protocol::wire::ShapeKind>> out;
-        sim.server->world().forEachBody(
+        sim.server->room(0).world().forEachBody(
             [&](const physics::BodyState& b)
             { out[b.id.index] = {b.id.generation, static_cast<protocol::wire::ShapeKind>(b.shape.type)}; });
         return out;
@@ -265,11 +266,11 @@ TEST_CASE("the shape catalogue arrives reliably under loss and follows removals 
         return out;
     };
     CHECK(clientCatalogue() == serverCatalogue());
-    CHECK(sim.server->metrics().catalogueEntriesResent > 0); // 25% loss: some had to be resent
+    CHECK(sim.server->room(0).metrics().catalogueEntriesResent > 0); // 25% loss: some had to be resent
 
     // Remove three bodies and add a sphere (which reuses a freed slot with a new generation).
     std::vector<physics::BodyId> victims;
-    sim.server->world().forEachBody(
+    sim.server->room(0).world().forEachBody(
         [&](const physics::BodyState& b)
         {
             if (b.type == physics::BodyType::Dynamic && victims.size() < 3)
@@ -280,12 +281,12 @@ TEST_CASE("the shape catalogue arrives reliably under loss and follows removals 
     REQUIRE(victims.size() == 3);
     for (const physics::BodyId id : victims)
     {
-        REQUIRE(sim.server->world().destroyBody(id) == physics::WorldStatus::Ok);
+        REQUIRE(sim.server->room(0).world().destroyBody(id) == physics::WorldStatus::Ok);
     }
     physics::BodyDesc sphere;
     sphere.shape = physics::Shape::makeSphere(0.75f);
     sphere.transform.p = {0.0f, 8.0f, 0.0f};
-    const physics::BodyId added = sim.server->world().createBody(sphere).id;
+    const physics::BodyId added = sim.server->room(0).world().createBody(sphere).id;
     REQUIRE_FALSE(added.isNull());
     sim.runUntil(8.0);
     CHECK(clientCatalogue() == serverCatalogue());
@@ -297,7 +298,7 @@ TEST_CASE("the shape catalogue arrives reliably under loss and follows removals 
         latest = std::move(s);
     }
     REQUIRE(latest.tick > 0);
-    CHECK(latest.bodies.size() == sim.server->world().bodyCount());
+    CHECK(latest.bodies.size() == sim.server->room(0).world().bodyCount());
     for (const client::SnapshotBody& b : latest.bodies)
     {
         for (const physics::BodyId id : victims)
@@ -315,14 +316,14 @@ TEST_CASE("inputs under loss arrive exactly once and are applied at their tick",
     conditions.lossProbability = 0.2;
     SimulatedSession sim(conditions, {}, 5);
     std::vector<server::AppliedInput> applied;
-    sim.server->setInputObserver([&](const server::AppliedInput& a) { applied.push_back(a); });
+    sim.server->room(0).setInputObserver([&](const server::AppliedInput& a) { applied.push_back(a); });
     client::Client& c = sim.addClient(2);
     c.connect(0.0);
     sim.runUntil(1.0);
     REQUIRE(c.isConnected());
 
     // A client may push only what it owns: the ball the default scene gives each player.
-    const std::vector<physics::BodyId> targets = sim.server->ownedBodies(c.clientId());
+    const std::vector<physics::BodyId> targets = sim.server->room(0).ownedBodies(c.clientId());
     REQUIRE(targets.size() == 1);
     std::map<std::uint32_t, protocol::InputCommand> sentInputs;
     int frame = 0;
@@ -362,7 +363,7 @@ TEST_CASE("inputs under loss arrive exactly once and are applied at their tick",
     {
         CHECK(count == 1);
     }
-    const server::ServerMetrics& m = sim.server->metrics();
+    const server::RoomMetrics& m = sim.server->room(0).metrics();
     CHECK(m.inputsLate == 0);
     CHECK(m.inputsApplied == sentInputs.size());
     CHECK(m.inputsDuplicate > 0); // resends of inputs whose acknowledgement was lost or not yet back
@@ -376,7 +377,7 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
     conditions.latencySeconds = 0.04;
     conditions.jitterSeconds = 0.01;
     conditions.lossProbability = 0.02;
-    server::ServerConfig config;
+    server::RoomConfig config;
     config.snapshotRateHz = 30;
     config.maxClientKbps = 48; // 6000 bytes a second: far below what 300 falling boxes need
     config.buildScene = [](physics::World& world) { return physics::buildPile(world, 300); };
@@ -395,9 +396,9 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
     c.connect(0.0);
     sim.runUntil(1.0);
     REQUIRE(c.isConnected());
-    const physics::BodyId own = sim.server->ownedBodies(c.clientId()).at(0);
+    const physics::BodyId own = sim.server->room(0).ownedBodies(c.clientId()).at(0);
 
-    const std::uint64_t bytesAtStart = sim.server->metrics().bytesOut;
+    const std::uint64_t bytesAtStart = sim.server->room(0).metrics().bytesOut;
     const double start = sim.now;
     std::size_t compared = 0, mismatched = 0, ownFresh = 0, lagging = 0;
     while (sim.now < 9.0)
@@ -407,7 +408,7 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
         while (c.popSnapshot(s))
         {
             // The client decodes exactly what it was sent ...
-            const protocol::SnapshotFrame* sent = sim.server->sentFrame(c.clientId(), s.tick);
+            const protocol::SnapshotFrame* sent = sim.server->room(0).sentFrame(c.clientId(), s.tick);
             REQUIRE(sent != nullptr);
             mismatched += std::equal(s.quantized.begin(), s.quantized.end(), sent->bodies.begin(),
                                      sent->bodies.end())
@@ -415,7 +416,7 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
                               : 1;
             ++compared;
             // ... where its own body is always current, while others may lag behind the truth.
-            const protocol::SnapshotFrame* truth = sim.server->history().find(s.tick);
+            const protocol::SnapshotFrame* truth = sim.server->room(0).history().find(s.tick);
             REQUIRE(truth != nullptr);
             for (const protocol::QuantizedBody& b : s.quantized)
             {
@@ -434,16 +435,16 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
         }
     }
     const double seconds = sim.now - start;
-    const double kbps = static_cast<double>(sim.server->metrics().bytesOut - bytesAtStart) * 8.0 / 1000.0 / seconds;
+    const double kbps = static_cast<double>(sim.server->room(0).metrics().bytesOut - bytesAtStart) * 8.0 / 1000.0 / seconds;
     INFO("sent " << kbps << " kbps to a client with a 48 kbps budget; " << compared << " snapshots, "
-                 << sim.server->metrics().bodiesDeferred << " bodies deferred");
+                 << sim.server->room(0).metrics().bodiesDeferred << " bodies deferred");
     CHECK(kbps <= 48.0 * 1.05);
     CHECK(kbps >= 30.0); // and it uses what it is given
     CHECK(compared > 100);
     CHECK(mismatched == 0);
     CHECK(ownFresh == compared);
     CHECK(lagging > 0); // the budget really did bind
-    CHECK(sim.server->metrics().budgetLimitedSnapshots > 0);
+    CHECK(sim.server->room(0).metrics().budgetLimitedSnapshots > 0);
 }
 
 TEST_CASE("the server's state equals a local replay of the inputs it applied, bit for bit", "[server][netcode]")
@@ -457,22 +458,22 @@ TEST_CASE("the server's state equals a local replay of the inputs it applied, bi
     c.connect(0.0);
     sim.runUntil(1.0);
     REQUIRE(c.isConnected());
-    const physics::BodyId own = sim.server->ownedBodies(c.clientId()).at(0);
+    const physics::BodyId own = sim.server->room(0).ownedBodies(c.clientId()).at(0);
 
     // The world as it was before the first tick recorded, and every input applied from then on.
     std::vector<std::uint8_t> startState;
     std::uint64_t startTick = 0;
-    sim.server->setPreStepHook(
+    sim.server->room(0).setPreStepHook(
         [&](std::uint64_t tick)
         {
             if (startState.empty())
             {
-                sim.server->world().saveState(startState);
+                sim.server->room(0).world().saveState(startState);
                 startTick = tick;
             }
         });
     std::vector<server::AppliedInput> applied;
-    sim.server->setInputObserver([&](const server::AppliedInput& a) { applied.push_back(a); });
+    sim.server->room(0).setInputObserver([&](const server::AppliedInput& a) { applied.push_back(a); });
     int frame = 0;
     while (sim.now < 5.0)
     {
@@ -498,7 +499,7 @@ TEST_CASE("the server's state equals a local replay of the inputs it applied, bi
     REQUIRE(replay.restoreState(startState) == physics::RestoreStatus::Ok);
     std::size_t next = 0;
     const float dt = 1.0f / 60.0f;
-    for (std::uint64_t tick = startTick; tick <= sim.server->metrics().ticks; ++tick)
+    for (std::uint64_t tick = startTick; tick <= sim.server->room(0).tick(); ++tick)
     {
         for (; next < applied.size() && applied[next].appliedTick == tick; ++next)
         {
@@ -528,5 +529,5 @@ TEST_CASE("the server's state equals a local replay of the inputs it applied, bi
         replay.step(dt);
     }
     CHECK(next == applied.size());
-    CHECK(replay.stateHash() == sim.server->world().stateHash());
+    CHECK(replay.stateHash() == sim.server->room(0).world().stateHash());
 }

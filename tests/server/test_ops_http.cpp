@@ -69,9 +69,8 @@ TEST_CASE("ops http: healthz follows the tick loop, metrics serves the published
     }
     SECTION("metrics: the last text published, with Prometheus' content type")
     {
-        polytope::server::ServerMetrics metrics;
-        metrics.ticks = 42;
-        const RoomMetricsView room{"default", &metrics, 1, 26, nullptr, 0};
+        polytope::server::RoomMetrics metrics;
+        const RoomMetricsView room{"default", &metrics, 1, 26, nullptr, 0, 42};
         server.publishMetrics(renderPrometheus({&room, 1}));
         server.publishMetrics(renderPrometheus({&room, 1})); // replaces, not appends
         const httplib::Result result = client.Get("/metrics");
@@ -133,7 +132,7 @@ TEST_CASE("ops http: stop and start again", "[server][http]")
 TEST_CASE("udp server: the loop hook sees every timed update and the histogram counts the ticking ones",
           "[server][http]")
 {
-    polytope::server::ServerConfig config;
+    polytope::server::RoomConfig config;
     config.bindAddress = "127.0.0.1";
     config.port = 0;
     config.tickRateHz = 120; // a short test: 12 ticks take 0.1 s
@@ -160,14 +159,15 @@ TEST_CASE("udp server: the loop hook sees every timed update and the histogram c
                 ++tickingCalls;
                 http.publishTick(OpsHttpServer::Clock::now());
             }
-            if (server.core().metrics().ticks >= 12 && hookCalls < 1000)
+            if (server.firstRoom().tick() >= 12 && hookCalls < 1000)
             {
                 const RoomMetricsView room{config.scene,
-                                           &server.core().metrics(),
-                                           server.core().clientCount(),
-                                           server.core().world().bodyCount(),
+                                           &server.firstRoom().metrics(),
+                                           server.firstRoom().clientCount(),
+                                           server.firstRoom().world().bodyCount(),
                                            &server.tickTimes(),
-                                           server.sendErrors()};
+                                           server.sendErrors(),
+                                           server.firstRoom().tick()};
                 http.publishMetrics(renderPrometheus({&room, 1}));
                 publishedCount = server.tickTimes().count();
                 hookCalls = 1000; // publish and stop once
@@ -179,7 +179,7 @@ TEST_CASE("udp server: the loop hook sees every timed update and the histogram c
     CHECK_FALSE(timeWentBack);
     CHECK(tickingCalls >= 1);
     CHECK(server.tickTimes().count() == tickingCalls);
-    CHECK(server.tickTimes().count() <= server.core().metrics().ticks);
+    CHECK(server.tickTimes().count() <= server.firstRoom().tick());
     httplib::Client client = clientFor(http);
     const httplib::Result health = client.Get("/healthz");
     REQUIRE(health);

@@ -414,7 +414,7 @@ TEST_CASE("options: rooms are NAME or NAME=SCENE, unique, with valid scenes", "[
     ServerOptions options;
     REQUIRE(parse({"--scene", "stack10", "--room", "lobby", "--room", "arena=pyramid20"}, options).status ==
             OptionsStatus::Run);
-    std::vector<polytope::server::ServerConfig> rooms;
+    std::vector<polytope::server::RoomConfig> rooms;
     std::string error;
     REQUIRE(polytope::server::roomConfigs(options, rooms, error));
     REQUIRE(rooms.size() == 2);

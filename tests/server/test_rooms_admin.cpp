@@ -2,7 +2,7 @@
 // through raw datagrams on an in-process loopback (no clock, no sockets).
 #include "polytope/protocol/admin_auth.h"
 #include "polytope/server/checkpoint.h"
-#include "polytope/server/host.h"
+#include "polytope/server/server.h"
 
 #include <catch2/catch.hpp>
 
@@ -39,15 +39,15 @@ constexpr double kWallTime = 1.8e9; // a fixed Unix time for the admin freshness
 
 struct Loopback
 {
-    explicit Loopback(std::vector<server::ServerConfig> rooms, std::string adminKey = "secret")
+    explicit Loopback(std::vector<server::RoomConfig> rooms, std::string adminKey = "secret")
     {
-        server::HostConfig config;
+        server::ServerConfig config;
         config.rooms = std::move(rooms);
         config.adminKey = std::move(adminKey);
         config.security.insecure = true; // tokenless joins; test_security.cpp covers tokens
         config.wallClock = [this] { return wallTime; };
         std::string error;
-        host = server::Host::create(
+        host = server::Server::create(
             config, [this](const protocol::Address& to, std::span<const std::uint8_t> d) { inbox[to].emplace_back(d); },
             error);
         INFO(error);
@@ -171,13 +171,13 @@ struct Loopback
     double wallTime = kWallTime;
     std::uint16_t sequence = 1;
     std::uint64_t nonce = 100;
-    std::unique_ptr<server::Host> host;
+    std::unique_ptr<server::Server> host;
     std::map<protocol::Address, std::vector<Received>> inbox;
 };
 
-server::ServerConfig roomConfig(const std::string& name, const std::string& scene)
+server::RoomConfig roomConfig(const std::string& name, const std::string& scene)
 {
-    server::ServerConfig config;
+    server::RoomConfig config;
     config.room = name;
     config.scene = scene;
     return config;
@@ -219,7 +219,7 @@ TEST_CASE("clients join rooms by name and each room runs its own world", "[serve
 
     const std::uint32_t lobbyBodies = net.host->findRoom("lobby")->world().bodyCount();
     net.run(0.5);
-    CHECK(net.host->findRoom("arena")->metrics().ticks >= 29);
+    CHECK(net.host->findRoom("arena")->tick() >= 29);
     CHECK(net.host->findRoom("lobby")->world().bodyCount() == lobbyBodies);
     // Datagrams from Alice reach the arena only.
     protocol::PacketWriter writer;
@@ -230,7 +230,7 @@ TEST_CASE("clients join rooms by name and each room runs its own world", "[serve
 
 TEST_CASE("per-client snapshot rates are granted at or below what was asked", "[server][rooms]")
 {
-    server::ServerConfig config = roomConfig("main", "default");
+    server::RoomConfig config = roomConfig("main", "default");
     config.snapshotRateHz = 20;
     config.fullSnapshotResendSeconds = 0.0; // nothing acknowledges here: count every snapshot tick
     Loopback net({config});
@@ -263,11 +263,11 @@ TEST_CASE("per-client snapshot rates are granted at or below what was asked", "[
 
 TEST_CASE("clients own their bodies and act only on them", "[server][ownership]")
 {
-    server::ServerConfig config = roomConfig("main", "default");
+    server::RoomConfig config = roomConfig("main", "default");
     config.allowClientSpawn = true;
     config.maxBodiesPerClient = 2;
     Loopback net({config});
-    server::Server& room = *net.host->findRoom("main");
+    server::Room& room = *net.host->findRoom("main");
     const std::uint32_t before = room.world().bodyCount();
     const auto alice = net.join(kAlice, "main");
     const auto bob = net.join(kBob, "main");
@@ -289,7 +289,7 @@ TEST_CASE("clients own their bodies and act only on them", "[server][ownership]"
     CHECK_FALSE(bobCatalogue.at(aliceBodies[0].index).owned);
     CHECK(bobCatalogue.at(bobBodies[0].index).owned);
 
-    const std::uint64_t tick = room.metrics().ticks + 2;
+    const std::uint64_t tick = room.tick() + 2;
     const protocol::InputCommand mine = inputFor(aliceBodies[0], wire::InputKind::TargetVelocity, 1, tick);
     const protocol::InputCommand theirs = inputFor(bobBodies[0], wire::InputKind::TargetVelocity, 2, tick);
     net.sendInputs(kAlice, std::array{mine, theirs});
@@ -299,7 +299,7 @@ TEST_CASE("clients own their bodies and act only on them", "[server][ownership]"
 
     // Spawn up to the limit, then Remove.
     protocol::InputCommand spawn;
-    spawn.tick = room.metrics().ticks + 1;
+    spawn.tick = room.tick() + 1;
     spawn.sequence = 3;
     spawn.kind = wire::InputKind::Spawn;
     spawn.bodyGeneration = 0;
@@ -311,7 +311,7 @@ TEST_CASE("clients own their bodies and act only on them", "[server][ownership]"
     auto owned = room.ownedBodies(alice->clientId);
     CHECK(owned.size() == 2); // the limit refused the third
     CHECK(room.metrics().bodiesSpawned == 3);
-    net.sendInputs(kAlice, std::array{inputFor(owned[1], wire::InputKind::Remove, 5, room.metrics().ticks + 1)});
+    net.sendInputs(kAlice, std::array{inputFor(owned[1], wire::InputKind::Remove, 5, room.tick() + 1)});
     net.run(0.1);
     CHECK(room.ownedBodies(alice->clientId).size() == 1);
     CHECK(room.metrics().bodiesRemoved == 1);
@@ -323,7 +323,7 @@ TEST_CASE("clients own their bodies and act only on them", "[server][ownership]"
     CHECK(room.ownedBodies(spectator->clientId).empty());
 
     // Bob's Remove of Alice's body is refused; leaving removes a client's bodies.
-    net.sendInputs(kBob, std::array{inputFor(aliceBodies[0], wire::InputKind::Remove, 1, room.metrics().ticks + 1)});
+    net.sendInputs(kBob, std::array{inputFor(aliceBodies[0], wire::InputKind::Remove, 1, room.tick() + 1)});
     CHECK(room.metrics().inputsNotOwned == 2);
     protocol::PacketWriter writer;
     net.deliver(kBob, writer.disconnect({50, 0, 0, 0}, wire::DisconnectReason::ClientQuit));
@@ -334,7 +334,7 @@ TEST_CASE("clients own their bodies and act only on them", "[server][ownership]"
 TEST_CASE("spawning is refused where the room does not allow it", "[server][ownership]")
 {
     Loopback net({roomConfig("main", "default")});
-    server::Server& room = *net.host->findRoom("main");
+    server::Room& room = *net.host->findRoom("main");
     REQUIRE(net.join(kAlice, "main"));
     protocol::InputCommand spawn;
     spawn.tick = 5;
@@ -349,11 +349,11 @@ TEST_CASE("spawning is refused where the room does not allow it", "[server][owne
 
 TEST_CASE("inputs beyond a client's rate are refused and counted", "[server][ownership]")
 {
-    server::ServerConfig config = roomConfig("main", "default");
+    server::RoomConfig config = roomConfig("main", "default");
     config.maxInputsPerSecond = 10.0;
     config.maxInputBurst = 5.0;
     Loopback net({config});
-    server::Server& room = *net.host->findRoom("main");
+    server::Room& room = *net.host->findRoom("main");
     const auto alice = net.join(kAlice, "main");
     REQUIRE(alice);
     const physics::BodyId body = room.ownedBodies(alice->clientId).at(0);
@@ -369,7 +369,7 @@ TEST_CASE("inputs beyond a client's rate are refused and counted", "[server][own
     std::vector<protocol::InputCommand> more;
     for (std::uint32_t s = 21; s <= 30; ++s)
     {
-        more.push_back(inputFor(body, wire::InputKind::Impulse, s, room.metrics().ticks + 1));
+        more.push_back(inputFor(body, wire::InputKind::Impulse, s, room.tick() + 1));
     }
     net.sendInputs(kAlice, more);
     CHECK(room.metrics().inputsRateLimited == 20);
@@ -378,7 +378,7 @@ TEST_CASE("inputs beyond a client's rate are refused and counted", "[server][own
 TEST_CASE("admin commands need the key, a fresh time and a new nonce", "[server][admin]")
 {
     Loopback net({roomConfig("main", "default"), roomConfig("other", "stack10")});
-    server::Server& room = *net.host->findRoom("main");
+    server::Room& room = *net.host->findRoom("main");
     protocol::AdminCommandFields pause;
     pause.op = wire::AdminOp::Pause;
 
@@ -429,7 +429,7 @@ TEST_CASE("admin commands are refused when no key is configured", "[server][admi
 TEST_CASE("admin pause, step, resume, gravity, time scale, reset, load and kick", "[server][admin]")
 {
     Loopback net({roomConfig("main", "default")});
-    server::Server& room = *net.host->findRoom("main");
+    server::Room& room = *net.host->findRoom("main");
     const auto alice = net.join(kAlice, "main");
     REQUIRE(alice);
     net.run(0.5);
@@ -440,9 +440,9 @@ TEST_CASE("admin pause, step, resume, gravity, time scale, reset, load and kick"
         return c;
     };
     REQUIRE(net.admin(command(wire::AdminOp::Pause))->first);
-    const std::uint64_t pausedAt = room.metrics().ticks;
+    const std::uint64_t pausedAt = room.tick();
     net.run(1.0);
-    CHECK(room.metrics().ticks == pausedAt);
+    CHECK(room.tick() == pausedAt);
     CHECK(room.clientCount() == 1);
     // Paused rooms keep their clients' connections alive.
     CHECK(room.metrics().datagramsOut > 0);
@@ -451,7 +451,7 @@ TEST_CASE("admin pause, step, resume, gravity, time scale, reset, load and kick"
     step.count = 7;
     REQUIRE(net.admin(step)->first);
     net.run(0.5);
-    CHECK(room.metrics().ticks == pausedAt + 7);
+    CHECK(room.tick() == pausedAt + 7);
     step.count = 0;
     CHECK_FALSE(net.admin(step)->first);
 
@@ -470,9 +470,9 @@ TEST_CASE("admin pause, step, resume, gravity, time scale, reset, load and kick"
     auto scale = command(wire::AdminOp::SetTimeScale);
     scale.value = 0.5f;
     REQUIRE(net.admin(scale)->first);
-    const std::uint64_t t0 = room.metrics().ticks;
+    const std::uint64_t t0 = room.tick();
     net.run(1.0);
-    CHECK(room.metrics().ticks - t0 == Approx(30).margin(2)); // half speed: 30 ticks a second
+    CHECK(room.tick() - t0 == Approx(30).margin(2)); // half speed: 30 ticks a second
     scale.value = 100.0f;
     CHECK_FALSE(net.admin(scale)->first);
 
@@ -503,7 +503,7 @@ TEST_CASE("admin pause, step, resume, gravity, time scale, reset, load and kick"
 
 TEST_CASE("a checkpoint restores every room bit-identically", "[server][checkpoint]")
 {
-    std::vector<server::ServerConfig> rooms{roomConfig("a", "mixed"), roomConfig("b", "pile1000")};
+    std::vector<server::RoomConfig> rooms{roomConfig("a", "mixed"), roomConfig("b", "pile1000")};
     Loopback original(rooms);
     original.run(1.0);
     std::vector<std::uint8_t> state;
@@ -515,20 +515,20 @@ TEST_CASE("a checkpoint restores every room bit-identically", "[server][checkpoi
     std::string error;
     REQUIRE(server::unframeCheckpoint(file, payload, error));
     REQUIRE(restored.host->restoreState(payload, error));
-    CHECK(restored.host->room(0).metrics().ticks == original.host->room(0).metrics().ticks);
+    CHECK(restored.host->room(0).tick() == original.host->room(0).tick());
     restored.now = original.now;
     original.run(1.0);
     restored.run(1.0);
     for (std::size_t i = 0; i < 2; ++i)
     {
-        CHECK(restored.host->room(i).metrics().ticks == original.host->room(i).metrics().ticks);
+        CHECK(restored.host->room(i).tick() == original.host->room(i).tick());
         CHECK(restored.host->room(i).world().stateHash() == original.host->room(i).world().stateHash());
     }
 }
 
 TEST_CASE("corrupt, truncated and foreign checkpoints are refused whole", "[server][checkpoint]")
 {
-    std::vector<server::ServerConfig> rooms{roomConfig("a", "stack10")};
+    std::vector<server::RoomConfig> rooms{roomConfig("a", "stack10")};
     Loopback original(rooms);
     original.run(0.5);
     std::vector<std::uint8_t> state;
@@ -592,7 +592,7 @@ std::string arenaPath()
 TEST_CASE("a room runs a scene file with its player template and rules", "[server][rooms][scenefile]")
 {
     Loopback net({roomConfig("arena", arenaPath())});
-    server::Server& room = *net.host->findRoom("arena");
+    server::Room& room = *net.host->findRoom("arena");
     const std::uint32_t before = room.world().bodyCount();
     const auto alice = net.join(kAlice, "arena");
     REQUIRE(alice);
@@ -607,7 +607,7 @@ TEST_CASE("a room runs a scene file with its player template and rules", "[serve
 
     // The file allows client spawns.
     protocol::InputCommand spawn;
-    spawn.tick = room.metrics().ticks + 1;
+    spawn.tick = room.tick() + 1;
     spawn.sequence = 1;
     spawn.kind = wire::InputKind::Spawn;
     spawn.bodyGeneration = 0;
@@ -621,7 +621,7 @@ TEST_CASE("a room runs a scene file with its player template and rules", "[serve
 TEST_CASE("admin load takes a scene file, and a bad one leaves the old scene running", "[server][admin][scenefile]")
 {
     Loopback net({roomConfig("main", "stack10")});
-    server::Server& room = *net.host->findRoom("main");
+    server::Room& room = *net.host->findRoom("main");
     protocol::AdminCommandFields load;
     load.op = wire::AdminOp::LoadScene;
     load.text = "/no/such/scene.json";
@@ -642,31 +642,31 @@ TEST_CASE("admin load takes a scene file, and a bad one leaves the old scene run
 
 TEST_CASE("clients with the same baseline share one encoding of a snapshot", "[server][rooms]")
 {
-    server::ServerConfig config = roomConfig("main", "pile1000");
+    server::RoomConfig config = roomConfig("main", "pile1000");
     config.snapshotRateHz = 20;
     config.fullSnapshotResendSeconds = 0.0;
     Loopback net({config});
-    server::Server& room = *net.host->findRoom("main");
+    server::Room& room = *net.host->findRoom("main");
     for (std::uint8_t host = 2; host < 10; ++host)
     {
         REQUIRE(net.join(protocol::Address::ipv4(10, 0, 0, host, 5000), "main", 0, nullptr, true));
     }
     net.run(1.0);
     // Nobody acknowledges: every client wants the same full snapshot at each snapshot tick.
-    const server::ServerMetrics& m = room.metrics();
+    const server::RoomMetrics& m = room.metrics();
     CHECK(m.snapshotsSent >= 8 * 19);
     CHECK(m.snapshotEncodes * 8 <= m.snapshotsSent + 8);
 }
 
 TEST_CASE("a client that holds nothing gets a full snapshot only every so often", "[server][rooms]")
 {
-    server::ServerConfig config = roomConfig("main", "pile1000");
+    server::RoomConfig config = roomConfig("main", "pile1000");
     config.snapshotRateHz = 60;
     config.fullSnapshotResendSeconds = 0.2;
     Loopback net({config});
     REQUIRE(net.join(kAlice, "main", 60, nullptr, true));
     net.run(1.0);
-    const server::ServerMetrics& m = net.host->findRoom("main")->metrics();
+    const server::RoomMetrics& m = net.host->findRoom("main")->metrics();
     CHECK(m.fullSnapshots >= 4);
     CHECK(m.fullSnapshots <= 6); // not 60
 }

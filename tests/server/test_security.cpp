@@ -1,5 +1,5 @@
 // Security of the server's front door (protocol version 4): connect tokens, sealed sessions, connection
-// rate limits, and the catalogue of bad input. Every case drives a Host through raw datagrams on an
+// rate limits, and the catalogue of bad input. Every case drives a Server through raw datagrams on an
 // in-process loopback (no clock, no sockets) and checks three things: the datagram is dropped and counted
 // under its reason (in the counters and in /metrics), a debug line names the reason, and nothing else
 // changes (sessions, every room's World, ticks, and no reply before a session exists).
@@ -7,7 +7,7 @@
 #include "polytope/protocol/admin_auth.h"
 #include "polytope/protocol/seal.h"
 #include "polytope/protocol/token.h"
-#include "polytope/server/host.h"
+#include "polytope/server/server.h"
 #include "polytope/server/metrics_text.h"
 #include "polytope/server/scene_file.h"
 
@@ -29,7 +29,7 @@ namespace wire = protocol::wire;
 namespace
 {
 
-constexpr double kWallTime = 1.8e9; // Unix seconds the Host's wall clock reads (token expiry)
+constexpr double kWallTime = 1.8e9; // Unix seconds the Server's wall clock reads (token expiry)
 constexpr std::uint16_t kPort = 7777;
 const protocol::Address kServer = protocol::Address::ipv4(10, 0, 0, 1, kPort);
 
@@ -61,9 +61,9 @@ struct Aligned
     std::size_t size;
 };
 
-server::ServerConfig roomConfig(const std::string& name)
+server::RoomConfig roomConfig(const std::string& name)
 {
-    server::ServerConfig config;
+    server::RoomConfig config;
     config.room = name;
     config.scene = "default";
     config.port = kPort;
@@ -119,13 +119,13 @@ struct Rig
 {
     explicit Rig(server::SecurityConfig security = secureConfig())
     {
-        server::HostConfig config;
+        server::ServerConfig config;
         config.rooms = {roomConfig("main"), roomConfig("arena")};
         config.adminKey = "admin-secret";
         config.security = std::move(security);
         config.wallClock = [this] { return wallTime; };
         std::string error;
-        host = server::Host::create(
+        host = server::Server::create(
             config,
             [this](const protocol::Address& to, std::span<const std::uint8_t> d)
             { sent.emplace_back(to, std::vector<std::uint8_t>(d.begin(), d.end())); },
@@ -157,9 +157,9 @@ struct Rig
         s.clients = host->clientCount();
         for (std::size_t i = 0; i < host->roomCount(); ++i)
         {
-            const server::Server& room = host->room(i);
+            const server::Room& room = host->room(i);
             s.hashes.push_back(room.world().stateHash());
-            s.ticks.push_back(room.metrics().ticks);
+            s.ticks.push_back(room.tick());
             s.inputsApplied.push_back(room.metrics().inputsApplied);
             s.bodies.push_back(room.world().bodyCount());
         }
@@ -196,7 +196,7 @@ struct Rig
                 at = eol;
             }
         };
-        sum(server::renderHostPrometheus(host->metrics()), "polytope_host_datagrams_dropped_total{");
+        sum(server::renderServerPrometheus(host->metrics()), "polytope_host_datagrams_dropped_total{");
         std::vector<server::RoomMetricsView> views;
         for (std::size_t i = 0; i < host->roomCount(); ++i)
         {
@@ -222,7 +222,7 @@ struct Rig
         return out;
     }
 
-    std::unique_ptr<server::Host> host;
+    std::unique_ptr<server::Server> host;
     std::vector<std::pair<protocol::Address, std::vector<std::uint8_t>>> sent;
     double now = 0.0;
     double wallTime = kWallTime;
@@ -499,7 +499,7 @@ TEST_CASE("security: replayed, tampered, plain and spoofed datagrams of a sealed
     REQUIRE(peer.join(rig));
     rig.run(0.5);
     const protocol::InputCommand push{
-        rig.host->room(0).metrics().ticks + 30, 1, 0, 0, wire::InputKind::Force, {0.0f, 0.0f, 0.0f}};
+        rig.host->room(0).tick() + 30, 1, 0, 0, wire::InputKind::Force, {0.0f, 0.0f, 0.0f}};
     const auto owned = rig.host->room(0).ownedBodies(peer.session.clientId);
     REQUIRE(owned.size() == 1);
     protocol::InputCommand input = push;
@@ -610,7 +610,7 @@ TEST_CASE("security: connection attempts over the per-address and overall limits
         rig.deliver(protocol::Address::ipv4(10, 0, 1, 1, static_cast<std::uint16_t>(40000 + i)),
                     writer.connectRequest({}, "x", "", &credential));
     }
-    CHECK(rig.host->room(0).metrics().challengesSent == 20);
+    CHECK(rig.host->metrics().challengesSent == 20);
     CHECK(rig.dropped(protocol::DropReason::RateLimited) == 80);
     // Many IPs: the overall burst (50, of which 20 are spent) caps them together.
     for (int i = 0; i < 100; ++i)
@@ -618,7 +618,7 @@ TEST_CASE("security: connection attempts over the per-address and overall limits
         rig.deliver(protocol::Address::ipv4(10, 0, 2, static_cast<std::uint8_t>(i), 40000),
                     writer.connectRequest({}, "x", "", &credential));
     }
-    CHECK(rig.host->room(0).metrics().challengesSent == 50);
+    CHECK(rig.host->metrics().challengesSent == 50);
     CHECK(rig.dropped(protocol::DropReason::RateLimited) == 150);
     // One second later each bucket has refilled by its rate.
     rig.run(1.0);
@@ -627,7 +627,7 @@ TEST_CASE("security: connection attempts over the per-address and overall limits
         rig.deliver(protocol::Address::ipv4(10, 0, 1, 1, 40000),
                     writer.connectRequest({}, "x", "", &credential));
     }
-    CHECK(rig.host->room(0).metrics().challengesSent == 60);
+    CHECK(rig.host->metrics().challengesSent == 60);
     CHECK(rig.host->gate().trackedIps() <= 101);
 }
 
@@ -761,7 +761,7 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
         {
             // PacketWriter would write them; decodePacket refuses them on arrival.
             protocol::InputCommand input{
-                rig.host->room(0).metrics().ticks + 10, 100, 1, 1, wire::InputKind::Force, {bad, 0.0f, 0.0f}};
+                rig.host->room(0).tick() + 10, 100, 1, 1, wire::InputKind::Force, {bad, 0.0f, 0.0f}};
             flatbuffers::FlatBufferBuilder builder;
             const wire::Input in(input.tick, input.sequence, input.bodyId, input.bodyGeneration,
                                  wire::Vec3f(bad, 0.0f, 0.0f), input.kind);
@@ -778,13 +778,13 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
     }
     SECTION("ids out of range, and bodies the client does not own")
     {
-        const server::Server& room = rig.host->room(0);
+        const server::Room& room = rig.host->room(0);
         const std::uint64_t notOwned = room.metrics().inputsNotOwned;
         const HostState state = rig.state();
         const protocol::InputCommand outOfRange{
-            room.metrics().ticks + 10, 1, 4000000000u, 1, wire::InputKind::Impulse, {0.0f, 50.0f, 0.0f}};
+            room.tick() + 10, 1, 4000000000u, 1, wire::InputKind::Impulse, {0.0f, 50.0f, 0.0f}};
         const protocol::InputCommand someoneElses{
-            room.metrics().ticks + 10, 2, 1, 1, wire::InputKind::Impulse, {0.0f, 50.0f, 0.0f}};
+            room.tick() + 10, 2, 1, 1, wire::InputKind::Impulse, {0.0f, 50.0f, 0.0f}};
         peer.sendInputs(rig, std::vector{outOfRange, someoneElses});
         CHECK(room.metrics().inputsNotOwned == notOwned + 2);
         CHECK(rig.state() == state);

@@ -4,6 +4,7 @@
 #include "polytope/client/udp_client.h"
 #include "polytope/server/server.h"
 #include "polytope/server/udp_server.h"
+#include "support/in_process.h"
 
 #include <catch2/catch.hpp>
 
@@ -14,77 +15,16 @@
 
 using namespace polytope;
 
-namespace
-{
-
-/// Delivers datagrams between one server and many clients, instantly and in order, when pump() is called.
-/// Each datagram is copied into 8-byte-aligned storage, as a socket's receive buffer would be.
-struct LoopbackNetwork
-{
-    struct InFlight
-    {
-        protocol::Address from;
-        protocol::Address to;
-        std::vector<std::uint64_t> storage;
-        std::size_t size = 0;
-    };
-    std::deque<InFlight> queue;
-    server::Server* server = nullptr;
-    std::map<protocol::Address, client::Client*> clients;
-    const protocol::Address serverAddress = protocol::Address::ipv4(10, 0, 0, 1, 7777);
-
-    void post(const protocol::Address& from, const protocol::Address& to, std::span<const std::uint8_t> bytes)
-    {
-        InFlight f{from, to, std::vector<std::uint64_t>(bytes.size() / 8 + 1), bytes.size()};
-        std::memcpy(f.storage.data(), bytes.data(), bytes.size());
-        queue.push_back(std::move(f));
-    }
-    void pump(double now)
-    {
-        while (!queue.empty())
-        {
-            InFlight f = std::move(queue.front());
-            queue.pop_front();
-            const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(f.storage.data()), f.size);
-            if (f.to == serverAddress)
-            {
-                server->receive(f.from, bytes, now);
-            }
-            else if (auto it = clients.find(f.to); it != clients.end())
-            {
-                it->second->receive(bytes, now);
-            }
-        }
-    }
-    server::SendFunction serverSend()
-    {
-        return [this](const protocol::Address& to, std::span<const std::uint8_t> d) { post(serverAddress, to, d); };
-    }
-    client::SendFunction clientSend(const protocol::Address& self)
-    {
-        return [this, self](std::span<const std::uint8_t> d) { post(self, serverAddress, d); };
-    }
-};
-
-std::unique_ptr<server::Server> makeServer(LoopbackNetwork& net, server::ServerConfig config = {})
-{
-    std::string error;
-    auto s = server::Server::create(config, net.serverSend(), error);
-    REQUIRE(s);
-    REQUIRE(error.empty());
-    net.server = s.get();
-    return s;
-}
-
-} // namespace
+using test::InProcessNetwork;
+using test::makeServer;
 
 TEST_CASE("a client connects, receives whole snapshots at the snapshot rate and sees bodies fall", "[server]")
 {
-    LoopbackNetwork net;
+    InProcessNetwork net;
     auto server = makeServer(net);
     const auto address = protocol::Address::ipv4(10, 0, 0, 2, 5000);
     client::Client c({}, net.clientSend(address));
-    net.clients[address] = &c;
+    net.attach(address, c);
 
     double now = 0.0;
     c.connect(now);
@@ -112,7 +52,7 @@ TEST_CASE("a client connects, receives whole snapshots at the snapshot rate and 
     for (std::size_t i = 1; i < snapshots.size(); ++i)
     {
         CHECK(snapshots[i].tick == snapshots[i - 1].tick + 3);
-        CHECK(snapshots[i].bodies.size() == server->world().bodyCount());
+        CHECK(snapshots[i].bodies.size() == server->room(0).world().bodyCount());
     }
     // Some body falls: its height decreases between the first and a later snapshot.
     const auto& first = snapshots.front().bodies;
@@ -125,21 +65,21 @@ TEST_CASE("a client connects, receives whole snapshots at the snapshot rate and 
     }
     CHECK(falling >= 20);
     CHECK(c.stats().drops.total() == 0);
-    CHECK(server->metrics().drops.total() == 0);
+    CHECK(server->metrics().drops.total() + server->room(0).metrics().drops.total() == 0);
 }
 
 TEST_CASE("a silent client is dropped after the time-out and a full server denies", "[server]")
 {
-    LoopbackNetwork net;
-    server::ServerConfig config;
+    InProcessNetwork net;
+    server::RoomConfig config;
     config.maxClients = 1;
     auto server = makeServer(net, config);
     const auto a = protocol::Address::ipv4(10, 0, 0, 2, 5000);
     const auto b = protocol::Address::ipv4(10, 0, 0, 3, 5000);
     client::Client first({}, net.clientSend(a));
     client::Client second({}, net.clientSend(b));
-    net.clients[a] = &first;
-    net.clients[b] = &second;
+    net.attach(a, first);
+    net.attach(b, second);
 
     first.connect(0.0);
     server->update(0.0);
@@ -149,7 +89,7 @@ TEST_CASE("a silent client is dropped after the time-out and a full server denie
     second.connect(0.05);
     net.pump(0.05);
     CHECK(second.state() == client::ClientState::ConnectionDenied);
-    CHECK(server->metrics().clientsDenied == 1);
+    CHECK(server->room(0).metrics().clientsDenied == 1);
 
     // The first client keeps quiet (no update calls): after 10 s the server drops it and says so.
     double now = 0.0;
@@ -160,17 +100,17 @@ TEST_CASE("a silent client is dropped after the time-out and a full server denie
         net.pump(now);
     }
     CHECK(server->clientCount() == 0);
-    CHECK(server->metrics().clientsTimedOut == 1);
+    CHECK(server->room(0).metrics().clientsTimedOut == 1);
     CHECK(first.state() == client::ClientState::ServerClosed);
 }
 
 TEST_CASE("a client that keeps alive stays and one that leaves is removed at once", "[server]")
 {
-    LoopbackNetwork net;
+    InProcessNetwork net;
     auto server = makeServer(net);
     const auto a = protocol::Address::ipv4(10, 0, 0, 2, 5000);
     client::Client c({}, net.clientSend(a));
-    net.clients[a] = &c;
+    net.attach(a, c);
     c.connect(0.0);
     double now = 0.0;
     for (int frame = 0; frame < 60 * 15; ++frame)
@@ -189,16 +129,16 @@ TEST_CASE("a client that keeps alive stays and one that leaves is removed at onc
     c.disconnect(now);
     net.pump(now);
     CHECK(server->clientCount() == 0);
-    CHECK(server->metrics().clientsDisconnected == 1);
+    CHECK(server->room(0).metrics().clientsDisconnected == 1);
 }
 
 TEST_CASE("bad datagrams are dropped and counted by reason, and change nothing else", "[server]")
 {
-    LoopbackNetwork net;
+    InProcessNetwork net;
     auto server = makeServer(net);
     const auto stranger = protocol::Address::ipv4(10, 0, 0, 9, 1234);
     server->update(0.0);
-    const std::uint64_t hashBefore = server->world().stateHash();
+    const std::uint64_t hashBefore = server->room(0).world().stateHash();
 
     std::vector<std::uint64_t> storage(200, 0x5A5A5A5A5A5A5A5Aull);
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(storage.data());
@@ -218,27 +158,27 @@ TEST_CASE("bad datagrams are dropped and counted by reason, and change nothing e
     CHECK(drops[protocol::DropReason::BadIdentifier] == 1);
     CHECK(drops[protocol::DropReason::UnexpectedMessage] == 1);
     CHECK(server->clientCount() == 0);
-    CHECK(net.queue.empty()); // nothing was answered
-    CHECK(server->world().stateHash() == hashBefore);
+    CHECK(net.idle()); // nothing was answered
+    CHECK(server->room(0).world().stateHash() == hashBefore);
 }
 
 TEST_CASE("a bad configuration is refused with a message naming the problem", "[server]")
 {
-    LoopbackNetwork net;
+    InProcessNetwork net;
     std::string error;
-    server::ServerConfig config;
+    server::RoomConfig config;
     config.scene = "no-such-scene";
-    CHECK_FALSE(server::Server::create(config, net.serverSend(), error));
+    CHECK_FALSE(makeServer(config, net.serverSend(), error));
     CHECK(error.find("no-such-scene") != std::string::npos);
     config = {};
     config.snapshotRateHz = 120;
-    CHECK_FALSE(server::Server::create(config, net.serverSend(), error));
+    CHECK_FALSE(makeServer(config, net.serverSend(), error));
     CHECK(error.find("snapshot rate") != std::string::npos);
 }
 
 TEST_CASE("end to end over loopback UDP with the UdpServer and a UdpClient", "[server][udp]")
 {
-    server::ServerConfig config;
+    server::RoomConfig config;
     config.port = 0; // ephemeral
     config.bindAddress = "127.0.0.1";
     server::UdpServer udpServer;
@@ -281,7 +221,7 @@ TEST_CASE("end to end over loopback UDP with the UdpServer and a UdpClient", "[s
         fell = fell || (first[i].shape != protocol::wire::ShapeKind::Plane && last[i].position[1] < first[i].position[1] - 0.5f);
     }
     CHECK(fell);
-    CHECK(udpServer.core().metrics().clientsAccepted == 1);
+    CHECK(udpServer.firstRoom().metrics().clientsAccepted == 1);
 }
 
 TEST_CASE("a client with no server answering gives up after its connect time-out", "[server][udp]")
@@ -293,7 +233,7 @@ TEST_CASE("a client with no server answering gives up after its connect time-out
     // A port nobody listens on: bind one, learn it, close it.
     std::uint16_t port = 0;
     {
-        server::ServerConfig sc;
+        server::RoomConfig sc;
         sc.port = 0;
         sc.bindAddress = "127.0.0.1";
         server::UdpServer probe;
@@ -312,7 +252,7 @@ TEST_CASE("a client with no server answering gives up after its connect time-out
 
 TEST_CASE("stopping the UDP server drains: clients are told and run() returns at once", "[server][udp]")
 {
-    server::ServerConfig config;
+    server::RoomConfig config;
     config.port = 0;
     config.bindAddress = "127.0.0.1";
     server::UdpServer udpServer;
@@ -339,5 +279,5 @@ TEST_CASE("stopping the UDP server drains: clients are told and run() returns at
         udpClient.poll(0.01);
     }
     CHECK(udpClient.client().state() == client::ClientState::ServerClosed);
-    CHECK(udpServer.core().clientCount() == 0);
+    CHECK(udpServer.firstRoom().clientCount() == 0);
 }

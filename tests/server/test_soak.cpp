@@ -13,7 +13,7 @@
 #include "polytope/client/client.h"
 #include "polytope/protocol/network_simulator.h"
 #include "polytope/protocol/token.h"
-#include "polytope/server/host.h"
+#include "polytope/server/server.h"
 
 #include <catch2/catch.hpp>
 
@@ -105,8 +105,8 @@ class Soak
         }
         m_net.setConditions(conditions);
         m_key.fill(0x5C);
-        server::HostConfig host;
-        server::ServerConfig room;
+        server::ServerConfig host;
+        server::RoomConfig room;
         room.room = "main";
         room.port = kPort;
         room.maxClients = 2 * config.clients; // room for sessions whose goodbyes were all lost
@@ -116,24 +116,21 @@ class Soak
         host.cookieKey = server::ConnectCookies::Key{4, 4, 4};
         host.wallClock = [this] { return kWallStart + m_now; };
         std::string error;
-        m_host = server::Host::create(
+        m_host = server::Server::create(
             host,
             [this](const protocol::Address& to, std::span<const std::uint8_t> d)
             { m_net.send(kServer, to, d, m_now); },
             error);
         INFO(error);
         REQUIRE(m_host);
-        server::Server& main = m_host->room(0);
-        // The replica: a fresh room with the same configuration and cookie key, fed in lockstep exactly what
-        // this room receives (its plaintext) and the same update() calls. Nothing is stored, so memory stays
+        server::Room& main = m_host->room(0);
+        // The replica: a second Server with the same configuration, keys and clocks, fed in lockstep exactly
+        // the datagrams this one receives and the same update() calls. Nothing is stored, so memory stays
         // flat however long the soak runs.
         m_replica = server::Server::create(
-            room, [](const protocol::Address&, std::span<const std::uint8_t>) {}, error,
-            server::ConnectCookies::Key{4, 4, 4});
+            host, [](const protocol::Address&, std::span<const std::uint8_t>) {}, error);
         REQUIRE(m_replica);
-        m_replica->setInputObserver([this](const server::AppliedInput&) { ++m_report.replayInputsApplied; });
-        main.setReceiveTap([this](const protocol::Address& from, std::span<const std::uint8_t> d, double now)
-                           { forward(from, d, now); });
+        m_replica->room(0).setInputObserver([this](const server::AppliedInput&) { ++m_report.replayInputsApplied; });
         main.setInputObserver([this](const server::AppliedInput& a) { onApplied(a); });
         m_slots.resize(static_cast<std::size_t>(config.clients));
         for (std::size_t i = 0; i < m_slots.size(); ++i)
@@ -159,7 +156,7 @@ class Soak
         m_report.serverDrops = m_host->room(0).metrics().drops.total() + m_host->metrics().drops.total();
         m_report.blackouts = static_cast<int>(m_net.conditions().blackouts.size());
         finishResync();
-        m_report.replayHash = m_replica->world().stateHash();
+        m_report.replayHash = m_replica->room(0).world().stateHash();
         return m_report;
     }
 
@@ -172,6 +169,7 @@ class Soak
         for (const protocol::SimulatedDatagram& d : m_net.receive(kServer, m_now))
         {
             m_host->receive(d.from, d.bytes, m_now);
+            forward(d.from, d.bytes, m_now);
         }
         m_replica->update(m_now);
         m_host->update(m_now);
@@ -292,7 +290,7 @@ class Soak
     {
         ++m_report.snapshotsDecoded;
         slot.lastTick = snapshot.tick;
-        const server::Server& room = m_host->room(0);
+        const server::Room& room = m_host->room(0);
         const protocol::SnapshotFrame* truth = room.sentFrame(slot.client->clientId(), snapshot.tick);
         if (truth == nullptr)
         {
@@ -327,7 +325,7 @@ class Soak
         while (m_nextBlackout < blackouts.size() && m_now >= blackouts[m_nextBlackout].endSeconds)
         {
             finishResync();
-            m_watchTick = m_host->room(0).metrics().ticks;
+            m_watchTick = m_host->room(0).tick();
             m_watchStart = m_now;
             m_watching.clear();
             for (std::size_t i = 0; i < m_slots.size(); ++i)
@@ -385,7 +383,7 @@ class Soak
     std::mt19937_64 m_random;
     protocol::NetworkSimulator m_net;
     protocol::TokenKey m_key{};
-    std::unique_ptr<server::Host> m_host;
+    std::unique_ptr<server::Server> m_host;
     std::vector<Slot> m_slots;
     std::vector<std::pair<protocol::Address, double>> m_retired; ///< departed clients' addresses, until when
     double m_now = 0.0;

@@ -1,7 +1,7 @@
 // polytope-server: checkpoint files (the whole server state, written atomically, checked when read).
 //
 // Layout (little-endian): "PLTPCKPT" (8 bytes), format version u32 (1), reserved u32 (0), payload size
-// u64, the payload (Host::saveState), then BLAKE2b-256 of everything before it (32 bytes). A file that is
+// u64, the payload (Server::saveState), then BLAKE2b-256 of everything before it (32 bytes). A file that is
 // truncated, has another magic or version, or whose hash does not match is refused whole.
 #pragma once
 

@@ -1,6 +1,6 @@
 // polytope-server: who may start a handshake (after netcode.io's server-side checks).
 //
-// The Host asks the ConnectGate about every ConnectRequest, ChallengeResponse and AdminRequest that does
+// The Server's handshake (handshake.cpp) asks the ConnectGate about every ConnectRequest, ChallengeResponse and AdminRequest that does
 // not belong to an open session, before any room sees it:
 //   - rate limits: a token bucket per source IP (any port) and one for the whole server, so that a flood of
 //     connection attempts costs a bounded amount of work and memory (the per-IP table has a fixed cap;

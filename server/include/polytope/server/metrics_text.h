@@ -6,7 +6,6 @@
 // text to the HTTP thread (ops_http.h).
 #pragma once
 
-#include "polytope/server/host.h"
 #include "polytope/server/server.h"
 #include "polytope/server/tick_histogram.h"
 
@@ -24,11 +23,12 @@ namespace polytope::server
 struct RoomMetricsView
 {
     std::string_view room;                       ///< the label value (escaped when written)
-    const ServerMetrics* metrics = nullptr;      ///< required
+    const RoomMetrics* metrics = nullptr;      ///< required
     std::size_t clients = 0;                     ///< sessions now
     std::size_t bodies = 0;                      ///< bodies in the world now
     const TickTimeHistogram* tickTime = nullptr; ///< optional: the histogram is left out when null
     std::uint64_t sendErrors = 0;                ///< datagrams the socket refused to send
+    std::uint64_t ticks = 0;                     ///< the room's tick (Room::tick())
 };
 
 /// The Prometheus content type of renderPrometheus()'s text.
@@ -36,9 +36,9 @@ inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4
 
 /// Renders every metric family for every room (in the given order). Rooms with a null `metrics` are skipped.
 std::string renderPrometheus(std::span<const RoomMetricsView> rooms);
-/// The Host's own counters (datagrams dropped before any room, admin requests by outcome), appended to the
+/// The Server's own counters (datagrams dropped before any room, admin requests by outcome), appended to the
 /// same page.
-std::string renderHostPrometheus(const HostMetrics& host);
+std::string renderServerPrometheus(const ServerMetrics& host);
 
 /// Escapes a label value: backslash, double quote and line feed get a backslash.
 std::string escapeLabelValue(std::string_view value);

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "polytope/server/connect_gate.h"
-#include "polytope/server/server_config.h"
+#include "polytope/server/room_config.h"
 
 #include <cstdint>
 #include <string>
@@ -19,7 +19,7 @@ namespace polytope::server
 /// Everything polytope-server is configured with.
 struct ServerOptions
 {
-    ServerConfig server;           ///< the core's settings (port, scene, rates, limits)
+    RoomConfig server;           ///< the core's settings (port, scene, rates, limits)
     std::string logLevel = "info"; ///< trace, debug, info, warn, error, critical or off
     bool listScenes = false;       ///< print the built-in scenes and exit
     std::uint16_t httpPort = 8080; ///< TCP port of /healthz and /metrics; 0 disables the HTTP server
@@ -43,7 +43,7 @@ struct ServerOptions
 
 /// The rooms ServerOptions describes, each a copy of options.server with its name and scene. Returns false
 /// with an error naming the bad entry (empty name, duplicate).
-bool roomConfigs(const ServerOptions& options, std::vector<ServerConfig>& out, std::string& error);
+bool roomConfigs(const ServerOptions& options, std::vector<RoomConfig>& out, std::string& error);
 
 /// The security settings ServerOptions describes (token key parsed, limits at their defaults); false with an
 /// error naming the flag.

@@ -1,8 +1,7 @@
-// polytope-server: the Server core behind a real UDP socket, driven by the steady clock (Asio).
+// polytope-server: the Server (server.h) behind a real UDP socket, driven by the steady clock (Asio).
 #pragma once
 
 #include "polytope/server/metrics_text.h"
-#include "polytope/server/host.h"
 #include "polytope/server/server.h"
 
 #include <atomic>
@@ -23,10 +22,10 @@ public:
     UdpServer& operator=(const UdpServer&) = delete;
 
     /// Creates the rooms and binds the socket. Returns false and sets error on failure.
-    bool open(const HostConfig& config, const std::string& bindAddress, std::uint16_t port, std::string& error);
+    bool open(const ServerConfig& config, const std::string& bindAddress, std::uint16_t port, std::string& error);
     /// One room, bound to config.bindAddress:config.port, accepting tokenless (unencrypted) clients like
     /// --insecure: for tests and local tools only.
-    bool open(const ServerConfig& config, std::string& error);
+    bool open(const RoomConfig& config, std::string& error);
     /// The bound UDP port (useful when config.port was 0).
     std::uint16_t localPort() const;
     /// Runs until stop() or SIGINT/SIGTERM (when handleSignals); returns after telling clients goodbye.
@@ -36,16 +35,16 @@ public:
 
     /// Valid after open(); use it only from the thread that runs run(), or before run() starts (restoring a
     /// checkpoint), or after run() returned.
-    Host& host();
-    const Host& host() const;
+    Server& server();
+    const Server& server() const;
     /// The first room.
-    const Server& core() const;
-    /// Wall time of each update of all rooms that ran at least one tick. Same thread rule as host().
+    const Room& firstRoom() const;
+    /// Wall time of each update of all rooms that ran at least one tick. Same thread rule as server().
     const TickTimeHistogram& tickTimes() const;
-    /// Datagrams the socket refused to send. Same thread rule as core().
+    /// Datagrams the socket refused to send. Same thread rule as server().
     std::uint64_t sendErrors() const;
     /// Called on the run() thread after every timed update, with the time of that update (seconds since
-    /// open()) and whether it ran a tick. Set it before run(). It may read core() and call stop().
+    /// open()) and whether it ran a tick. Set it before run(). It may read server() and call stop().
     void setLoopHook(std::function<void(double now, bool ticked)> hook);
 
 private:

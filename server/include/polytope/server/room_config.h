@@ -1,4 +1,4 @@
-// polytope-server: configuration, with defaults.
+// polytope-server: the configuration of one room, with defaults.
 #pragma once
 
 #include "polytope/physics/world.h"
@@ -17,7 +17,7 @@ using SpawnFunction =
     std::function<bool(physics::World& world, std::uint32_t spawnIndex, const physics::Vec3* at, physics::BodyId& out)>;
 
 /// The configuration of one room: its scene, tick, clients and rules. (polytope-server runs one or more.)
-struct ServerConfig
+struct RoomConfig
 {
     std::string room = "main";        ///< the room's name, 1..64 bytes; clients join a room by name
     std::uint16_t port = 7777;        ///< UDP port; 0 picks an ephemeral port
@@ -32,15 +32,14 @@ struct ServerConfig
     int maxClients = 64;              ///< sessions at once, 1..4096
     int maxCatchUpTicks = 4;          ///< ticks run in one update at most; the rest of the debt is dropped
 
-    // Protocol version 2 (protocol/STANDARD.md); announced to each client in ConnectAccepted.
+    // Replication (protocol/STANDARD.md); announced to each client in ConnectAccepted.
     protocol::PositionQuantization quantization; ///< world bounds and position resolution of snapshots
     std::uint32_t maxBaselineAgeTicks = 256; ///< oldest baseline a snapshot may name, 1..65536 ticks
     int idleHeartbeatTicks = 15;      ///< a snapshot identical to the client's baseline is sent only this often
-    double cookieLifetimeSeconds = 5.0;   ///< a connect challenge cookie is honoured this long, 1..60 s
     double catalogueResendSeconds = 0.25; ///< an unacknowledged catalogue entry is resent after this
     int maxCatalogueDatagramsPerTick = 8; ///< catalogue datagrams per client per tick at most, >= 1
     int maxInputLeadTicks = 600;      ///< inputs for ticks further ahead than this are refused
-    int maxQueuedInputs = 65536;      ///< inputs waiting for their tick, over all clients
+    int maxQueuedInputs = 65536;      ///< inputs waiting for their tick, over all the room's clients
     /// Bandwidth budget per client, kilobits per second (1000 bits) of UDP payload, everything sent to it
     /// counted; 0: unlimited. Under it, snapshots carry the changed bodies with the highest accumulated
     /// priority (owned, new, moving first) and the rest keep the state the client has until a later one.
@@ -50,7 +49,7 @@ struct ServerConfig
     /// usually already on its way).
     double fullSnapshotResendSeconds = 0.2;
 
-    // Players (server issue: sessions own bodies). A scene file's values replace these.
+    // Players: each client may own bodies. A scene file's values replace these.
     SpawnFunction spawnPlayer;        ///< empty: clients own no bodies (set from the scene when it has a player)
     bool playerBodies = true;         ///< built-in scenes: give each client a sphere to drive
     bool allowClientSpawn = false;    ///< Spawn/Remove inputs allowed

@@ -3,6 +3,7 @@
 #include "polytope/client/client.h"
 #include "polytope/protocol/network_simulator.h"
 #include "polytope/server/server.h"
+#include "support/in_process.h"
 
 #include <catch2/catch.hpp>
 
@@ -25,10 +26,10 @@ struct Link
     Link(const protocol::NetworkConditions& conditions, int snapshotRateHz, std::uint64_t seed)
         : net(conditions, seed)
     {
-        server::ServerConfig config;
+        server::RoomConfig config;
         config.snapshotRateHz = snapshotRateHz;
         std::string error;
-        server = server::Server::create(
+        server = test::makeServer(
             config, [this](const protocol::Address& to, std::span<const std::uint8_t> d) { net.send(kServer, to, d, now); },
             error, kKey);
         REQUIRE(server);

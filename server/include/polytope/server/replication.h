@@ -1,0 +1,159 @@
+// polytope-server: what each client of a room is sent, and how reliably.
+//
+// A room has one Replicator and each of its clients one ClientReplication:
+//   - the shape catalogue: the room keeps one entry per body slot with a version; each change marks the
+//     entry dirty for every client, and a dirty entry is (re)sent until the datagram that carried its
+//     newest version is acknowledged (catalogue reliability);
+//   - snapshots: at the room's snapshot ticks every body is quantized once into the shared SnapshotHistory;
+//     each client whose rate falls on the tick is sent that frame, coded against the newest tick it holds
+//     completely (its baseline, SnapshotSendState) and the one before it (the reference); clients with the
+//     same (current, baseline, reference) ticks share one encoding per tick;
+//   - the bandwidth budget (RoomConfig::maxClientKbps): a token bucket per client, and Fiedler's priority
+//     accumulator choosing which changed bodies fit; deferred bodies keep the state the client has, so each
+//     budgeted client has frames of its own, and a baseline is one of those.
+// The Replicator never reads a clock or touches a socket: it sends through the room's SendToClient.
+#pragma once
+
+#include "polytope/physics/world.h"
+#include "polytope/protocol/packet.h"
+#include "polytope/protocol/snapshot_channel.h"
+#include "polytope/server/connection_table.h"
+#include "polytope/server/room_config.h"
+#include "polytope/server/room_metrics.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <vector>
+
+namespace polytope::server
+{
+
+/// One client's replication state, made when it joins.
+struct ClientReplication
+{
+    ClientReplication(std::uint32_t maxBaselineAgeTicks, int ticksPerSnapshot);
+
+    ClientSlot slot = kNoSlot;
+    std::uint32_t clientId = 0;
+    int ticksPerSnapshot = 3;
+    protocol::AckTracker* acks = nullptr;      ///< the connection's (header sequences)
+    const std::vector<physics::BodyId>* owned = nullptr; ///< the bodies the client owns (the room's list)
+
+    // Catalogue reliability.
+    struct CatalogueRecord
+    {
+        std::uint32_t id;
+        std::uint64_t version;
+    };
+    struct PendingCatalogue
+    {
+        std::uint64_t sentVersion = 0; ///< 0: never sent at any version
+        double sentTime = 0.0;
+    };
+    std::map<std::uint32_t, PendingCatalogue> catalogueDirty; ///< ids whose entry the client lacks
+    /// Catalogue entries each recent datagram carried, by sequence mod kCatalogueRing.
+    std::vector<std::pair<std::uint16_t, std::vector<CatalogueRecord>>> catalogueSent;
+
+    // Snapshots.
+    protocol::SnapshotSendState snapshots;
+    std::uint64_t lastFullTick = 0; ///< tick of the last snapshot sent without a baseline
+
+    // Bandwidth budget (maxClientKbps > 0): the frames this client was actually sent, its bytes left, each
+    // body's accumulated priority and the measured cost of a changed body.
+    std::unique_ptr<protocol::SnapshotHistory> sentFrames;
+    std::vector<protocol::QuantizedBody> composite;
+    std::vector<float> priority; ///< by body id
+    double budgetTokens = 0.0;   ///< bytes
+    double budgetTime = 0.0;
+    double bytesPerChangedBody;
+    std::set<std::uint64_t> deviatedTicks; ///< sent frames that differ from the simulation's
+};
+
+class Replicator
+{
+  public:
+    using SendToClient = std::function<void(ClientReplication& client, std::span<const std::uint8_t> datagram)>;
+
+    Replicator(const RoomConfig& config, RoomMetrics& metrics, SendToClient send);
+
+    /// A client joined: every live catalogue entry is dirty for it.
+    void addClient(ClientReplication& client) const;
+    /// The client acknowledged datagram `sequence`.
+    void onAcked(ClientReplication& client, std::uint16_t sequence) const;
+    /// A datagram of `bytes` went to the client: its budget pays for it.
+    void charge(ClientReplication& client, std::size_t bytes) const;
+
+    /// Compares the catalogue with the world's bodies after a step; each change is dirty for every client.
+    void refreshCatalogue(const physics::World& world, std::uint64_t tick,
+                          std::span<ClientReplication* const> clients);
+    /// Every body of the old world is gone (reset, load, restore): the next refresh rewrites every slot.
+    void forgetBodies(std::span<ClientReplication* const> clients);
+    /// Sends the client its due catalogue entries.
+    void sendCatalogue(ClientReplication& client, double now);
+
+    /// Starts a tick: shared encodings of the previous one are void.
+    void beginTick();
+    /// Quantizes every body into the history as the snapshot of `tick`.
+    void captureSnapshot(const physics::World& world, std::uint64_t tick);
+    /// Sends the client the newest snapshot (within its budget), unless it already has that state.
+    void sendSnapshot(ClientReplication& client, double now, double tickSeconds);
+
+    const protocol::SnapshotHistory& history() const { return m_history; }
+    /// A clock (seconds) used only to measure encoding time into RoomMetrics::encodeSeconds.
+    void setProfileClock(std::function<double()> clock) { m_profileClock = std::move(clock); }
+    /// The snapshot of `tick` exactly as that client was sent it, or nullptr.
+    const protocol::SnapshotFrame* sentFrame(const ClientReplication& client, std::uint64_t tick) const;
+
+  private:
+    struct CatalogueSlot
+    {
+        protocol::CatalogueEntry entry;
+        std::uint64_t version = 0; ///< bumped whenever the entry changes; 0: never used
+        std::uint64_t seenTick = 0;
+    };
+    /// A snapshot encoded from the simulation's own frames, shared by every client with the same (current,
+    /// baseline, reference) ticks in one tick. Slots are reused from tick to tick (no allocation once warm).
+    struct SharedEncoding
+    {
+        std::array<std::uint64_t, 3> key{};
+        bool identicalToBaseline = false;
+        std::size_t sliceCount = 0;
+        std::vector<std::vector<std::uint8_t>> slices; ///< the first sliceCount are this encoding's
+    };
+
+    /// Fills client.composite with what fits the client's budget; true when it is the current frame
+    /// unchanged (nothing deferred).
+    bool composeBudgeted(ClientReplication& client, const protocol::SnapshotFrame& current,
+                         const protocol::SnapshotFrame* baseline);
+    /// Picks the budgeted client's baseline and reference, keeps its composite frame; false when the
+    /// frames involved are not the simulation's own (then `current` is the client's composite).
+    bool chooseBudgeted(ClientReplication& client, const protocol::SnapshotFrame*& current,
+                        const protocol::SnapshotFrame*& baseline, const protocol::SnapshotFrame*& reference,
+                        double now);
+    /// Encodes into `out`; false when the encoder refused.
+    bool encode(const protocol::SnapshotFrame& current, const protocol::SnapshotFrame* baseline,
+                const protocol::SnapshotFrame* reference, SharedEncoding& out, std::uint32_t clientId);
+    bool owns(const ClientReplication& client, std::uint32_t id, std::uint32_t generation) const;
+
+    const RoomConfig& m_config;
+    RoomMetrics& m_metrics;
+    SendToClient m_send;
+    std::function<double()> m_profileClock;
+    protocol::PacketWriter m_writer;
+    protocol::SnapshotCodecConfig m_codec;
+    protocol::SnapshotHistory m_history;
+    protocol::SnapshotEncoder m_encoder;
+    std::vector<CatalogueSlot> m_catalogue;
+    std::uint64_t m_catalogueVersion = 0;
+    std::vector<protocol::CatalogueEntry> m_catalogueScratch;
+    std::vector<SharedEncoding> m_shared; ///< this tick's encodings: the first m_sharedCount
+    std::size_t m_sharedCount = 0;
+    SharedEncoding m_private; ///< the last encoding of a client's own (budget-limited) frames
+};
+
+} // namespace polytope::server

@@ -1,0 +1,203 @@
+// polytope-server: one room: a World, its fixed-tick loop, its input queue and what its clients see.
+//
+// Clients reach a room through the Server (server.h), which owns the connections (connection_table.h) and
+// the handshake (handshake.cpp): the Server calls join() when a handshake completes, receive() with each
+// datagram of a joined client, and update() with the current time. The room never reads a clock or touches
+// a socket; it sends through the Server's SendToSlot and asks it to close a connection through
+// CloseConnection.
+//
+// Per tick (update() runs the ticks that are due, at most maxCatchUpTicks at once):
+//   - the inputs queued for this tick are applied to the World, then the World steps;
+//   - the Replicator (replication.h) refreshes the shape catalogue and sends each client its due catalogue
+//     entries and, at that client's snapshot ticks, a snapshot against its acknowledged baseline.
+// Per-client state is made at join; a steady tick allocates nothing.
+#pragma once
+
+#include "polytope/physics/world.h"
+#include "polytope/protocol/packet.h"
+#include "polytope/protocol/sequence_window.h"
+#include "polytope/server/connection_table.h"
+#include "polytope/server/replication.h"
+#include "polytope/server/room_config.h"
+#include "polytope/server/room_metrics.h"
+#include "polytope/server/scene_file.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace polytope::server
+{
+
+/// An input as the room applied it (for tests and logs).
+struct AppliedInput
+{
+    std::uint32_t clientId = 0;
+    protocol::InputCommand input;
+    std::uint64_t appliedTick = 0; ///< the tick whose step it took part in
+    physics::WorldStatus status = physics::WorldStatus::Ok;
+};
+
+/// The outcome of an admin command.
+struct AdminResult
+{
+    bool ok = false;
+    std::string message;
+};
+
+class Room
+{
+  public:
+    using SendToSlot = std::function<void(ClientSlot slot, std::span<const std::uint8_t> datagram)>;
+    using CloseConnection = std::function<void(ClientSlot slot)>;
+
+    /// Builds the scene named in config; returns nullptr and sets error when the config or scene is bad.
+    /// `connections` is the Server's table, which outlives the room.
+    static std::unique_ptr<Room> create(const RoomConfig& config, ConnectionTable& connections, SendToSlot send,
+                                        CloseConnection close, std::string& error);
+
+    // ---- Called by the Server ----
+    /// True when another client may join.
+    bool hasSpace() const { return m_members.size() < static_cast<std::size_t>(m_config.maxClients); }
+    /// The connection in `slot` completed its handshake: it joins as a new client (asking for
+    /// `snapshotRateHz`, 0 for the default; a spectator owns no body). Returns the client id.
+    std::uint32_t join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now);
+    /// What ConnectAccepted tells the client in `slot` (joined).
+    protocol::SessionParameters sessionParameters(ClientSlot slot) const;
+    /// A datagram from the joined client in `slot` (decoded; its header acks already recorded).
+    void receive(ClientSlot slot, const protocol::DecodeResult& decoded, double now);
+    /// Counts the bytes of a datagram of one of its clients (accepted or not).
+    void countReceived(std::size_t bytes) { m_metrics.bytesIn += bytes; }
+    /// A datagram of one of its clients that was not accepted.
+    void countDropped(protocol::DropReason reason) { m_metrics.drops.add(reason); }
+    /// A connect refused because the room is full.
+    void countDenied() { ++m_metrics.clientsDenied; }
+    /// The client in `slot` fell silent: told so, and removed.
+    void timeOut(ClientSlot slot);
+    /// Carries out an authenticated admin command (the Server checked the key).
+    AdminResult admin(const protocol::AdminCommandFields& command, double now);
+    /// Disconnects a client (admin kick). False when no such client.
+    bool kick(std::uint32_t clientId);
+    /// Runs the ticks that are due and sends due snapshots and catalogue entries.
+    void update(double now);
+    /// Tells every client the server is going away and removes them.
+    void shutdown();
+
+    /// Appends the room's state (its tick, pause and time scale, and World::saveState) to `out`.
+    void saveState(std::vector<std::uint8_t>& out) const;
+    /// Replaces the room's state with one saved by saveState from a room with the same scene. Clients are
+    /// not part of it: call before clients connect. On failure nothing changes and error says why.
+    bool restoreState(std::span<const std::uint8_t> data, std::string& error);
+
+    // ---- Reading the room ----
+    /// The authoritative tick: the number of ticks the World has stepped.
+    std::uint64_t tick() const { return m_tick; }
+    /// The time at which update() next has work to do.
+    double nextUpdateTime() const { return m_nextTickTime; }
+    std::size_t clientCount() const { return m_members.size(); }
+    bool paused() const { return m_paused; }
+    double timeScale() const { return m_timeScale; }
+    const RoomMetrics& metrics() const { return m_metrics; }
+    const RoomConfig& config() const { return m_config; }
+    const physics::World& world() const { return m_world; }
+    /// Mutable access for scripted scenes (benchmarks, tests): call between updates only.
+    physics::World& world() { return m_world; }
+    /// The bodies a client owns (empty for unknown clients).
+    std::vector<physics::BodyId> ownedBodies(std::uint32_t clientId) const;
+    /// The quantized snapshots made recently (tests compare clients' decoded state with them).
+    const protocol::SnapshotHistory& history() const { return m_replicator.history(); }
+    /// The snapshot of `tick` exactly as that client was sent it (under a bandwidth budget it may hold older
+    /// states of some bodies than history() does), or nullptr.
+    const protocol::SnapshotFrame* sentFrame(std::uint32_t clientId, std::uint64_t tick) const;
+
+    /// Called for every input applied (or refused by the World), in order.
+    void setInputObserver(std::function<void(const AppliedInput&)> observer) { m_inputObserver = std::move(observer); }
+    /// Called before each tick's World::step with the tick about to be made (scripted scenes).
+    void setPreStepHook(std::function<void(std::uint64_t tick)> hook) { m_preStep = std::move(hook); }
+    /// A clock (seconds) used only to measure tick and encoding times into metrics().
+    void setProfileClock(std::function<double()> clock);
+
+  private:
+    /// A joined client: made at join, kept until it leaves.
+    struct Client
+    {
+        Client(std::uint32_t maxBaselineAgeTicks, int ticksPerSnapshot)
+            : replication(maxBaselineAgeTicks, ticksPerSnapshot)
+        {
+        }
+        std::uint32_t clientId = 0;
+        std::string name;
+        bool spectator = false; ///< asked for no player body
+        std::vector<physics::BodyId> owned;
+        protocol::SequenceWindow<1024> inputsSeen; ///< input sequences received (resends are dropped)
+        double inputTokens = 0.0;                  ///< the input rate limit's bucket
+        double inputTokenTime = 0.0;
+        double lastKeepAliveTime = 0.0;
+        ClientReplication replication;
+    };
+    struct QueuedInput
+    {
+        std::uint64_t tick;
+        std::uint32_t clientId;
+        protocol::InputCommand input;
+    };
+
+    Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, CloseConnection close);
+    /// Builds config.scene (a built-in name or a scene file) into `world`; a scene file's description comes
+    /// back in `file` (nullptr for built-in scenes and buildScene).
+    static bool buildWorld(const RoomConfig& config, physics::World& world, std::string& error,
+                           std::shared_ptr<const SceneDescription>& file);
+    /// Takes the player rules (template, spawning, limits) of the scene now running.
+    void adoptSceneRules(std::shared_ptr<const SceneDescription> file);
+    Client* findClient(std::uint32_t clientId);
+    const Client* findClient(std::uint32_t clientId) const;
+    /// Removes the client in `slot` (its bodies too, unless kept) and closes its connection.
+    void leave(ClientSlot slot, const char* why);
+    /// Sends a Disconnect a few times (UDP may lose it).
+    void sayGoodbye(ClientSlot slot, protocol::wire::DisconnectReason reason);
+    bool spawnFor(Client& client, const physics::Vec3* at);
+    void releaseBodies(Client& client);
+    static bool ownsBody(const Client& client, physics::BodyId id);
+    void resetWorld(physics::World&& world);
+    void handleInputs(Client& client, const protocol::wire::ClientInput& message, double now);
+    void applyInputs(std::uint64_t tick);
+    void runTick(double now);
+    void keepAlivePaused(double now);
+    void send(ClientSlot slot, std::span<const std::uint8_t> datagram);
+    /// The members' replication states, in member order (scratch, no allocation once warm).
+    std::span<ClientReplication* const> replications();
+
+    RoomConfig m_config;
+    ConnectionTable& m_connections;
+    SendToSlot m_send;
+    CloseConnection m_close;
+    physics::World m_world;
+    RoomMetrics m_metrics;
+    Replicator m_replicator;
+    protocol::PacketWriter m_writer;
+    std::vector<std::unique_ptr<Client>> m_clients; ///< by connection slot; null where not a member
+    std::vector<ClientSlot> m_members;              ///< joined clients' slots, ordered by address
+    std::vector<ClientReplication*> m_replicationScratch;
+    std::vector<QueuedInput> m_inputQueue; ///< by tick, then arrival; capacity kept between ticks
+    std::vector<protocol::InputCommand> m_inputScratch;
+    std::function<void(const AppliedInput&)> m_inputObserver;
+    std::function<void(std::uint64_t)> m_preStep;
+    std::function<double()> m_profileClock;
+    std::uint32_t m_spawnCount = 0;
+    SpawnFunction m_explicitSpawn; ///< the spawnPlayer the config came with (tests, benchmarks)
+    std::shared_ptr<const SceneDescription> m_sceneFile; ///< the running scene's file, if any
+    bool m_paused = false;
+    std::uint64_t m_stepBudget = 0; ///< ticks to run while paused (admin Step)
+    double m_timeScale = 1.0;
+    std::uint64_t m_tick = 0;
+    double m_tickSeconds = 1.0 / 60.0;
+    double m_nextTickTime = 0.0;
+    bool m_started = false;
+    std::uint32_t m_nextClientId = 1;
+    int m_ticksPerSnapshot = 3;
+};
+
+} // namespace polytope::server

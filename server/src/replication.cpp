@@ -1,0 +1,590 @@
+#include "polytope/server/replication.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace polytope::server
+{
+namespace wire = protocol::wire;
+
+namespace
+{
+/// Catalogue datagrams remembered per client, by sequence mod this: more than can be in flight unacked
+/// within the 33 sequences an ack header covers.
+constexpr std::size_t kCatalogueRing = 256;
+/// Initial estimate of what one changed body costs in a snapshot (bytes), before it is measured.
+constexpr double kInitialBytesPerChangedBody = 8.0;
+/// How fast that estimate follows the measurement: new = (1 - k) old + k measured. 0.3 settles within a
+/// few snapshots without following every slice's noise.
+constexpr double kBytesPerBodySmoothing = 0.3;
+/// Rough coded size of a snapshot's fixed parts (slice headers, envelopes), bytes.
+constexpr double kSnapshotOverheadBytes = 80.0;
+/// Frames of its own kept per budgeted client: baselines older than this many ticks are not used (64
+/// ticks is about a second at 60 Hz, longer than an acknowledgement takes on any usable link).
+constexpr std::uint32_t kBudgetHistoryTicks = 64;
+// How much a changed body matters to a client each snapshot it waits (Fiedler's priority accumulator adds
+// it up): the client's own bodies go first (it steers them), then bodies it has never seen (they pop into
+// view), then moving ones, then ones coming to rest (their last moves matter least).
+constexpr float kPriorityOwned = 1000.0f;
+constexpr float kPriorityCreated = 100.0f;
+constexpr float kPriorityMoving = 10.0f;
+constexpr float kPriorityResting = 2.0f;
+/// A body counts as at rest for the snapshot's rest flag below these squared speeds (m^2/s^2, rad^2/s^2).
+constexpr float kRestSpeedSquared = 1e-6f;
+
+float snapshotPriority(const protocol::QuantizedBody& body, bool owned, bool created)
+{
+    if (owned)
+    {
+        return kPriorityOwned;
+    }
+    if (created)
+    {
+        return kPriorityCreated;
+    }
+    return body.atRest ? kPriorityResting : kPriorityMoving;
+}
+
+protocol::SnapshotCodecConfig codecConfigOf(const RoomConfig& config)
+{
+    protocol::SnapshotCodecConfig codec;
+    codec.position = config.quantization;
+    codec.maxBaselineAgeTicks = config.maxBaselineAgeTicks;
+    codec.maxSlicePayloadBytes = protocol::kMaxSnapshotPayloadBytes;
+    return codec;
+}
+
+protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body, std::span<const physics::ConvexHull> hulls)
+{
+    protocol::CatalogueEntry out;
+    out.id = body.id.index;
+    out.generation = body.id.generation;
+    const physics::Shape& shape = body.shape;
+    out.shape = static_cast<wire::ShapeKind>(shape.type);
+    switch (shape.type)
+    {
+    case physics::ShapeType::Sphere:
+        out.extent = {shape.sphere.radius, shape.sphere.radius, shape.sphere.radius};
+        break;
+    case physics::ShapeType::Capsule:
+        out.extent = {shape.capsule.radius, shape.capsule.halfHeight, shape.capsule.radius};
+        break;
+    case physics::ShapeType::Box:
+        out.extent = {shape.box.halfExtents.x, shape.box.halfExtents.y, shape.box.halfExtents.z};
+        break;
+    case physics::ShapeType::Hull:
+        if (shape.hullIndex < hulls.size())
+        {
+            // Half extents of the hull's local bounding box (the vertices themselves are not sent yet).
+            physics::Vec3 lo{0, 0, 0}, hi{0, 0, 0};
+            bool first = true;
+            for (const physics::Vec3& v : hulls[shape.hullIndex].vertices)
+            {
+                lo = first ? v : physics::Vec3{std::min(lo.x, v.x), std::min(lo.y, v.y), std::min(lo.z, v.z)};
+                hi = first ? v : physics::Vec3{std::max(hi.x, v.x), std::max(hi.y, v.y), std::max(hi.z, v.z)};
+                first = false;
+            }
+            out.extent = {0.5f * (hi.x - lo.x), 0.5f * (hi.y - lo.y), 0.5f * (hi.z - lo.z)};
+        }
+        break;
+    case physics::ShapeType::Plane:
+        break;
+    }
+    for (float& e : out.extent)
+    {
+        e = std::isfinite(e) ? std::clamp(e, 0.0f, protocol::kMaxShapeExtentMeters) : 0.0f;
+    }
+    return out;
+}
+} // namespace
+
+ClientReplication::ClientReplication(std::uint32_t maxBaselineAgeTicks, int ticksPerSnapshot_)
+    : ticksPerSnapshot(ticksPerSnapshot_), catalogueSent(kCatalogueRing), snapshots(maxBaselineAgeTicks),
+      bytesPerChangedBody(kInitialBytesPerChangedBody)
+{
+}
+
+Replicator::Replicator(const RoomConfig& config, RoomMetrics& metrics, SendToClient send)
+    : m_config(config), m_metrics(metrics), m_send(std::move(send)), m_codec(codecConfigOf(config)),
+      m_history(config.maxBaselineAgeTicks), m_encoder(m_codec)
+{
+}
+
+bool Replicator::owns(const ClientReplication& client, std::uint32_t id, std::uint32_t generation) const
+{
+    const physics::BodyId body{id, generation};
+    return client.owned && std::find(client.owned->begin(), client.owned->end(), body) != client.owned->end();
+}
+
+void Replicator::addClient(ClientReplication& client) const
+{
+    for (std::uint32_t id = 0; id < m_catalogue.size(); ++id)
+    {
+        if (m_catalogue[id].version != 0 && !m_catalogue[id].entry.removed)
+        {
+            client.catalogueDirty.emplace(id, ClientReplication::PendingCatalogue{});
+        }
+    }
+}
+
+void Replicator::onAcked(ClientReplication& client, std::uint16_t sequence) const
+{
+    client.snapshots.onAcked(sequence);
+    auto& [sentSequence, records] = client.catalogueSent[sequence % kCatalogueRing];
+    if (records.empty() || sentSequence != sequence)
+    {
+        return;
+    }
+    for (const ClientReplication::CatalogueRecord& r : records)
+    {
+        const auto dirty = client.catalogueDirty.find(r.id);
+        if (dirty != client.catalogueDirty.end() && r.id < m_catalogue.size() && m_catalogue[r.id].version == r.version)
+        {
+            client.catalogueDirty.erase(dirty);
+        }
+    }
+    records.clear();
+}
+
+void Replicator::charge(ClientReplication& client, std::size_t bytes) const
+{
+    if (m_config.maxClientKbps > 0)
+    {
+        client.budgetTokens -= static_cast<double>(bytes);
+    }
+}
+
+// ---- Catalogue ---------------------------------------------------------------------------------------------
+
+void Replicator::refreshCatalogue(const physics::World& world, std::uint64_t tick,
+                                  std::span<ClientReplication* const> clients)
+{
+    // One pass over the bodies: a new (id, generation) or a changed shape bumps the slot's version, a slot
+    // not seen this pass lost its body. Each change marks the id dirty for every client.
+    const std::uint64_t pass = tick;
+    auto markDirty = [&](std::uint32_t id)
+    {
+        for (ClientReplication* client : clients)
+        {
+            client->catalogueDirty[id]; // keeps sentVersion/sentTime if already pending: resent as due
+        }
+    };
+    const std::span<const physics::ConvexHull> hulls = world.hulls();
+    world.forEachBody(
+        [&](const physics::BodyState& body)
+        {
+            const std::uint32_t id = body.id.index;
+            if (id >= m_catalogue.size())
+            {
+                m_catalogue.resize(static_cast<std::size_t>(id) + 1);
+            }
+            CatalogueSlot& slot = m_catalogue[id];
+            slot.seenTick = pass;
+            if (slot.version != 0 && slot.entry.generation == body.id.generation && !slot.entry.removed)
+            {
+                return; // shapes of live bodies do not change
+            }
+            slot.entry = catalogueEntryOf(body, hulls);
+            slot.version = ++m_catalogueVersion;
+            markDirty(id);
+        });
+    for (std::uint32_t id = 0; id < m_catalogue.size(); ++id)
+    {
+        CatalogueSlot& slot = m_catalogue[id];
+        if (slot.version != 0 && slot.seenTick != pass && !slot.entry.removed)
+        {
+            slot.entry.removed = true;
+            slot.version = ++m_catalogueVersion;
+            markDirty(id);
+        }
+    }
+}
+
+void Replicator::forgetBodies(std::span<ClientReplication* const> clients)
+{
+    // A new body may reuse an old id and generation with another shape: every live slot is marked removed
+    // (a new version), and the next refresh gives each body of the new world a version again.
+    for (CatalogueSlot& slot : m_catalogue)
+    {
+        if (slot.version != 0 && !slot.entry.removed)
+        {
+            slot.entry.removed = true;
+            slot.version = ++m_catalogueVersion;
+        }
+    }
+    for (std::uint32_t id = 0; id < m_catalogue.size(); ++id)
+    {
+        if (m_catalogue[id].version != 0)
+        {
+            for (ClientReplication* client : clients)
+            {
+                client->catalogueDirty[id];
+            }
+        }
+    }
+}
+
+void Replicator::sendCatalogue(ClientReplication& client, double now)
+{
+    int datagrams = 0;
+    auto it = client.catalogueDirty.begin();
+    while (it != client.catalogueDirty.end() && datagrams < m_config.maxCatalogueDatagramsPerTick)
+    {
+        m_catalogueScratch.clear();
+        std::vector<ClientReplication::CatalogueRecord> records;
+        for (; it != client.catalogueDirty.end() && m_catalogueScratch.size() < protocol::kMaxCatalogueEntriesPerDatagram;
+             ++it)
+        {
+            const CatalogueSlot& slot = m_catalogue[it->first];
+            ClientReplication::PendingCatalogue& pending = it->second;
+            const bool due = pending.sentVersion != slot.version || now - pending.sentTime >= m_config.catalogueResendSeconds;
+            if (!due)
+            {
+                continue;
+            }
+            m_metrics.catalogueEntriesResent += pending.sentVersion == slot.version ? 1 : 0;
+            pending.sentVersion = slot.version;
+            pending.sentTime = now;
+            m_catalogueScratch.push_back(slot.entry);
+            m_catalogueScratch.back().owned = !slot.entry.removed && owns(client, slot.entry.id, slot.entry.generation);
+            records.push_back({it->first, slot.version});
+        }
+        if (m_catalogueScratch.empty())
+        {
+            break;
+        }
+        const protocol::HeaderFields header = client.acks->nextOutgoing();
+        m_send(client, m_writer.catalogue(header, m_catalogueScratch));
+        ++m_metrics.catalogueDatagrams;
+        m_metrics.catalogueEntriesSent += m_catalogueScratch.size();
+        client.catalogueSent[header.sequence % kCatalogueRing] = {header.sequence, std::move(records)};
+        ++datagrams;
+    }
+}
+
+// ---- Snapshots ---------------------------------------------------------------------------------------------
+
+void Replicator::beginTick() { m_sharedCount = 0; }
+
+void Replicator::captureSnapshot(const physics::World& world, std::uint64_t tick)
+{
+    std::vector<protocol::QuantizedBody>& bodies = m_history.begin(tick);
+    world.forEachBody(
+        [&](const physics::BodyState& body)
+        {
+            const physics::Transform& xf = body.transform;
+            const bool atRest = body.type == physics::BodyType::Static || body.sleeping ||
+                                (lengthSquared(body.linearVelocity) < kRestSpeedSquared &&
+                                 lengthSquared(body.angularVelocity) < kRestSpeedSquared);
+            bodies.push_back(protocol::quantizeBody(m_codec.position, body.id.index, body.id.generation, atRest,
+                                                    {xf.p.x, xf.p.y, xf.p.z}, {xf.q.x, xf.q.y, xf.q.z, xf.q.w}));
+        });
+    m_history.commit(); // forEachBody visits slots in increasing order: sorted by id
+}
+
+const protocol::SnapshotFrame* Replicator::sentFrame(const ClientReplication& client, std::uint64_t tick) const
+{
+    return client.sentFrames ? client.sentFrames->find(tick) : m_history.find(tick);
+}
+
+bool Replicator::composeBudgeted(ClientReplication& client, const protocol::SnapshotFrame& current,
+                                 const protocol::SnapshotFrame* baseline)
+{
+    std::vector<protocol::QuantizedBody>& out = client.composite;
+    out.clear();
+    if (baseline == nullptr)
+    {
+        // Nothing held: the client needs every body once (the bucket goes into debt if it must).
+        out.assign(current.bodies.begin(), current.bodies.end());
+        return true;
+    }
+    // Walk both frames by id: unchanged bodies and removals always go in (they cost next to nothing), changed
+    // and new ones compete for the bytes left.
+    struct Candidate
+    {
+        std::uint32_t currentIndex;
+        float priority;
+        bool owned;
+    };
+    static thread_local std::vector<Candidate> candidates;
+    candidates.clear();
+    const auto cur = current.bodies;
+    const auto base = baseline->bodies;
+    std::size_t i = 0, j = 0;
+    if (!cur.empty() && client.priority.size() <= cur.back().id)
+    {
+        client.priority.resize(static_cast<std::size_t>(cur.back().id) + 1, 0.0f);
+    }
+    while (i < cur.size())
+    {
+        while (j < base.size() && base[j].id < cur[i].id)
+        {
+            ++j; // removed since the baseline: left out, so the client learns it
+        }
+        const bool kept = j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
+        if (kept && base[j].sameState(cur[i]))
+        {
+            client.priority[cur[i].id] = 0.0f;
+        }
+        else
+        {
+            const bool owned = owns(client, cur[i].id, cur[i].generation);
+            float& accumulated = client.priority[cur[i].id];
+            accumulated += snapshotPriority(cur[i], owned, !kept);
+            candidates.push_back({static_cast<std::uint32_t>(i), accumulated, owned});
+        }
+        ++i;
+    }
+    const double available = client.budgetTokens - kSnapshotOverheadBytes;
+    std::size_t take = candidates.size();
+    if (static_cast<double>(take) * client.bytesPerChangedBody > available)
+    {
+        take = available > 0.0 ? static_cast<std::size_t>(available / client.bytesPerChangedBody) : 0;
+        // The client's own bodies always go (a few bytes; the bucket pays them back later), then the rest by
+        // accumulated priority.
+        std::stable_sort(candidates.begin(), candidates.end(),
+                         [](const Candidate& a, const Candidate& b)
+                         { return a.owned != b.owned ? a.owned : a.priority > b.priority; });
+        while (take < candidates.size() && candidates[take].owned)
+        {
+            ++take;
+        }
+        ++m_metrics.budgetLimitedSnapshots;
+        m_metrics.bodiesDeferred += candidates.size() - take;
+    }
+    static thread_local std::vector<std::uint8_t> chosen;
+    chosen.assign(cur.size(), 0);
+    for (std::size_t k = 0; k < take; ++k)
+    {
+        chosen[candidates[k].currentIndex] = 1;
+        client.priority[cur[candidates[k].currentIndex].id] = 0.0f;
+    }
+    // The composite: chosen and unchanged bodies as they are now, deferred ones as the client has them.
+    j = 0;
+    for (i = 0; i < cur.size(); ++i)
+    {
+        while (j < base.size() && base[j].id < cur[i].id)
+        {
+            ++j;
+        }
+        const bool kept = j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
+        if ((kept && base[j].sameState(cur[i])) || chosen[i])
+        {
+            out.push_back(cur[i]);
+        }
+        else if (kept)
+        {
+            out.push_back(base[j]); // deferred: unchanged for the client
+        }
+        else if (j < base.size() && base[j].id == cur[i].id)
+        {
+            out.push_back(base[j]); // a replaced body deferred: the old one stays a little longer
+        }
+        // else: a new body deferred: not in this snapshot
+    }
+    return take == candidates.size();
+}
+
+bool Replicator::chooseBudgeted(ClientReplication& client, const protocol::SnapshotFrame*& current,
+                                const protocol::SnapshotFrame*& baseline, const protocol::SnapshotFrame*& reference,
+                                double now)
+{
+    const double rate = m_config.maxClientKbps * 1000.0 / 8.0; // bytes per second
+    if (!client.sentFrames)
+    {
+        client.sentFrames = std::make_unique<protocol::SnapshotHistory>(kBudgetHistoryTicks);
+        client.budgetTokens = rate * m_config.budgetBurstSeconds;
+        client.budgetTime = now;
+    }
+    client.budgetTokens =
+        std::min(rate * m_config.budgetBurstSeconds, client.budgetTokens + rate * (now - client.budgetTime));
+    client.budgetTime = now;
+    client.snapshots.choose(*client.sentFrames, current->tick, baseline, reference);
+    // The slot of the frame about to be kept must not be one of these.
+    if (reference && current->tick - reference->tick >= kBudgetHistoryTicks)
+    {
+        reference = nullptr;
+    }
+    if (baseline && current->tick - baseline->tick >= kBudgetHistoryTicks)
+    {
+        baseline = nullptr;
+        reference = nullptr;
+    }
+    if (baseline == nullptr)
+    {
+        // The client's own frames are kept for kBudgetHistoryTicks only. A tick it holds that is older
+        // (after an outage, say) is still a baseline if it was sent exactly as simulated: then the
+        // simulation's history has the same frame, for up to maxBaselineAgeTicks.
+        const protocol::SnapshotFrame* simBaseline = nullptr;
+        const protocol::SnapshotFrame* simReference = nullptr;
+        client.snapshots.choose(m_history, current->tick, simBaseline, simReference);
+        if (simBaseline && !client.deviatedTicks.count(simBaseline->tick))
+        {
+            baseline = simBaseline;
+            reference = simReference && !client.deviatedTicks.count(simReference->tick) ? simReference : nullptr;
+        }
+    }
+    // What this client is sent is kept as its own frame (with the history's unchanged-since hints): it is the
+    // baseline once acknowledged. A frame skipped later is never held, so never a baseline.
+    const bool composedExact = composeBudgeted(client, *current, baseline);
+    std::vector<protocol::QuantizedBody>& kept = client.sentFrames->begin(current->tick);
+    kept.assign(client.composite.begin(), client.composite.end());
+    client.sentFrames->commit();
+    auto& deviated = client.deviatedTicks;
+    while (!deviated.empty() && *deviated.begin() + m_config.maxBaselineAgeTicks < current->tick)
+    {
+        deviated.erase(deviated.begin());
+    }
+    if (!composedExact)
+    {
+        deviated.insert(current->tick);
+    }
+    const bool exact = composedExact && (!baseline || !deviated.count(baseline->tick)) &&
+                       (!reference || !deviated.count(reference->tick));
+    if (exact)
+    {
+        // The same bodies as the simulation's frames: encode (or reuse) from those.
+        baseline = baseline ? m_history.find(baseline->tick) : nullptr;
+        reference = reference && baseline ? m_history.find(reference->tick) : nullptr;
+    }
+    else
+    {
+        current = client.sentFrames->newest();
+    }
+    return exact;
+}
+
+bool Replicator::encode(const protocol::SnapshotFrame& current, const protocol::SnapshotFrame* baseline,
+                        const protocol::SnapshotFrame* reference, SharedEncoding& out, std::uint32_t clientId)
+{
+    const double start = m_profileClock ? m_profileClock() : 0.0;
+    const protocol::CodecError error = m_encoder.encode(current, baseline, reference);
+    ++m_metrics.snapshotEncodes;
+    if (m_profileClock)
+    {
+        m_metrics.encodeSeconds += m_profileClock() - start;
+    }
+    if (error != protocol::CodecError::None)
+    {
+        ++m_metrics.snapshotEncodeErrors;
+        spdlog::error("snapshot {} for client {}: encoder refused: {}", current.tick, clientId,
+                      protocol::codecErrorName(error));
+        return false;
+    }
+    out.identicalToBaseline = m_encoder.stats().identicalToBaseline;
+    const auto slices = m_encoder.slices();
+    out.sliceCount = slices.size();
+    if (out.slices.size() < slices.size())
+    {
+        out.slices.resize(slices.size());
+    }
+    for (std::size_t i = 0; i < slices.size(); ++i)
+    {
+        out.slices[i].assign(slices[i].payload.begin(), slices[i].payload.end());
+    }
+    return true;
+}
+
+void Replicator::sendSnapshot(ClientReplication& client, double now, double tickSeconds)
+{
+    const protocol::SnapshotFrame* current = m_history.newest();
+    if (current == nullptr)
+    {
+        return;
+    }
+    const bool budgeted = m_config.maxClientKbps > 0;
+    const protocol::SnapshotFrame* baseline = nullptr;
+    const protocol::SnapshotFrame* reference = nullptr;
+    bool exact = true; // the frames involved are the simulation's own: the encoding can be shared
+    if (budgeted)
+    {
+        exact = chooseBudgeted(client, current, baseline, reference, now);
+    }
+    else
+    {
+        client.snapshots.choose(m_history, current->tick, baseline, reference);
+    }
+    if (baseline == nullptr && client.snapshots.sentAny &&
+        static_cast<double>(current->tick - client.lastFullTick) * tickSeconds < m_config.fullSnapshotResendSeconds)
+    {
+        // The client holds nothing yet and a full snapshot is on its way: do not flood it with more.
+        ++m_metrics.snapshotsSkipped;
+        return;
+    }
+    const std::array<std::uint64_t, 3> key{current->tick, baseline ? baseline->tick : 0,
+                                           reference ? reference->tick : 0};
+    const SharedEncoding* encoding = nullptr;
+    if (exact)
+    {
+        for (std::size_t i = 0; i < m_sharedCount; ++i)
+        {
+            encoding = m_shared[i].key == key ? &m_shared[i] : encoding;
+        }
+    }
+    if (encoding == nullptr)
+    {
+        if (exact && m_sharedCount == m_shared.size())
+        {
+            m_shared.emplace_back();
+        }
+        SharedEncoding& slot = exact ? m_shared[m_sharedCount] : m_private;
+        slot.key = key;
+        if (!encode(*current, baseline, reference, slot, client.clientId))
+        {
+            return;
+        }
+        m_sharedCount += exact ? 1 : 0;
+        encoding = &slot;
+    }
+    protocol::SnapshotSendState& state = client.snapshots;
+    if (encoding->identicalToBaseline && state.sentAny &&
+        current->tick - state.lastSentTick < static_cast<std::uint64_t>(m_config.idleHeartbeatTicks))
+    {
+        ++m_metrics.snapshotsSkipped; // the client already has this state
+        return;
+    }
+    state.sentAny = true;
+    state.lastSentTick = current->tick;
+    const double serverTime = static_cast<double>(current->tick) * tickSeconds;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < encoding->sliceCount; ++i)
+    {
+        const protocol::HeaderFields header = client.acks->nextOutgoing();
+        const auto datagram = m_writer.snapshot(header, current->tick, serverTime, encoding->slices[i]);
+        bytes += datagram.size();
+        m_send(client, datagram);
+        state.onSliceSent(current->tick, header.sequence, static_cast<std::uint32_t>(encoding->sliceCount));
+        ++m_metrics.snapshotDatagrams;
+    }
+    if (budgeted && baseline != nullptr)
+    {
+        // Learn what a changed body costs this client, for the next choice (composite: what it was sent).
+        std::size_t changed = 0;
+        std::size_t j = 0;
+        for (const protocol::QuantizedBody& body : client.composite)
+        {
+            while (j < baseline->bodies.size() && baseline->bodies[j].id < body.id)
+            {
+                ++j;
+            }
+            changed += (j < baseline->bodies.size() && baseline->bodies[j] == body) ? 0 : 1;
+        }
+        if (changed > 0)
+        {
+            const double perBody =
+                std::max(1.0, (static_cast<double>(bytes) - kSnapshotOverheadBytes) / static_cast<double>(changed));
+            client.bytesPerChangedBody =
+                (1.0 - kBytesPerBodySmoothing) * client.bytesPerChangedBody + kBytesPerBodySmoothing * perBody;
+        }
+    }
+    ++m_metrics.snapshotsSent;
+    m_metrics.fullSnapshots += baseline == nullptr ? 1 : 0;
+    if (baseline == nullptr)
+    {
+        client.lastFullTick = current->tick;
+    }
+}
+
+} // namespace polytope::server

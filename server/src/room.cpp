@@ -1,0 +1,505 @@
+#include "polytope/server/room.h"
+
+#include "polytope/physics/scenes.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace polytope::server
+{
+namespace wire = protocol::wire;
+
+namespace
+{
+/// A Disconnect is sent this many times: UDP may lose any one copy, and the client acts on the first.
+constexpr int kGoodbyeCopies = 3;
+/// While paused (no ticks, so no snapshots), each client gets a KeepAlive this often (seconds), well within
+/// any sensible client time-out.
+constexpr double kPausedKeepAliveSeconds = 1.0;
+} // namespace
+
+std::unique_ptr<Room> Room::create(const RoomConfig& config, ConnectionTable& connections, SendToSlot send,
+                                   CloseConnection close, std::string& error)
+{
+    error = config.validate();
+    if (!error.empty())
+    {
+        return nullptr;
+    }
+    std::unique_ptr<Room> room(new Room(config, connections, std::move(send), std::move(close)));
+    std::shared_ptr<const SceneDescription> file;
+    if (!buildWorld(room->m_config, room->m_world, error, file))
+    {
+        return nullptr;
+    }
+    room->m_explicitSpawn = config.spawnPlayer;
+    room->adoptSceneRules(std::move(file));
+    return room;
+}
+
+Room::Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, CloseConnection close)
+    : m_config(config), m_connections(connections), m_send(std::move(send)), m_close(std::move(close)),
+      m_replicator(m_config, m_metrics,
+                   [this](ClientReplication& client, std::span<const std::uint8_t> datagram)
+                   { this->send(client.slot, datagram); }),
+      m_clients(connections.capacity()), m_tickSeconds(1.0 / config.tickRateHz),
+      m_ticksPerSnapshot(std::max(1, static_cast<int>(std::lround(static_cast<double>(config.tickRateHz) /
+                                                                  config.snapshotRateHz))))
+{
+    m_members.reserve(static_cast<std::size_t>(config.maxClients));
+    m_replicationScratch.reserve(static_cast<std::size_t>(config.maxClients));
+}
+
+void Room::setProfileClock(std::function<double()> clock)
+{
+    m_profileClock = clock;
+    m_replicator.setProfileClock(std::move(clock));
+}
+
+void Room::send(ClientSlot slot, std::span<const std::uint8_t> datagram)
+{
+    ++m_metrics.datagramsOut;
+    m_metrics.bytesOut += datagram.size();
+    if (Client* client = m_clients[slot].get())
+    {
+        m_replicator.charge(client->replication, datagram.size());
+    }
+    m_send(slot, datagram);
+}
+
+std::span<ClientReplication* const> Room::replications()
+{
+    m_replicationScratch.clear();
+    for (const ClientSlot slot : m_members)
+    {
+        m_replicationScratch.push_back(&m_clients[slot]->replication);
+    }
+    return m_replicationScratch;
+}
+
+// ---- Clients -----------------------------------------------------------------------------------------------
+
+std::uint32_t Room::join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now)
+{
+    // The rate asked for, rounded down to one the tick rate divides into whole ticks.
+    int ticksPerSnapshot = m_ticksPerSnapshot;
+    if (snapshotRateHz > 0)
+    {
+        ticksPerSnapshot = std::clamp((m_config.tickRateHz + snapshotRateHz - 1) / snapshotRateHz, 1, m_config.tickRateHz);
+    }
+    auto client = std::make_unique<Client>(m_config.maxBaselineAgeTicks, ticksPerSnapshot);
+    client->clientId = m_nextClientId++;
+    client->name = std::move(name);
+    client->spectator = spectator;
+    client->inputTokens = m_config.maxInputBurst;
+    client->inputTokenTime = now;
+    client->owned.reserve(static_cast<std::size_t>(m_config.maxBodiesPerClient));
+    ClientReplication& replication = client->replication;
+    replication.slot = slot;
+    replication.clientId = client->clientId;
+    replication.acks = &m_connections[slot].acks;
+    replication.owned = &client->owned;
+    m_replicator.addClient(replication);
+    Client& joined = *client;
+    m_clients[slot] = std::move(client);
+    const protocol::Address& address = m_connections[slot].address;
+    const auto at = std::lower_bound(m_members.begin(), m_members.end(), address,
+                                     [this](ClientSlot s, const protocol::Address& a)
+                                     { return m_connections[s].address < a; });
+    m_members.insert(at, slot);
+    ++m_metrics.clientsAccepted;
+    spdlog::info("client {} ({}, {}) joined room '{}'; {} client(s)", joined.clientId, joined.name, address.toString(),
+                 m_config.room, m_members.size());
+    if (!joined.spectator)
+    {
+        spawnFor(joined, nullptr);
+    }
+    return joined.clientId;
+}
+
+protocol::SessionParameters Room::sessionParameters(ClientSlot slot) const
+{
+    const Client& client = *m_clients[slot];
+    protocol::SessionParameters p;
+    p.clientId = client.clientId;
+    p.tickRateHz = static_cast<std::uint16_t>(m_config.tickRateHz);
+    // Rounded down: the granted rate never exceeds the real one (tick rate / ticks per snapshot).
+    p.snapshotRateHz =
+        static_cast<std::uint16_t>(std::max(1, m_config.tickRateHz / client.replication.ticksPerSnapshot));
+    p.scene = m_config.scene;
+    p.room = m_config.room;
+    p.position = m_config.quantization;
+    p.maxBaselineAgeTicks = m_config.maxBaselineAgeTicks;
+    p.firstTick = m_tick;
+    return p;
+}
+
+void Room::receive(ClientSlot slot, const protocol::DecodeResult& decoded, double now)
+{
+    Client& client = *m_clients[slot];
+    ++m_metrics.datagramsIn;
+    protocol::forEachAcked(*decoded.packet->header(),
+                           [&](std::uint16_t sequence) { m_replicator.onAcked(client.replication, sequence); });
+    switch (decoded.type())
+    {
+    case wire::PacketType::ClientInput:
+        handleInputs(client, *decoded.packet->message_as_ClientInput(), now);
+        break;
+    case wire::PacketType::Disconnect:
+        ++m_metrics.clientsDisconnected;
+        leave(slot, "disconnected");
+        break;
+    default:
+        break; // KeepAlive: its header was all it carried
+    }
+}
+
+void Room::sayGoodbye(ClientSlot slot, wire::DisconnectReason reason)
+{
+    for (int copy = 0; copy < kGoodbyeCopies; ++copy)
+    {
+        send(slot, m_writer.disconnect(m_connections[slot].acks.nextOutgoing(), reason));
+    }
+}
+
+void Room::timeOut(ClientSlot slot)
+{
+    ++m_metrics.clientsTimedOut;
+    send(slot, m_writer.disconnect(m_connections[slot].acks.nextOutgoing(), wire::DisconnectReason::TimedOut));
+    leave(slot, "timed out");
+}
+
+void Room::leave(ClientSlot slot, const char* why)
+{
+    Client& client = *m_clients[slot];
+    spdlog::info("client {} ({}, {}) {}; {} client(s) left", client.clientId, client.name,
+                 m_connections[slot].address.toString(), why, m_members.size() - 1);
+    releaseBodies(client);
+    std::erase(m_members, slot);
+    m_clients[slot].reset();
+    m_close(slot);
+}
+
+bool Room::kick(std::uint32_t clientId)
+{
+    for (const ClientSlot slot : m_members)
+    {
+        if (m_clients[slot]->clientId == clientId)
+        {
+            sayGoodbye(slot, wire::DisconnectReason::Kicked);
+            ++m_metrics.clientsKicked;
+            leave(slot, "kicked");
+            return true;
+        }
+    }
+    return false;
+}
+
+void Room::shutdown()
+{
+    for (const ClientSlot slot : m_members)
+    {
+        sayGoodbye(slot, wire::DisconnectReason::ServerShutdown);
+    }
+    while (!m_members.empty())
+    {
+        leave(m_members.front(), "told the server is shutting down");
+    }
+}
+
+Room::Client* Room::findClient(std::uint32_t clientId)
+{
+    for (const ClientSlot slot : m_members)
+    {
+        if (m_clients[slot]->clientId == clientId)
+        {
+            return m_clients[slot].get();
+        }
+    }
+    return nullptr;
+}
+
+const Room::Client* Room::findClient(std::uint32_t clientId) const
+{
+    return const_cast<Room*>(this)->findClient(clientId);
+}
+
+const protocol::SnapshotFrame* Room::sentFrame(std::uint32_t clientId, std::uint64_t tick) const
+{
+    const Client* client = findClient(clientId);
+    return client ? m_replicator.sentFrame(client->replication, tick) : nullptr;
+}
+
+std::vector<physics::BodyId> Room::ownedBodies(std::uint32_t clientId) const
+{
+    const Client* client = findClient(clientId);
+    return client ? client->owned : std::vector<physics::BodyId>{};
+}
+
+bool Room::ownsBody(const Client& client, physics::BodyId id)
+{
+    return std::find(client.owned.begin(), client.owned.end(), id) != client.owned.end();
+}
+
+bool Room::spawnFor(Client& client, const physics::Vec3* at)
+{
+    if (!m_config.spawnPlayer || client.owned.size() >= static_cast<std::size_t>(m_config.maxBodiesPerClient))
+    {
+        return false;
+    }
+    physics::BodyId id;
+    if (!m_config.spawnPlayer(m_world, m_spawnCount, at, id))
+    {
+        spdlog::warn("could not spawn a body for client {} (world full?)", client.clientId);
+        return false;
+    }
+    ++m_spawnCount;
+    ++m_metrics.bodiesSpawned;
+    client.owned.push_back(id);
+    return true;
+}
+
+void Room::releaseBodies(Client& client)
+{
+    if (!m_config.keepBodiesOnLeave)
+    {
+        for (const physics::BodyId id : client.owned)
+        {
+            if (m_world.destroyBody(id) == physics::WorldStatus::Ok)
+            {
+                ++m_metrics.bodiesRemoved;
+            }
+        }
+    }
+    client.owned.clear();
+}
+
+// ---- Inputs ------------------------------------------------------------------------------------------------
+
+void Room::handleInputs(Client& session, const wire::ClientInput& message, double now)
+{
+    protocol::readInputs(message, m_inputScratch); // each already range-checked by decodePacket
+    session.inputTokens = std::min(m_config.maxInputBurst,
+                                   session.inputTokens + (now - session.inputTokenTime) * m_config.maxInputsPerSecond);
+    session.inputTokenTime = now;
+    for (const protocol::InputCommand& input : m_inputScratch)
+    {
+        ++m_metrics.inputsReceived;
+        if (!session.inputsSeen.record(input.sequence))
+        {
+            ++m_metrics.inputsDuplicate;
+            continue;
+        }
+        if (session.inputTokens < 1.0)
+        {
+            ++m_metrics.inputsRateLimited;
+            continue;
+        }
+        session.inputTokens -= 1.0;
+        const bool spawnKind = input.kind == wire::InputKind::Spawn || input.kind == wire::InputKind::Remove;
+        if ((spawnKind && !m_config.allowClientSpawn) ||
+            (input.kind != wire::InputKind::Spawn && !ownsBody(session, {input.bodyId, input.bodyGeneration})))
+        {
+            ++m_metrics.inputsNotOwned;
+            spdlog::debug("refused input {} of client {}: {}", input.sequence, session.clientId,
+                          spawnKind && !m_config.allowClientSpawn ? "spawning not allowed here" : "body not owned");
+            continue;
+        }
+        if (input.tick > m_tick + static_cast<std::uint64_t>(m_config.maxInputLeadTicks) ||
+            m_inputQueue.size() >= static_cast<std::size_t>(m_config.maxQueuedInputs))
+        {
+            ++m_metrics.inputsRefused;
+            continue;
+        }
+        std::uint64_t tick = input.tick;
+        if (tick <= m_tick)
+        {
+            ++m_metrics.inputsLate; // its tick already ran: the next one takes it
+            tick = m_tick + 1;
+        }
+        const auto at = std::upper_bound(m_inputQueue.begin(), m_inputQueue.end(), tick,
+                                         [](std::uint64_t t, const QueuedInput& q) { return t < q.tick; });
+        m_inputQueue.insert(at, QueuedInput{tick, session.clientId, input});
+    }
+}
+
+void Room::applyInputs(std::uint64_t tick)
+{
+    std::size_t due = 0;
+    while (due < m_inputQueue.size() && m_inputQueue[due].tick <= tick)
+    {
+        const QueuedInput& queued = m_inputQueue[due++];
+        const protocol::InputCommand& in = queued.input;
+        const physics::BodyId id{in.bodyId, in.bodyGeneration};
+        const physics::Vec3 v{in.vector[0], in.vector[1], in.vector[2]};
+        physics::WorldStatus status = physics::WorldStatus::StaleBodyId;
+        physics::BodyState body;
+        Client* session = findClient(queued.clientId);
+        if (session == nullptr)
+        {
+            status = physics::WorldStatus::StaleBodyId; // the client left before its tick
+        }
+        else if (in.kind == wire::InputKind::Spawn)
+        {
+            const protocol::PositionQuantization& q = m_config.quantization;
+            const bool inside = v.x >= q.boundsMin[0] && v.x <= q.boundsMax[0] && v.y >= q.boundsMin[1] &&
+                                v.y <= q.boundsMax[1] && v.z >= q.boundsMin[2] && v.z <= q.boundsMax[2];
+            status = inside && spawnFor(*session, &v) ? physics::WorldStatus::Ok : physics::WorldStatus::InvalidBodyDesc;
+        }
+        else if (!ownsBody(*session, id))
+        {
+            status = physics::WorldStatus::StaleBodyId; // removed since it was queued
+        }
+        else if (in.kind == wire::InputKind::Remove)
+        {
+            status = m_world.destroyBody(id);
+            if (status == physics::WorldStatus::Ok)
+            {
+                ++m_metrics.bodiesRemoved;
+                std::erase(session->owned, id);
+            }
+        }
+        else if (m_world.getBody(id, body))
+        {
+            switch (in.kind)
+            {
+            case wire::InputKind::Force:
+                status = m_world.applyCentralForce(id, v);
+                break;
+            case wire::InputKind::Impulse:
+                status = m_world.applyImpulse(id, v, body.centerOfMass);
+                break;
+            case wire::InputKind::Torque:
+                status = m_world.applyTorque(id, v);
+                break;
+            case wire::InputKind::TargetVelocity:
+                status = body.type == physics::BodyType::Static ? physics::WorldStatus::WrongBodyType
+                                                                : m_world.setVelocity(id, v, body.angularVelocity);
+                break;
+            case wire::InputKind::Spawn:
+            case wire::InputKind::Remove:
+                break;
+            }
+        }
+        ++(status == physics::WorldStatus::Ok ? m_metrics.inputsApplied : m_metrics.inputsFailed);
+        if (m_inputObserver)
+        {
+            m_inputObserver(AppliedInput{queued.clientId, in, tick, status});
+        }
+    }
+    m_inputQueue.erase(m_inputQueue.begin(), m_inputQueue.begin() + static_cast<std::ptrdiff_t>(due));
+}
+
+// ---- The tick loop -----------------------------------------------------------------------------------------
+
+void Room::update(double now)
+{
+    if (!m_started)
+    {
+        m_started = true;
+        m_nextTickTime = now;
+    }
+    const double interval = m_tickSeconds / m_timeScale; // real seconds per tick
+    int ran = 0;
+    while (m_nextTickTime <= now)
+    {
+        if (ran == m_config.maxCatchUpTicks)
+        {
+            // Too far behind: drop the debt instead of spiralling.
+            ++m_metrics.overruns;
+            m_nextTickTime = now + interval;
+            break;
+        }
+        if (m_paused && m_stepBudget == 0)
+        {
+            ++m_metrics.pausedTicks;
+        }
+        else
+        {
+            m_stepBudget -= m_paused ? 1 : 0;
+            const double started = m_profileClock ? m_profileClock() : 0.0;
+            runTick(now);
+            if (m_profileClock)
+            {
+                m_metrics.tickSeconds.observe(m_profileClock() - started);
+            }
+        }
+        m_nextTickTime += interval;
+        ++ran;
+    }
+    if (m_paused)
+    {
+        keepAlivePaused(now);
+    }
+}
+
+void Room::keepAlivePaused(double now)
+{
+    // No ticks, so no snapshots: keep the clients' connections alive.
+    for (const ClientSlot slot : m_members)
+    {
+        Client& client = *m_clients[slot];
+        if (now - client.lastKeepAliveTime >= kPausedKeepAliveSeconds)
+        {
+            client.lastKeepAliveTime = now;
+            send(slot, m_writer.keepAlive(m_connections[slot].acks.nextOutgoing(), now));
+        }
+    }
+}
+
+void Room::runTick(double now)
+{
+    const std::uint64_t next = m_tick + 1;
+    if (m_preStep)
+    {
+        m_preStep(next);
+    }
+    applyInputs(next);
+    m_world.step(static_cast<float>(m_tickSeconds));
+    m_tick = next;
+    m_replicator.refreshCatalogue(m_world, m_tick, replications());
+    for (const ClientSlot slot : m_members)
+    {
+        m_replicator.sendCatalogue(m_clients[slot]->replication, now);
+    }
+    bool captured = false;
+    m_replicator.beginTick();
+    for (const ClientSlot slot : m_members)
+    {
+        ClientReplication& replication = m_clients[slot]->replication;
+        if (m_tick % static_cast<std::uint64_t>(replication.ticksPerSnapshot) != 0)
+        {
+            continue;
+        }
+        if (!captured)
+        {
+            m_replicator.captureSnapshot(m_world, m_tick);
+            captured = true;
+        }
+        m_replicator.sendSnapshot(replication, now, m_tickSeconds);
+    }
+}
+
+void Room::resetWorld(physics::World&& world)
+{
+    // Bodies of the old world are gone: owners forget them, queued inputs are void, and every catalogue
+    // slot is rewritten (a new body may reuse an old id and generation with another shape).
+    m_world = std::move(world);
+    m_inputQueue.clear();
+    m_replicator.forgetBodies(replications());
+    for (const ClientSlot slot : m_members)
+    {
+        Client& client = *m_clients[slot];
+        client.owned.clear();
+        if (!client.spectator)
+        {
+            spawnFor(client, nullptr);
+        }
+    }
+    m_replicator.refreshCatalogue(m_world, m_tick, replications());
+}
+
+} // namespace polytope::server

@@ -1,0 +1,69 @@
+#include "polytope/server/room_config.h"
+
+#include "polytope/protocol/constants.h"
+
+#include <cmath>
+
+namespace polytope::server
+{
+
+std::string RoomConfig::validate() const
+{
+    if (tickRateHz < 1 || tickRateHz > 1000)
+    {
+        return "tick rate must be 1..1000 Hz, got " + std::to_string(tickRateHz);
+    }
+    if (snapshotRateHz < 1 || snapshotRateHz > tickRateHz)
+    {
+        return "snapshot rate must be 1..tick rate (" + std::to_string(tickRateHz) + ") Hz, got " +
+               std::to_string(snapshotRateHz);
+    }
+    if (!(clientTimeoutSeconds > 0.0) || !std::isfinite(clientTimeoutSeconds))
+    {
+        return "client timeout must be a positive number of seconds";
+    }
+    if (maxClients < 1 || maxClients > 4096)
+    {
+        return "max clients must be 1..4096, got " + std::to_string(maxClients);
+    }
+    if (maxCatchUpTicks < 1)
+    {
+        return "max catch-up ticks must be at least 1";
+    }
+    if (!quantization.isValid())
+    {
+        return "snapshot quantization: bounds must be finite with max > min, resolution 1..65536 steps/m";
+    }
+    if (maxBaselineAgeTicks < 1 || maxBaselineAgeTicks > 65536)
+    {
+        return "max baseline age must be 1..65536 ticks, got " + std::to_string(maxBaselineAgeTicks);
+    }
+    if (idleHeartbeatTicks < 1)
+    {
+        return "idle heartbeat must be at least 1 tick";
+    }
+    if (!(catalogueResendSeconds > 0.0) || !std::isfinite(catalogueResendSeconds))
+    {
+        return "catalogue resend interval must be a positive number of seconds";
+    }
+    if (maxCatalogueDatagramsPerTick < 1 || maxInputLeadTicks < 1 || maxQueuedInputs < 1)
+    {
+        return "catalogue datagrams per tick, input lead and input queue must be at least 1";
+    }
+    if (room.empty() || room.size() > protocol::kMaxRoomNameBytes)
+    {
+        return "room name must be 1..64 bytes";
+    }
+    if (maxBodiesPerClient < 0 || maxBodiesPerClient > 1024)
+    {
+        return "max bodies per client must be 0..1024, got " + std::to_string(maxBodiesPerClient);
+    }
+    if (!(maxInputsPerSecond > 0.0) || !std::isfinite(maxInputsPerSecond) || !(maxInputBurst >= 1.0) ||
+        !std::isfinite(maxInputBurst))
+    {
+        return "input rate limit must be positive with a burst of at least 1";
+    }
+    return {};
+}
+
+} // namespace polytope::server

@@ -1,0 +1,141 @@
+// polytope-server: a room's scene: its world built from a built-in scene or a scene file, and the player
+// rules (template, spawning, limits) that come with it.
+#include "polytope/server/room.h"
+
+#include "polytope/physics/scenes.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+namespace polytope::server
+{
+
+namespace
+{
+// Built-in scenes' player: a ball a client can push around, light enough (500 kg/m^3, about 134 kg) to
+// shove the scenes' 1000 kg/m^3 cubes only with effort, damped so that it stops when the client lets go.
+constexpr float kPlayerRadius = 0.4f;
+constexpr float kPlayerDensity = 500.0f;
+constexpr float kPlayerFriction = 0.6f;
+constexpr float kPlayerRestitution = 0.2f;
+constexpr float kPlayerLinearDamping = 0.1f;
+constexpr float kPlayerAngularDamping = 0.5f;
+// Spawn points: rings around the origin, 3 m up (clear of the scenes' bodies), 64 to a ring at the golden
+// angle so that neighbours in join order land far apart; a ring 1 m further out for each 64 joins, 8 rings.
+constexpr float kSpawnHeight = 3.0f;
+constexpr float kSpawnInnerRadius = 6.0f;
+constexpr float kSpawnRingSpacing = 1.0f;
+constexpr std::uint32_t kSpawnsPerRing = 64;
+constexpr std::uint32_t kSpawnRings = 8;
+constexpr float kGoldenAngle = 2.39996323f; // radians
+
+bool spawnDefaultPlayer(physics::World& world, std::uint32_t spawnIndex, const physics::Vec3* at, physics::BodyId& out)
+{
+    physics::BodyDesc desc;
+    desc.shape = physics::Shape::makeSphere(kPlayerRadius);
+    desc.density = kPlayerDensity;
+    desc.friction = kPlayerFriction;
+    desc.restitution = kPlayerRestitution;
+    desc.linearDamping = kPlayerLinearDamping;
+    desc.angularDamping = kPlayerAngularDamping;
+    if (at)
+    {
+        desc.transform.p = *at;
+    }
+    else
+    {
+        const float angle = kGoldenAngle * static_cast<float>(spawnIndex % kSpawnsPerRing);
+        const float radius =
+            kSpawnInnerRadius + kSpawnRingSpacing * static_cast<float>((spawnIndex / kSpawnsPerRing) % kSpawnRings);
+        desc.transform.p = {radius * std::cos(angle), kSpawnHeight, radius * std::sin(angle)};
+    }
+    const physics::CreateBodyResult result = world.createBody(desc);
+    out = result.id;
+    return result.status == physics::WorldStatus::Ok;
+}
+} // namespace
+
+bool Room::buildWorld(const RoomConfig& config, physics::World& world, std::string& error,
+                      std::shared_ptr<const SceneDescription>& file)
+{
+    file.reset();
+    if (config.buildScene)
+    {
+        if (!config.buildScene(world))
+        {
+            error = "scene '" + config.scene + "' does not fit in the world's capacity";
+            return false;
+        }
+        return true;
+    }
+    if (const physics::SceneInfo* info = physics::findScene(config.scene))
+    {
+        if (!info->build(world))
+        {
+            error = "scene '" + config.scene + "' does not fit in the world's capacity";
+            return false;
+        }
+        return true;
+    }
+    const bool looksLikeFile = config.scene.find('/') != std::string::npos ||
+                               (config.scene.size() > 5 && config.scene.ends_with(".json"));
+    if (!looksLikeFile)
+    {
+        std::string known;
+        for (const physics::SceneInfo& info : physics::builtinScenes())
+        {
+            known += (known.empty() ? "" : ", ") + std::string(info.name);
+        }
+        error = "unknown scene '" + config.scene + "' (built-in scenes: " + known + "; or a .json scene file)";
+        return false;
+    }
+    auto description = std::make_shared<SceneDescription>();
+    if (!loadSceneFile(config.scene, *description, error) || !buildScene(*description, world, error))
+    {
+        return false;
+    }
+    file = std::move(description);
+    return true;
+}
+
+void Room::adoptSceneRules(std::shared_ptr<const SceneDescription> file)
+{
+    m_sceneFile = std::move(file);
+    if (!m_sceneFile)
+    {
+        m_config.spawnPlayer = m_explicitSpawn ? m_explicitSpawn
+                                               : (!m_config.buildScene && m_config.playerBodies ? spawnDefaultPlayer
+                                                                                                 : SpawnFunction{});
+        return;
+    }
+    const SceneDescription& scene = *m_sceneFile;
+    m_config.allowClientSpawn = scene.allowClientSpawn;
+    m_config.maxBodiesPerClient = static_cast<int>(std::min<std::uint32_t>(scene.maxBodiesPerClient, 1024));
+    m_config.keepBodiesOnLeave = scene.keepBodiesOnLeave;
+    if (!scene.player)
+    {
+        m_config.spawnPlayer = nullptr;
+        return;
+    }
+    m_config.spawnPlayer = [file = m_sceneFile](physics::World& world, std::uint32_t spawnIndex,
+                                                const physics::Vec3* at, physics::BodyId& out)
+    {
+        physics::BodyDesc desc;
+        std::string error;
+        if (!makePlayerBody(*file, spawnIndex, world, desc, error))
+        {
+            spdlog::warn("player body: {}", error);
+            return false;
+        }
+        if (at)
+        {
+            desc.transform.p = *at;
+        }
+        const physics::CreateBodyResult result = world.createBody(desc);
+        out = result.id;
+        return result.status == physics::WorldStatus::Ok;
+    };
+}
+
+} // namespace polytope::server
