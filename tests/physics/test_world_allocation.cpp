@@ -1,82 +1,9 @@
-// World::step allocates nothing once the world is warm. This file replaces the global operator new and
-// delete (for the whole test program: a replacement is program-wide) with versions that count calls while
-// g_countAllocations is set; the count is only switched on around step() calls, never around Catch2.
+// World::step allocates nothing once the world is warm (allocations counted by support/allocation_counter.h).
 #include "polytope/physics/scenes.h"
 #include "polytope/physics/world.h"
+#include "support/allocation_counter.h"
 
 #include <catch2/catch.hpp>
-
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
-namespace
-{
-std::atomic<bool> g_countAllocations{false};
-std::atomic<long> g_allocations{0};
-} // namespace
-
-namespace
-{
-void* countedAllocation(std::size_t size) noexcept
-{
-    if (g_countAllocations.load(std::memory_order_relaxed))
-    {
-        g_allocations.fetch_add(1, std::memory_order_relaxed);
-    }
-    return std::malloc(size == 0 ? 1 : size);
-}
-} // namespace
-
-// Every non-aligned form, so that allocation and release always pair up (the sanitizer checks that).
-void* operator new(std::size_t size)
-{
-    if (void* p = countedAllocation(size))
-    {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t size)
-{
-    if (void* p = countedAllocation(size))
-    {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept
-{
-    return countedAllocation(size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
-{
-    return countedAllocation(size);
-}
-void operator delete(void* p) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept
-{
-    std::free(p);
-}
 
 using namespace polytope::physics;
 
@@ -93,15 +20,14 @@ TEST_CASE("warm steps allocate nothing, in every built-in scene and through slee
         {
             world.step(1.0f / 60.0f);
         }
-        g_allocations = 0;
-        g_countAllocations = true;
+        polytope::test::AllocationCounter counter;
         for (int i = 0; i < 300; ++i)
         {
             world.step(1.0f / 60.0f);
         }
-        g_countAllocations = false;
+        const std::int64_t allocations = counter.stop();
         INFO("scene " << name);
-        CHECK(g_allocations.load() == 0);
+        CHECK(allocations == 0);
     }
 }
 
