@@ -4,7 +4,7 @@
 // update() with the current time, and it sends through the SendFunction it was given. UdpClient (udp_client.h)
 // binds it to a real socket; tests use the in-process NetworkSimulator and a test clock.
 //
-// Protocol version 2 (protocol/STANDARD.md): ConnectRequest -> Challenge -> ChallengeResponse (echoing the
+// The handshake (protocol/STANDARD.md): ConnectRequest -> Challenge -> ChallengeResponse (echoing the
 // cookie) -> ConnectAccepted, which carries the snapshot codec's parameters. Snapshot slices are decoded as
 // they arrive against the complete ticks kept (protocol::SnapshotReceiver) and acknowledged only once
 // decoded; a complete tick is handed out at once, except that the first waits until the shape catalogue names

@@ -40,7 +40,7 @@ enum class DropReason : std::uint8_t
     UnexpectedMessage, ///< valid, but not one this peer accepts in its current state
     BadCookie,         ///< a ChallengeResponse whose cookie is forged, for another address, or expired
     BadPayload,        ///< a Snapshot whose delta payload does not decode (snapshot_codec.h's CodecError)
-    // Version 4: tokens, sealed sessions and connection limits (STANDARD.md §11). Counted by the Host.
+    // Version 4: tokens, sealed sessions and connection limits (STANDARD.md §11). Counted by the Server.
     NoToken,           ///< a connect without a token, and the server is not --insecure
     BadToken,          ///< the token does not open with the server's key: forged, tampered or malformed
     TokenExpired,      ///< the token's expire time has passed
