@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
 
 namespace polytope::bench
 {
@@ -37,12 +38,12 @@ struct RunFigures
     int bodies = 0;
 };
 
-RunFigures runPolytope(const ph::SceneInfo& scene, int steps)
+RunFigures runPolytope(const ph::SceneName& scene, int steps)
 {
     ph::WorldConfig config;
     config.enableSleep = false;
     ph::World world(config);
-    scene.build(world);
+    ph::buildScene(world, scene);
     std::vector<ph::BodyId> ids;
     std::vector<ph::Vec3> start;
     world.forEachBody(
@@ -99,12 +100,12 @@ struct BulletScene
     }
 };
 
-bool buildBullet(const ph::SceneInfo& scene, BulletScene& out)
+bool buildBullet(const ph::SceneName& scene, BulletScene& out)
 {
     ph::WorldConfig config;
     config.enableSleep = false;
     ph::World source(config);
-    scene.build(source);
+    ph::buildScene(source, scene);
     out.world.setGravity(btVector3(config.gravity.x, config.gravity.y, config.gravity.z));
     bool supported = true;
     source.forEachBody(
@@ -161,7 +162,7 @@ bool buildBullet(const ph::SceneInfo& scene, BulletScene& out)
     return supported;
 }
 
-RunFigures runBullet(const ph::SceneInfo& scene, int steps)
+RunFigures runBullet(const ph::SceneName& scene, int steps)
 {
     auto bullet = std::make_unique<BulletScene>();
     RunFigures f;
@@ -228,15 +229,16 @@ void runScenesSuite(Report& report, const SuiteOptions& options)
                              {"pyramid60", 60.0}, {"stack10", 60.0},   {"stack30", 60.0},   {"stack50", 60.0}};
     for (const Entry& entry : entries)
     {
-        const ph::SceneInfo* scene = ph::findScene(entry.scene);
-        if (!scene)
+        ph::SceneName scene;
+        std::string error;
+        if (!ph::parseSceneName(entry.scene, scene, error))
         {
             continue;
         }
         const double seconds = options.count > 0 ? static_cast<double>(options.count) : entry.seconds;
         const int steps = static_cast<int>(std::lround(seconds * 60.0));
-        RunFigures mine = runPolytope(*scene, steps);
-        RunFigures theirs = runBullet(*scene, steps);
+        RunFigures mine = runPolytope(scene, steps);
+        RunFigures theirs = runBullet(scene, steps);
         addRecord(report, entry.scene, "polytope", mine, seconds);
         addRecord(report, entry.scene, "bullet", theirs, seconds);
     }

@@ -21,26 +21,11 @@ bool isValidBox(const Aabb& box)
            box.min.z <= box.max.z;
 }
 
-float nonNegativeOr(float value, float fallback)
-{
-    return std::isfinite(value) && value >= 0.0f ? value : fallback;
-}
-
 BroadphaseConfig sanitized(const BroadphaseConfig& config)
 {
-    const BroadphaseConfig defaults;
     BroadphaseConfig out = config;
-    out.fatMarginMeters = nonNegativeOr(config.fatMarginMeters, defaults.fatMarginMeters);
-    out.displacementScale = nonNegativeOr(config.displacementScale, defaults.displacementScale);
-    out.shrinkSlackMeters = nonNegativeOr(config.shrinkSlackMeters, defaults.shrinkSlackMeters);
     out.initialProxyCapacity = std::clamp(config.initialProxyCapacity, 0, kMaxNodes / 2);
     return out;
-}
-
-Aabb grown(const Aabb& box, float meters)
-{
-    const Vec3 d{meters, meters, meters};
-    return {box.min - d, box.max + d};
 }
 
 bool sameBox(const Aabb& a, const Aabb& b)
@@ -126,24 +111,6 @@ void BroadphaseTree::freeNode(std::int32_t index)
     --m_nodeCount;
 }
 
-Aabb BroadphaseTree::fatten(const Aabb& tightBox, const Vec3& predictedDisplacement) const
-{
-    Aabb fat = grown(tightBox, m_config.fatMarginMeters);
-    const Vec3 reach = predictedDisplacement * m_config.displacementScale;
-    for (int axis = 0; axis < 3; ++axis)
-    {
-        if (reach[axis] < 0.0f)
-        {
-            fat.min[axis] += reach[axis];
-        }
-        else
-        {
-            fat.max[axis] += reach[axis];
-        }
-    }
-    return fat;
-}
-
 void BroadphaseTree::markMoved(std::int32_t proxyId)
 {
     Node& node = m_nodes[proxyId];
@@ -154,15 +121,15 @@ void BroadphaseTree::markMoved(std::int32_t proxyId)
     }
 }
 
-std::int32_t BroadphaseTree::createProxy(const Aabb& tightBox, std::uint64_t userData)
+std::int32_t BroadphaseTree::createProxy(const Aabb& box, std::uint64_t userData)
 {
     // A proxy needs its leaf and, unless it is the first, one internal node.
-    if (!isValidBox(tightBox) || m_nodeCount > kMaxNodes - 2)
+    if (!isValidBox(box) || m_nodeCount > kMaxNodes - 2)
     {
         return kNullProxy;
     }
     const std::int32_t leaf = allocateNode();
-    m_nodes[leaf].box = grown(tightBox, m_config.fatMarginMeters);
+    m_nodes[leaf].box = box;
     m_nodes[leaf].userData = userData;
     insertLeaf(leaf);
     markMoved(leaf);
@@ -183,21 +150,15 @@ bool BroadphaseTree::destroyProxy(std::int32_t proxyId)
     return true;
 }
 
-bool BroadphaseTree::moveProxy(std::int32_t proxyId, const Aabb& tightBox, const Vec3& predictedDisplacement)
+bool BroadphaseTree::moveProxy(std::int32_t proxyId, const Aabb& box)
 {
-    assert(isProxy(proxyId) && isValidBox(tightBox) && isFinite(predictedDisplacement));
-    if (!isProxy(proxyId) || !isValidBox(tightBox) || !isFinite(predictedDisplacement))
-    {
-        return false;
-    }
-    const Aabb fat = fatten(tightBox, predictedDisplacement);
-    const Aabb& stored = m_nodes[proxyId].box;
-    if (stored.contains(tightBox) && grown(fat, m_config.shrinkSlackMeters).contains(stored))
+    assert(isProxy(proxyId) && isValidBox(box));
+    if (!isProxy(proxyId) || !isValidBox(box) || sameBox(m_nodes[proxyId].box, box))
     {
         return false;
     }
     removeLeaf(proxyId);
-    m_nodes[proxyId].box = fat;
+    m_nodes[proxyId].box = box;
     insertLeaf(proxyId);
     markMoved(proxyId);
     return true;

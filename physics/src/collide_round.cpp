@@ -13,6 +13,8 @@
 //   falls back to a small SAT over the box's face normals and the segment-edge cross products.
 #include "polytope/physics/collide.h"
 
+#include "capsule_face_contact.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -128,75 +130,39 @@ float closestSegmentParameterToBox(const Vec3& p0, const Vec3& d, const Vec3& h)
     return bestT;
 }
 
-/// The sub-range [t0, t1] of segment p0 + t d (t in [0, 1]) inside the slabs |x_i| <= h_i for i != axis.
-/// Returns false when empty.
-bool clipSegmentToFaceSlab(const Vec3& p0, const Vec3& d, const Vec3& h, int axis, float& t0, float& t1)
+/// A face of a box for capsuleFaceContact: face = 2 axis + (sign < 0), as in the box numbering of sat.h. Its
+/// side planes are the slabs |x_j| <= h_j of the two other axes, with unit normals (only an exactly zero
+/// slope is parallel); its foot points are set onto the face exactly.
+struct BoxClipFace
 {
-    t0 = 0.0f;
-    t1 = 1.0f;
-    for (int i = 0; i < 3; ++i)
-    {
-        if (i == axis)
-        {
-            continue;
-        }
-        if (d[i] == 0.0f)
-        {
-            if (std::fabs(p0[i]) > h[i])
-            {
-                return false;
-            }
-            continue;
-        }
-        float ta = (-h[i] - p0[i]) / d[i];
-        float tb = (h[i] - p0[i]) / d[i];
-        if (ta > tb)
-        {
-            std::swap(ta, tb);
-        }
-        t0 = std::max(t0, ta);
-        t1 = std::min(t1, tb);
-    }
-    return t0 <= t1;
-}
+    Vec3 h;
+    int axis;
+    float sign;
+    Vec3 normal;
+    int index;
 
-/// Capsule core segment (box frame) against a face of the box: the clipped segment's ends as points.
-/// `face` = 2 axis + (sign < 0). Points are converted to A's frame with `bInA`.
-ContactManifold capsuleBoxFaceContact(const Vec3& p0, const Vec3& d, const Vec3& h, float radius, int face,
-                                      const Transform& bInA, float margin)
-{
-    ContactManifold manifold;
-    const int axis = face / 2;
-    const float sign = (face & 1) ? -1.0f : 1.0f;
-    Vec3 faceNormal{};
-    faceNormal[axis] = sign;
-    manifold.normal = -rotate(bInA.q, faceNormal);
-    float t0 = 0.0f;
-    float t1 = 1.0f;
-    if (!clipSegmentToFaceSlab(p0, d, h, axis, t0, t1))
+    BoxClipFace(const Vec3& halfExtents, int face)
+        : h(halfExtents), axis(face / 2), sign((face & 1) ? -1.0f : 1.0f), normal(), index(face)
     {
-        return manifold;
+        normal[axis] = sign;
     }
-    const float ends[2] = {t0, t1};
-    const int endCount = t1 - t0 > 1e-6f ? 2 : 1;
-    for (int e = 0; e < endCount; ++e)
+
+    int sideCount() const { return 4; }
+    void side(int i, const Vec3& p0, const Vec3& d, float& start, float& slope) const
     {
-        const Vec3 core = p0 + d * ends[e];
-        const float separation = sign * core[axis] - h[axis] - radius;
-        if (separation > margin)
-        {
-            continue;
-        }
+        const int j = (axis + 1 + i / 2) % 3;
+        const float outward = (i & 1) ? -1.0f : 1.0f;
+        start = outward * p0[j] - h[j];
+        slope = outward * d[j];
+    }
+    float height(const Vec3& core) const { return sign * core[axis] - h[axis]; }
+    Vec3 foot(const Vec3& core, float /*height*/) const
+    {
         Vec3 onFace = core;
         onFace[axis] = sign * h[axis];
-        ContactPoint& point = manifold.points[manifold.pointCount++];
-        point.pointA = transformPoint(bInA, core - faceNormal * radius);
-        point.pointB = transformPoint(bInA, onFace);
-        point.separation = separation;
-        point.featureId = makeOtherFeatureId(static_cast<std::uint32_t>((face << 2) | (e + 1)));
+        return onFace;
     }
-    return manifold;
-}
+};
 
 } // namespace
 
@@ -379,7 +345,8 @@ ContactManifold collideCapsuleBox(const CapsuleShape& a, const BoxShape& b, cons
         if (clampedCount == 1)
         {
             const int face = 2 * clampedAxis + (core[clampedAxis] < 0.0f ? 1 : 0);
-            ContactManifold manifold = capsuleBoxFaceContact(p0, d, h, a.radius, face, bInA, margin);
+            ContactManifold manifold =
+                capsuleFaceContact(p0, d, a.radius, BoxClipFace(h, face), bInA, margin);
             if (manifold.pointCount > 0)
             {
                 return manifold;
@@ -452,7 +419,7 @@ ContactManifold collideCapsuleBox(const CapsuleShape& a, const BoxShape& b, cons
     {
         const int axis = bestFace.axisIndex;
         const int face = 2 * axis + (bestFace.normal[axis] < 0.0f ? 1 : 0);
-        return capsuleBoxFaceContact(p0, d, h, a.radius, face, bInA, margin);
+        return capsuleFaceContact(p0, d, a.radius, BoxClipFace(h, face), bInA, margin);
     }
     // Edge of the box along bestEdge.axisIndex, the support edge along the normal.
     const Vec3 n = bestEdge.normal;

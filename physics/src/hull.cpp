@@ -28,6 +28,8 @@
 // nearly coplanar input; in double they are accurate to ~1e-16 of the cloud's size, far below tol.
 #include "polytope/physics/hull.h"
 
+#include "polytope/physics/dvec3.h"
+
 #include <algorithm>
 #include <array>
 #include <cfloat>
@@ -50,45 +52,12 @@ constexpr std::size_t kMaxIntermediateVertices = 8 * kMaxHullVertices;
 constexpr int kAttempts = 3;
 constexpr double kToleranceGrowth = 4.0;
 
-struct Dvec
-{
-    double x = 0.0, y = 0.0, z = 0.0;
-};
-Dvec operator+(const Dvec& a, const Dvec& b)
-{
-    return {a.x + b.x, a.y + b.y, a.z + b.z};
-}
-Dvec operator-(const Dvec& a, const Dvec& b)
-{
-    return {a.x - b.x, a.y - b.y, a.z - b.z};
-}
-Dvec operator*(const Dvec& a, double s)
-{
-    return {a.x * s, a.y * s, a.z * s};
-}
-double dot(const Dvec& a, const Dvec& b)
-{
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
-Dvec cross(const Dvec& a, const Dvec& b)
-{
-    return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
-double length(const Dvec& a)
-{
-    return std::sqrt(dot(a, a));
-}
-Dvec toD(const Vec3& v)
-{
-    return {v.x, v.y, v.z};
-}
-
 /// One triangle of the growing mesh. adj[i] is the triangle across the edge v[i] -> v[(i + 1) % 3].
 struct Triangle
 {
     std::array<int, 3> v{};
     std::array<int, 3> adj{kNone, kNone, kNone};
-    Dvec normal{};
+    DVec3 normal{};
     double offset = 0.0;
     double area = 0.0;
     int conflictHead = kNone; ///< first outside point; the rest follow through nextConflict
@@ -119,7 +88,7 @@ struct FaceSet
     std::vector<int> loopStart;    ///< per face, into loopVertices; loopStart.back() is the total
     std::vector<int> loopVertices; ///< concatenated counter-clockwise loops
     std::vector<int> loopNeighbor; ///< per loop side (from loopVertices[k] to the next): the face across
-    std::vector<Dvec> normals;     ///< per face, unit, outward (Newell fit)
+    std::vector<DVec3> normals;    ///< per face, unit, outward (Newell fit)
 
     int faceCount() const { return static_cast<int>(normals.size()); }
 };
@@ -133,7 +102,7 @@ int next3(int i)
 class HullBuilder
 {
   public:
-    HullBuilder(const std::vector<Dvec>& points, double tolerance) : m_points(points), m_tol(tolerance)
+    HullBuilder(const std::vector<DVec3>& points, double tolerance) : m_points(points), m_tol(tolerance)
     {
         // Room for typical growth, so that the stages below rarely allocate.
         const std::size_t expectedVertices = std::min(points.size(), kMaxIntermediateVertices);
@@ -239,10 +208,10 @@ class HullBuilder
 
     bool setPlane(Triangle& tri) const
     {
-        const Dvec& a = m_points[tri.v[0]];
-        const Dvec& b = m_points[tri.v[1]];
-        const Dvec& c = m_points[tri.v[2]];
-        const Dvec n = cross(b - a, c - a);
+        const DVec3& a = m_points[tri.v[0]];
+        const DVec3& b = m_points[tri.v[1]];
+        const DVec3& c = m_points[tri.v[2]];
+        const DVec3 n = cross(b - a, c - a);
         const double len = length(n);
         if (!(len > 0.0) || !std::isfinite(len))
         {
@@ -527,7 +496,7 @@ class HullBuilder
                 continue;
             }
             const int c = m_clusterCount++;
-            const Dvec n = m_tris[seed].normal;
+            const DVec3 n = m_tris[seed].normal;
             const double d = m_tris[seed].offset;
             m_clusterOf[seed] = c;
             m_clusterNormals.push_back(n);
@@ -725,7 +694,7 @@ class HullBuilder
             }
             const int size = static_cast<int>(faces.loopVertices.size()) - first;
             // Newell's method: the loop's area vector, robust for slightly non-planar polygons.
-            Dvec n{};
+            DVec3 n{};
             for (int k = 0; k < size; ++k)
             {
                 n = n + cross(m_points[faces.loopVertices[first + k]],
@@ -781,7 +750,7 @@ class HullBuilder
         return {kNone, kNone};
     }
 
-    const std::vector<Dvec>& m_points;
+    const std::vector<DVec3>& m_points;
     double m_tol;
     // Triangle stage.
     std::vector<Triangle> m_tris;
@@ -789,13 +758,13 @@ class HullBuilder
     std::vector<int> m_horizonFrom;
     std::vector<int> m_visible, m_stack, m_newTris;
     std::vector<HorizonEdge> m_horizon, m_orderedHorizon;
-    Dvec m_interior{};
+    DVec3 m_interior{};
     int m_stamp = 0;
     std::vector<int> m_alive; ///< live triangles, oldest first
     // Face stage.
     std::vector<int> m_order, m_queue;
     std::vector<int> m_clusterOf;
-    std::vector<Dvec> m_clusterNormals;
+    std::vector<DVec3> m_clusterNormals;
     int m_clusterCount = 0;
     std::vector<int> m_loopStart, m_loopSize, m_boundaryVertex, m_boundaryNeighbor;
     std::vector<char> m_edgeUsed, m_redundant;
@@ -897,7 +866,7 @@ struct PointColumns
         }
     }
     /// The largest dot(n, p) over the points (four running maxima, for instruction-level parallelism).
-    double support(const Dvec& n) const
+    double support(const DVec3& n) const
     {
         constexpr double lowest = -std::numeric_limits<double>::infinity();
         double best[4] = {lowest, lowest, lowest, lowest};
@@ -921,11 +890,10 @@ struct PointColumns
 };
 
 /// The unit float normal and a float offset no smaller than any hull vertex's projection on it.
-void setFacePlane(const PointColumns& hullVertices, const Dvec& normal, HullFace& face)
+void setFacePlane(const PointColumns& hullVertices, const DVec3& normal, HullFace& face)
 {
-    face.normal = normalize(
-        Vec3{static_cast<float>(normal.x), static_cast<float>(normal.y), static_cast<float>(normal.z)});
-    const double support = hullVertices.support(toD(face.normal));
+    face.normal = normalize(toFloat(normal));
+    const double support = hullVertices.support(toDouble(face.normal));
     float offset = static_cast<float>(support);
     if (static_cast<double>(offset) < support)
     {
@@ -939,22 +907,22 @@ void setFacePlane(const PointColumns& hullVertices, const Dvec& normal, HullFace
 /// positive.
 bool setVolumeCentroid(ConvexHull& hull)
 {
-    Dvec reference{};
+    DVec3 reference{};
     for (const Vec3& v : hull.vertices)
     {
-        reference = reference + toD(v);
+        reference = reference + toDouble(v);
     }
     reference = reference * (1.0 / static_cast<double>(hull.vertices.size()));
     double sixVolume = 0.0;
-    Dvec weighted{}; // sum of 6 * volume * 4 * (centroid - reference)
+    DVec3 weighted{}; // sum of 6 * volume * 4 * (centroid - reference)
     for (const HullFace& face : hull.faces)
     {
         const std::uint16_t* loop = hull.faceVertices.data() + face.firstIndex;
-        const Dvec a = toD(hull.vertices[loop[0]]) - reference;
+        const DVec3 a = toDouble(hull.vertices[loop[0]]) - reference;
         for (int k = 1; k + 1 < face.indexCount; ++k)
         {
-            const Dvec b = toD(hull.vertices[loop[k]]) - reference;
-            const Dvec c = toD(hull.vertices[loop[k + 1]]) - reference;
+            const DVec3 b = toDouble(hull.vertices[loop[k]]) - reference;
+            const DVec3 c = toDouble(hull.vertices[loop[k + 1]]) - reference;
             const double det = dot(a, cross(b, c));
             sixVolume += det;
             weighted = weighted + (a + b + c) * det;
@@ -964,9 +932,7 @@ bool setVolumeCentroid(ConvexHull& hull)
     {
         return false;
     }
-    const Dvec centroid = reference + weighted * (1.0 / (4.0 * sixVolume));
-    hull.centroid = {static_cast<float>(centroid.x), static_cast<float>(centroid.y),
-                     static_cast<float>(centroid.z)};
+    hull.centroid = toFloat(reference + weighted * (1.0 / (4.0 * sixVolume)));
     return true;
 }
 
@@ -982,7 +948,7 @@ bool hullIsSound(const ConvexHull& hull, const PointColumns& otherPoints, double
     }
     for (const HullFace& face : hull.faces)
     {
-        const Dvec n = toD(face.normal);
+        const DVec3 n = toDouble(face.normal);
         if (!isFinite(face.normal) || std::fabs(length(n) - 1.0) > 1e-6 || !std::isfinite(face.offset))
         {
             return false;
@@ -990,9 +956,9 @@ bool hullIsSound(const ConvexHull& hull, const PointColumns& otherPoints, double
         const std::uint16_t* loop = hull.faceVertices.data() + face.firstIndex;
         for (int k = 0; k < face.indexCount; ++k)
         {
-            const Dvec a = toD(hull.vertices[loop[k]]);
-            const Dvec b = toD(hull.vertices[loop[(k + 1) % face.indexCount]]);
-            const Dvec c = toD(hull.vertices[loop[(k + 2) % face.indexCount]]);
+            const DVec3 a = toDouble(hull.vertices[loop[k]]);
+            const DVec3 b = toDouble(hull.vertices[loop[(k + 1) % face.indexCount]]);
+            const DVec3 c = toDouble(hull.vertices[loop[(k + 2) % face.indexCount]]);
             // Planar within a few tolerances, and convex: c is not right of the line a -> b.
             const double ab = length(b - a);
             if (dot(n, a) < face.offset - 4.0 * tolerance || !(ab > 0.0) ||
@@ -1043,7 +1009,7 @@ HullResult buildConvexHull(std::span<const Vec3> points)
     {
         return refuse(HullError::TooManyVertices, "too many points");
     }
-    Dvec lo{DBL_MAX, DBL_MAX, DBL_MAX}, hi{-DBL_MAX, -DBL_MAX, -DBL_MAX};
+    DVec3 lo{DBL_MAX, DBL_MAX, DBL_MAX}, hi{-DBL_MAX, -DBL_MAX, -DBL_MAX};
     double maxAbs = 0.0;
     for (std::size_t i = 0; i < points.size(); ++i)
     {
@@ -1066,12 +1032,12 @@ HullResult buildConvexHull(std::span<const Vec3> points)
     }
 
     // Normalised copy: bounding-box centre at the origin, largest side 1.
-    const Dvec center = (lo + hi) * 0.5;
+    const DVec3 center = (lo + hi) * 0.5;
     const double inverseExtent = 1.0 / extent;
-    std::vector<Dvec> normalized(points.size());
+    std::vector<DVec3> normalized(points.size());
     for (std::size_t i = 0; i < points.size(); ++i)
     {
-        normalized[i] = (toD(points[i]) - center) * inverseExtent;
+        normalized[i] = (toDouble(points[i]) - center) * inverseExtent;
     }
     const double thickness = minThickness * inverseExtent;
 
@@ -1080,7 +1046,7 @@ HullResult buildConvexHull(std::span<const Vec3> points)
     std::array<int, 6> extremes{};
     for (int axis = 0; axis < 3; ++axis)
     {
-        auto coordinate = [axis](const Dvec& v) { return axis == 0 ? v.x : (axis == 1 ? v.y : v.z); };
+        auto coordinate = [axis](const DVec3& v) { return axis == 0 ? v.x : (axis == 1 ? v.y : v.z); };
         for (int i = 0; i < static_cast<int>(points.size()); ++i)
         {
             if (coordinate(normalized[i]) < coordinate(normalized[extremes[2 * axis]]))
@@ -1108,8 +1074,8 @@ HullResult buildConvexHull(std::span<const Vec3> points)
             }
         }
     }
-    const Dvec p0 = normalized[simplex[0]];
-    const Dvec axisDir = (normalized[simplex[1]] - p0) * (1.0 / best);
+    const DVec3 p0 = normalized[simplex[0]];
+    const DVec3 axisDir = (normalized[simplex[1]] - p0) * (1.0 / best);
     best = -1.0;
     for (int i = 0; i < static_cast<int>(points.size()); ++i)
     {
@@ -1124,7 +1090,7 @@ HullResult buildConvexHull(std::span<const Vec3> points)
     {
         return refuse(HullError::Degenerate, "the points are (nearly) collinear");
     }
-    Dvec planeNormal = cross(normalized[simplex[1]] - p0, normalized[simplex[2]] - p0);
+    DVec3 planeNormal = cross(normalized[simplex[1]] - p0, normalized[simplex[2]] - p0);
     planeNormal = planeNormal * (1.0 / length(planeNormal));
     best = -1.0;
     double signedBest = 0.0;

@@ -11,6 +11,8 @@
 // that a hull of a box reproduces the box's closed form to float precision.
 #include "polytope/physics/mass.h"
 
+#include "polytope/physics/dvec3.h"
+
 #include <array>
 #include <cmath>
 #include <string>
@@ -23,32 +25,11 @@ namespace
 
 using Sym3 = std::array<double, 6>; // xx, yy, zz, xy, xz, yz
 
-struct Dvec
-{
-    double x = 0.0, y = 0.0, z = 0.0;
-};
-
-Dvec toD(const Vec3& v)
-{
-    return {v.x, v.y, v.z};
-}
-Dvec sub(const Dvec& a, const Dvec& b)
-{
-    return {a.x - b.x, a.y - b.y, a.z - b.z};
-}
-Dvec add(const Dvec& a, const Dvec& b)
-{
-    return {a.x + b.x, a.y + b.y, a.z + b.z};
-}
-Dvec scale(const Dvec& a, double s)
-{
-    return {a.x * s, a.y * s, a.z * s};
-}
-double det3(const Dvec& a, const Dvec& b, const Dvec& c)
+double det3(const DVec3& a, const DVec3& b, const DVec3& c)
 {
     return a.x * (b.y * c.z - b.z * c.y) - a.y * (b.x * c.z - b.z * c.x) + a.z * (b.x * c.y - b.y * c.x);
 }
-void addOuter(Sym3& m, const Dvec& v, double w)
+void addOuter(Sym3& m, const DVec3& v, double w)
 {
     m[0] += w * v.x * v.x;
     m[1] += w * v.y * v.y;
@@ -252,15 +233,15 @@ MassProperties computeMassProperties(const ConvexHull& hull, float density)
     {
         return {};
     }
-    Dvec reference;
+    DVec3 reference{};
     for (const Vec3& v : hull.vertices)
     {
-        reference = add(reference, toD(v));
+        reference = reference + toDouble(v);
     }
-    reference = scale(reference, 1.0 / static_cast<double>(hull.vertices.size()));
+    reference = reference * (1.0 / static_cast<double>(hull.vertices.size()));
 
     double sixVolume = 0.0; // sum of det
-    Dvec firstMoment24;     // sum of det * s  (= 24 * first moment about the reference)
+    DVec3 firstMoment24{};  // sum of det * s  (= 24 * first moment about the reference)
     Sym3 secondMoment120{}; // sum of det * (a a^T + b b^T + c c^T + s s^T)  (= 120 * covariance)
     for (const HullFace& face : hull.faces)
     {
@@ -269,15 +250,15 @@ MassProperties computeMassProperties(const ConvexHull& hull, float density)
             continue;
         }
         const std::uint16_t* loop = hull.faceVertices.data() + face.firstIndex;
-        const Dvec a = sub(toD(hull.vertices[loop[0]]), reference);
+        const DVec3 a = toDouble(hull.vertices[loop[0]]) - reference;
         for (std::uint16_t k = 1; k + 1 < face.indexCount; ++k)
         {
-            const Dvec b = sub(toD(hull.vertices[loop[k]]), reference);
-            const Dvec c = sub(toD(hull.vertices[loop[k + 1]]), reference);
+            const DVec3 b = toDouble(hull.vertices[loop[k]]) - reference;
+            const DVec3 c = toDouble(hull.vertices[loop[k + 1]]) - reference;
             const double det = det3(a, b, c);
-            const Dvec s = add(add(a, b), c);
+            const DVec3 s = a + b + c;
             sixVolume += det;
-            firstMoment24 = add(firstMoment24, scale(s, det));
+            firstMoment24 = firstMoment24 + s * det;
             addOuter(secondMoment120, a, det);
             addOuter(secondMoment120, b, det);
             addOuter(secondMoment120, c, det);
@@ -289,7 +270,7 @@ MassProperties computeMassProperties(const ConvexHull& hull, float density)
         return {};
     }
     const double volume = sixVolume / 6.0;
-    const Dvec offset = scale(firstMoment24, 1.0 / (24.0 * volume)); // centroid - reference
+    const DVec3 offset = firstMoment24 * (1.0 / (24.0 * volume)); // centroid - reference
     Sym3 covariance{};
     for (int i = 0; i < 6; ++i)
     {
@@ -299,9 +280,7 @@ MassProperties computeMassProperties(const ConvexHull& hull, float density)
 
     MassProperties out;
     out.mass = static_cast<float>(volume * density);
-    const Dvec centroid = add(reference, offset);
-    out.centerOfMass = {static_cast<float>(centroid.x), static_cast<float>(centroid.y),
-                        static_cast<float>(centroid.z)};
+    out.centerOfMass = toFloat(reference + offset);
     out.inertia = inertiaFromCovariance(covariance, density);
     return out;
 }

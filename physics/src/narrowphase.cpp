@@ -1,6 +1,7 @@
 // The narrowphase dispatch table and the rounded-shape-versus-hull routines (see narrowphase.h).
 #include "polytope/physics/narrowphase.h"
 
+#include "capsule_face_contact.h"
 #include "polytope/physics/collide.h"
 #include "polytope/physics/epa.h"
 #include "polytope/physics/support.h"
@@ -38,66 +39,37 @@ ContactManifold manifoldFromPenetration(const PenetrationResult& r, float margin
     return manifold;
 }
 
-/// The capsule core segment p0 -> p1 (hull frame) clipped to face `faceIndex`'s side planes: up to two
-/// points, in A's frame through `bInA`.
-ContactManifold capsuleHullFaceContact(const Vec3& p0, const Vec3& p1, float radius, const ConvexHull& hull,
-                                       int faceIndex, const Transform& bInA, float margin)
+/// A face of a convex hull for capsuleFaceContact: side planes through the edges of its vertex loop,
+/// cross(edge, normal) pointing out of the face (not normalised, so a slope below 1e-12 counts as parallel).
+struct HullClipFace
 {
-    ContactManifold manifold;
-    const HullFace& face = hull.faces[static_cast<std::size_t>(faceIndex)];
-    manifold.normal = -rotate(bInA.q, face.normal);
-    const Vec3 d = p1 - p0;
-    float t0 = 0.0f;
-    float t1 = 1.0f;
-    for (int i = 0; i < face.indexCount; ++i)
+    const ConvexHull& hull;
+    const HullFace& face;
+    Vec3 normal;
+    int index;
+
+    HullClipFace(const ConvexHull& h, int faceIndex)
+        : hull(h), face(h.faces[static_cast<std::size_t>(faceIndex)]), normal(face.normal), index(faceIndex)
+    {
+    }
+
+    int sideCount() const { return face.indexCount; }
+    void side(int i, const Vec3& p0, const Vec3& d, float& start, float& slope) const
     {
         const int next = i + 1 == face.indexCount ? 0 : i + 1;
         const Vec3& v0 = hull.vertices[hull.faceVertices[face.firstIndex + static_cast<std::size_t>(i)]];
         const Vec3& v1 = hull.vertices[hull.faceVertices[face.firstIndex + static_cast<std::size_t>(next)]];
-        const Vec3 side = cross(v1 - v0, face.normal); // outward in the face's plane
-        const float start = dot(side, p0 - v0);
-        const float slope = dot(side, d);
+        const Vec3 outward = cross(v1 - v0, face.normal);
+        start = dot(outward, p0 - v0);
+        slope = dot(outward, d);
         if (std::fabs(slope) < 1e-12f)
         {
-            if (start > 0.0f)
-            {
-                return manifold;
-            }
-            continue;
-        }
-        const float t = -start / slope;
-        if (slope > 0.0f)
-        {
-            t1 = std::min(t1, t);
-        }
-        else
-        {
-            t0 = std::max(t0, t);
-        }
-        if (t0 > t1)
-        {
-            return manifold;
+            slope = 0.0f;
         }
     }
-    const float ends[2] = {t0, t1};
-    const int endCount = t1 - t0 > 1e-6f ? 2 : 1;
-    for (int e = 0; e < endCount; ++e)
-    {
-        const Vec3 core = p0 + d * ends[e];
-        const float height = dot(face.normal, core) - face.offset;
-        const float separation = height - radius;
-        if (separation > margin)
-        {
-            continue;
-        }
-        ContactPoint& point = manifold.points[manifold.pointCount++];
-        point.pointA = transformPoint(bInA, core - face.normal * radius);
-        point.pointB = transformPoint(bInA, core - face.normal * height);
-        point.separation = separation;
-        point.featureId = makeOtherFeatureId(static_cast<std::uint32_t>((faceIndex << 2) | (e + 1)));
-    }
-    return manifold;
-}
+    float height(const Vec3& core) const { return dot(face.normal, core) - face.offset; }
+    Vec3 foot(const Vec3& core, float h) const { return core - face.normal * h; }
+};
 
 // ---- Table entries: (Shape, Shape) adapters over the typed routines ------------------------------------
 
@@ -241,7 +213,7 @@ ContactManifold collideCapsuleHull(const CapsuleShape& a, const ConvexHull& b, c
         return single;
     }
     const ContactManifold onFace =
-        capsuleHullFaceContact(p0, p1, a.radius, b, bestFace, bInA, speculativeMarginMeters);
+        capsuleFaceContact(p0, p1 - p0, a.radius, HullClipFace(b, bestFace), bInA, speculativeMarginMeters);
     return onFace.pointCount > 0 ? onFace : single;
 }
 

@@ -3,7 +3,9 @@
 #include "polytope/physics/hull.h"
 
 #include <array>
+#include <charconv>
 #include <cmath>
+#include <system_error>
 
 namespace polytope::physics
 {
@@ -120,6 +122,19 @@ bool addHullOf(World& world, std::span<const Vec3> points, std::uint32_t& index)
     index = added.index;
     return added.status == WorldStatus::Ok;
 }
+
+/// The sized families: prefix before the ':', and the largest N.
+struct SizedFamily
+{
+    std::string_view prefix;
+    SizedScene family;
+    int maxCount;
+};
+constexpr SizedFamily kSizedFamilies[] = {
+    {"pile", SizedScene::Pile, kMaxSizedSceneCubes},
+    {"stack", SizedScene::Stack, kMaxSizedSceneCubes},
+    {"pyramid", SizedScene::Pyramid, kMaxPyramidBase},
+};
 
 constexpr std::array kScenes{
     SceneInfo{"default", "a 5 x 5 grid of boxes, spheres and capsules falling onto the ground",
@@ -360,6 +375,91 @@ const SceneInfo* findScene(std::string_view name)
         }
     }
     return nullptr;
+}
+
+bool parseSceneName(std::string_view name, SceneName& out, std::string& error)
+{
+    if (const SceneInfo* scene = findScene(name))
+    {
+        out = SceneName{scene, SizedScene::Pile, 0};
+        return true;
+    }
+    const std::size_t colon = name.find(':');
+    if (colon != std::string_view::npos)
+    {
+        const std::string_view prefix = name.substr(0, colon);
+        const std::string_view digits = name.substr(colon + 1);
+        for (const SizedFamily& sized : kSizedFamilies)
+        {
+            if (sized.prefix != prefix)
+            {
+                continue;
+            }
+            int count = 0;
+            const char* last = digits.data() + digits.size();
+            const auto [end, status] = std::from_chars(digits.data(), last, count);
+            if (status != std::errc{} || end != last || count < 1 || count > sized.maxCount)
+            {
+                error = "scene '" + std::string(name) + "': N of " + std::string(prefix) +
+                        ":N must be a whole number from 1 to " + std::to_string(sized.maxCount);
+                return false;
+            }
+            out = SceneName{nullptr, sized.family, count};
+            return true;
+        }
+    }
+    error = "unknown scene '" + std::string(name) + "'; accepted: " + acceptedSceneNames() +
+            " (pile and stack: N = 1.." + std::to_string(kMaxSizedSceneCubes) +
+            "; pyramid: N = 1.." + std::to_string(kMaxPyramidBase) + ")";
+    return false;
+}
+
+bool buildScene(World& world, const SceneName& scene)
+{
+    if (scene.builtin != nullptr)
+    {
+        return scene.builtin->build(world);
+    }
+    switch (scene.family)
+    {
+    case SizedScene::Pile:
+        return buildPile(world, scene.count);
+    case SizedScene::Stack:
+        return buildStack(world, scene.count);
+    case SizedScene::Pyramid:
+        return buildPyramid(world, scene.count);
+    }
+    return false;
+}
+
+bool buildNamedScene(World& world, std::string_view name, std::string& error)
+{
+    SceneName scene;
+    if (!parseSceneName(name, scene, error))
+    {
+        return false;
+    }
+    if (!buildScene(world, scene))
+    {
+        error = "scene '" + std::string(name) + "' did not fit in the world (a body was refused)";
+        return false;
+    }
+    return true;
+}
+
+std::string acceptedSceneNames()
+{
+    std::string names;
+    for (const SceneInfo& scene : kScenes)
+    {
+        names += std::string(scene.name) + ", ";
+    }
+    for (const SizedFamily& sized : kSizedFamilies)
+    {
+        names += std::string(sized.prefix) + ":N, ";
+    }
+    names.resize(names.size() - 2); // the last ", "
+    return names;
 }
 
 } // namespace polytope::physics

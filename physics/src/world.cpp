@@ -28,6 +28,9 @@ namespace
 
 constexpr std::uint32_t kStaticSolverIndex = 0;
 constexpr std::uint32_t kNotSolved = 0xFFFFFFFFu; ///< Contact::constraint of a contact not solved this step
+/// A body's stored fat box is replaced once it sticks out of the wanted one by more than this many
+/// broadphase margins (a fast body that slowed down): FatBoxPolicy::shrinkSlackMeters.
+constexpr float kFatBoxShrinkSlackInMargins = 4.0f;
 
 Vec3 linearMaskOf(std::uint8_t dofs)
 {
@@ -130,12 +133,6 @@ bool isIsotropic(const Mat3& inertia)
            inertia.c2.x == 0.0f && inertia.c2.y == 0.0f;
 }
 
-Aabb grownBox(const Aabb& box, float meters)
-{
-    const Vec3 d{meters, meters, meters};
-    return {box.min - d, box.max + d};
-}
-
 /// The world plane (unit normal n, offset d: dot(n, x) <= d is solid) of a plane body.
 void worldPlane(const Shape& shape, const Transform& xf, Vec3& normal, float& offset)
 {
@@ -195,13 +192,11 @@ Aabb tightBoxOf(const Shape& s, const Transform& xf, std::span<const ConvexHull>
 
 World::World(const WorldConfig& config)
     : m_config(config),
+      m_fatBoxPolicy{config.broadphaseMargin, kFatBoxShrinkSlackInMargins * config.broadphaseMargin},
       m_broadphase(
           [&]
           {
               BroadphaseConfig bp;
-              bp.fatMarginMeters = 0.0f; // the World computes fat boxes itself (see updateFatBox)
-              bp.displacementScale = 0.0f;
-              bp.shrinkSlackMeters = 0.0f; // any change of the given box re-inserts it
               bp.initialProxyCapacity =
                   static_cast<std::int32_t>(std::min<std::uint32_t>(config.maxBodies, 1024u));
               return bp;
@@ -357,7 +352,7 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     }
     else
     {
-        m_fatBoxes[index] = computeFatBox(index, 0.0f);
+        m_fatBoxes[index] = m_fatBoxPolicy.fatBox(computeTightBox(index), predictedDisplacement(index, 0.0f));
         body.proxy = m_broadphase.createProxy(m_fatBoxes[index], index);
         body.pendingPlaneTest = true;
         body.proxyMoved = true;
@@ -649,25 +644,13 @@ Aabb World::computeTightBox(std::uint32_t index) const
     return tightBoxOf(m_shapes[index], m_sims[index].transform, m_hulls);
 }
 
-Aabb World::computeFatBox(std::uint32_t index, float dt) const
+Vec3 World::predictedDisplacement(std::uint32_t index, float dt) const
 {
-    Aabb fat = grownBox(computeTightBox(index), m_config.broadphaseMargin);
-    if (m_bodies[index].type != BodyType::Static)
+    if (m_bodies[index].type == BodyType::Static)
     {
-        const Vec3 reach = clampedLength(m_sims[index].linearVelocity, m_config.maxLinearSpeed) * dt;
-        for (int axis = 0; axis < 3; ++axis)
-        {
-            if (reach[axis] < 0.0f)
-            {
-                fat.min[axis] += reach[axis];
-            }
-            else
-            {
-                fat.max[axis] += reach[axis];
-            }
-        }
+        return {};
     }
-    return fat;
+    return clampedLength(m_sims[index].linearVelocity, m_config.maxLinearSpeed) * dt;
 }
 
 void World::updateFatBox(std::uint32_t index, float dt, bool force)
@@ -678,18 +661,14 @@ void World::updateFatBox(std::uint32_t index, float dt, bool force)
         return;
     }
     const Aabb tight = computeTightBox(index);
+    const Aabb wanted = m_fatBoxPolicy.fatBox(tight, predictedDisplacement(index, dt));
     Aabb& fat = m_fatBoxes[index];
-    if (!force && fat.contains(tight))
+    if (!force && m_fatBoxPolicy.keeps(fat, tight, wanted))
     {
-        // Still inside; shrink only when the stored box is far larger than needed (a fast body slowed).
-        const Aabb wanted = computeFatBox(index, dt);
-        if (grownBox(wanted, 4.0f * m_config.broadphaseMargin).contains(fat))
-        {
-            return;
-        }
+        return;
     }
-    fat = computeFatBox(index, dt);
-    if (m_broadphase.moveProxy(body.proxy, fat, Vec3{}))
+    fat = wanted;
+    if (m_broadphase.moveProxy(body.proxy, fat))
     {
         body.proxyMoved = true;
     }

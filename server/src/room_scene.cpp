@@ -69,26 +69,24 @@ bool Room::buildWorld(const RoomConfig& config, physics::World& world, std::stri
         }
         return true;
     }
-    if (const physics::SceneInfo* info = physics::findScene(config.scene))
+    const bool looksLikeFile = config.scene.find('/') != std::string::npos ||
+                               (config.scene.size() > 5 && config.scene.ends_with(".json"));
+    if (!looksLikeFile)
     {
-        if (!info->build(world))
+        // A built-in or sized scene name (physics/scenes.h has the one grammar).
+        physics::SceneName name;
+        std::string why;
+        if (!physics::parseSceneName(config.scene, name, why))
+        {
+            error = "unknown scene '" + config.scene + "' (" + why + "; or a .json scene file)";
+            return false;
+        }
+        if (!physics::buildScene(world, name))
         {
             error = "scene '" + config.scene + "' does not fit in the world's capacity";
             return false;
         }
         return true;
-    }
-    const bool looksLikeFile = config.scene.find('/') != std::string::npos ||
-                               (config.scene.size() > 5 && config.scene.ends_with(".json"));
-    if (!looksLikeFile)
-    {
-        std::string known;
-        for (const physics::SceneInfo& info : physics::builtinScenes())
-        {
-            known += (known.empty() ? "" : ", ") + std::string(info.name);
-        }
-        error = "unknown scene '" + config.scene + "' (built-in scenes: " + known + "; or a .json scene file)";
-        return false;
     }
     auto description = std::make_shared<SceneDescription>();
     if (!loadSceneFile(config.scene, *description, error) || !buildScene(*description, world, error))

@@ -445,16 +445,11 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
     if (scene.builtin() != nullptr && scene.builtin()->size() > 0)
     {
         out.builtin = scene.builtin()->str();
-        if (physics::findScene(out.builtin) == nullptr)
+        physics::SceneName name;
+        std::string why;
+        if (!physics::parseSceneName(out.builtin, name, why))
         {
-            std::string known;
-            for (const physics::SceneInfo& info : physics::builtinScenes())
-            {
-                known += (known.empty() ? "" : ", ") + std::string(info.name);
-            }
-            return fail(error, "builtin",
-                        "unknown built-in scene \"" + out.builtin.substr(0, 64) + "\" (known: " + known +
-                            ")");
+            return fail(error, "builtin", "unknown built-in scene \"" + out.builtin.substr(0, 64) + "\" (" + why + ")");
         }
     }
     if (scene.bodies() != nullptr)
@@ -669,12 +664,13 @@ bool buildScene(const SceneDescription& scene, physics::World& world, std::strin
         world.setGravity(scene.gravity);
         if (!scene.builtin.empty())
         {
-            const physics::SceneInfo* info = physics::findScene(scene.builtin);
-            if (info == nullptr)
+            physics::SceneName name;
+            std::string why;
+            if (!physics::parseSceneName(scene.builtin, name, why))
             {
                 return fail(error, "builtin", "unknown built-in scene \"" + scene.builtin + "\"");
             }
-            if (!info->build(world))
+            if (!physics::buildScene(world, name))
             {
                 return fail(error, "builtin",
                             "the world refused a body of built-in scene \"" + scene.builtin +

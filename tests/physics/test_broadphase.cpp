@@ -56,13 +56,16 @@ Aabb expanded(const Aabb& box, float meters)
     return out;
 }
 
-/// The fat box moveProxy documents: tight + margin, stretched along displacement * scale.
-Aabb expectedFatBox(const Aabb& tight, const Vec3& displacement, const BroadphaseConfig& config)
+/// The fat boxes here reach this many displacements ahead of the tight box.
+constexpr float kDisplacementScale = 2.0f;
+
+/// The fat box FatBoxPolicy documents: tight + margin, stretched along displacement * kDisplacementScale.
+Aabb expectedFatBox(const Aabb& tight, const Vec3& displacement, const FatBoxPolicy& policy)
 {
-    Aabb out = expanded(tight, config.fatMarginMeters);
+    Aabb out = expanded(tight, policy.marginMeters);
     for (int axis = 0; axis < 3; ++axis)
     {
-        const float reach = displacement[axis] * config.displacementScale;
+        const float reach = displacement[axis] * kDisplacementScale;
         if (reach < 0.0f)
         {
             out.min[axis] += reach;
@@ -73,6 +76,15 @@ Aabb expectedFatBox(const Aabb& tight, const Vec3& displacement, const Broadphas
         }
     }
     return out;
+}
+
+/// What the tree's owner does when a proxy's tight box moves (as World::updateFatBox): keeps the stored box
+/// while the policy allows it, else stores the wanted fat box. Returns whether the proxy was re-inserted.
+bool moveWithPolicy(BroadphaseTree& tree, const FatBoxPolicy& policy, std::int32_t id, const Aabb& tight,
+                    const Vec3& predictedDisplacement)
+{
+    const Aabb wanted = policy.fatBox(tight, predictedDisplacement);
+    return !policy.keeps(tree.fatBox(id), tight, wanted) && tree.moveProxy(id, wanted);
 }
 
 /// Slab test by division; returns whether origin + t * translation, t in [0, maxT], meets the closed box,
@@ -184,14 +196,17 @@ Aabb randomBox(std::mt19937& rng, float side)
 struct SceneChecker
 {
     BroadphaseTree tree;
+    FatBoxPolicy policy;
     Reference reference;
     std::set<std::int32_t> moved; ///< ids created or re-inserted since the last findNewPairs
     std::mt19937 rng;
     float side;
     std::uint64_t nextUserData = 1000;
 
-    SceneChecker(const BroadphaseConfig& config, std::uint32_t seed, int count)
-        : tree(config), rng(seed), side(2.5f * std::cbrt(static_cast<float>(std::max(count, 1))))
+    SceneChecker(const BroadphaseConfig& config, const FatBoxPolicy& fatBoxes, std::uint32_t seed,
+                 int count)
+        : tree(config), policy(fatBoxes), rng(seed),
+          side(2.5f * std::cbrt(static_cast<float>(std::max(count, 1))))
     {
     }
 
@@ -199,10 +214,10 @@ struct SceneChecker
     {
         const Aabb tight = randomBox(rng, side);
         const std::uint64_t user = nextUserData++;
-        const std::int32_t id = tree.createProxy(tight, user);
+        const std::int32_t id = tree.createProxy(policy.fatBox(tight, {}), user);
         REQUIRE(id != kNullProxy);
         REQUIRE(reference.count(id) == 0);
-        reference[id] = {tight, expanded(tight, tree.config().fatMarginMeters), user};
+        reference[id] = {tight, expanded(tight, policy.marginMeters), user};
         moved.insert(id);
         REQUIRE(sameBox(tree.fatBox(id), reference[id].fat));
     }
@@ -228,7 +243,6 @@ struct SceneChecker
     {
         const std::int32_t id = randomLiveId();
         ReferenceProxy& proxy = reference[id];
-        const BroadphaseConfig& config = tree.config();
         Aabb tight = proxy.tight;
         Vec3 displacement{};
         const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
@@ -248,11 +262,11 @@ struct SceneChecker
             tight.max += displacement;
         }
         const Aabb before = proxy.fat;
-        const Aabb fat = expectedFatBox(tight, displacement, config);
+        const Aabb fat = expectedFatBox(tight, displacement, policy);
         const bool mustReinsert =
-            !boxInside(tight, before) || !boxInside(before, expanded(fat, config.shrinkSlackMeters));
+            !boxInside(tight, before) || !boxInside(before, expanded(fat, policy.shrinkSlackMeters));
 
-        const bool changed = tree.moveProxy(id, tight, displacement);
+        const bool changed = moveWithPolicy(tree, policy, id, tight, displacement * kDisplacementScale);
         REQUIRE(changed == mustReinsert);
         proxy.tight = tight;
         if (changed)
@@ -419,7 +433,8 @@ struct SceneChecker
 std::vector<std::uint64_t> runScript(std::uint32_t seed, int count, int rounds)
 {
     std::mt19937 rng(seed);
-    BroadphaseTree tree(BroadphaseConfig{0.1f, 2.0f, 0.4f, 8});
+    BroadphaseTree tree(BroadphaseConfig{8});
+    const FatBoxPolicy policy{0.1f, 0.4f};
     std::vector<std::int32_t> live;
     std::vector<Aabb> tight;
     std::vector<std::uint64_t> trace;
@@ -433,7 +448,8 @@ std::vector<std::uint64_t> runScript(std::uint32_t seed, int count, int rounds)
             if (live.empty() || roll < 2)
             {
                 tight.push_back(randomBox(rng, side));
-                live.push_back(tree.createProxy(tight.back(), static_cast<std::uint64_t>(op)));
+                live.push_back(
+                    tree.createProxy(policy.fatBox(tight.back(), {}), static_cast<std::uint64_t>(op)));
                 continue;
             }
             const std::size_t k = std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng);
@@ -448,7 +464,7 @@ std::vector<std::uint64_t> runScript(std::uint32_t seed, int count, int rounds)
                 const Vec3 d = randomPoint(rng, -0.3f, 0.3f);
                 tight[k].min += d;
                 tight[k].max += d;
-                tree.moveProxy(live[k], tight[k], d);
+                moveWithPolicy(tree, policy, live[k], tight[k], d * kDisplacementScale);
             }
         }
         tree.findNewPairs(pairs);
@@ -501,7 +517,7 @@ TEST_CASE("broadphase pairs, queries and ray casts equal brute force over random
     for (const Scene& scene : scenes)
     {
         CAPTURE(scene.count);
-        SceneChecker checker(BroadphaseConfig{}, seed++, scene.count);
+        SceneChecker checker(BroadphaseConfig{}, FatBoxPolicy{}, seed++, scene.count);
         for (int i = 0; i < scene.count; ++i)
         {
             checker.create();
@@ -527,12 +543,13 @@ TEST_CASE("broadphase pairs, queries and ray casts equal brute force over random
 TEST_CASE("broadphase handles piles of identical boxes and boxes sharing faces", "[broadphase]")
 {
     BroadphaseTree tree;
+    const FatBoxPolicy policy;
     Reference reference;
     const Aabb same{{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};
     for (int i = 0; i < 64; ++i)
     {
-        const std::int32_t id = tree.createProxy(same, static_cast<std::uint64_t>(i));
-        reference[id] = {same, expanded(same, tree.config().fatMarginMeters), static_cast<std::uint64_t>(i)};
+        const std::int32_t id = tree.createProxy(policy.fatBox(same, {}), static_cast<std::uint64_t>(i));
+        reference[id] = {same, expanded(same, policy.marginMeters), static_cast<std::uint64_t>(i)};
         REQUIRE(tree.validate());
     }
     // A row of unit cubes whose fat boxes overlap their neighbours', and cubes 2.2 m apart whose fat boxes
@@ -541,8 +558,8 @@ TEST_CASE("broadphase handles piles of identical boxes and boxes sharing faces",
     {
         const float x = 10.0f + 2.2f * static_cast<float>(i);
         const Aabb box{{x, 0.0f, 0.0f}, {x + 1.0f, 1.0f, 1.0f}};
-        const std::int32_t id = tree.createProxy(box, 0);
-        reference[id] = {box, expanded(box, tree.config().fatMarginMeters), 0};
+        const std::int32_t id = tree.createProxy(policy.fatBox(box, {}), 0);
+        reference[id] = {box, expanded(box, policy.marginMeters), 0};
         REQUIRE(tree.validate());
     }
     std::vector<BroadphasePair> pairs;
@@ -568,12 +585,14 @@ TEST_CASE("broadphase tree height stays logarithmic for sorted insertion orders"
     for (const bool reversed : {false, true})
     {
         CAPTURE(reversed);
-        BroadphaseTree tree(BroadphaseConfig{0.1f, 2.0f, 0.4f, 0});
+        BroadphaseTree tree(BroadphaseConfig{0});
+        const FatBoxPolicy policy{0.1f, 0.4f};
         const int n = 4096;
         for (int i = 0; i < n; ++i)
         {
             const float x = static_cast<float>(reversed ? n - i : i);
-            REQUIRE(tree.createProxy({{x, 0.0f, 0.0f}, {x + 0.5f, 0.5f, 0.5f}}, 0) != kNullProxy);
+            const Aabb box{{x, 0.0f, 0.0f}, {x + 0.5f, 0.5f, 0.5f}};
+            REQUIRE(tree.createProxy(policy.fatBox(box, {}), 0) != kNullProxy);
             checkBounds(tree);
         }
         REQUIRE(tree.validate());
@@ -582,17 +601,18 @@ TEST_CASE("broadphase tree height stays logarithmic for sorted insertion orders"
 
     // A diagonal line moving along itself: every move re-inserts at the end of the line.
     BroadphaseTree tree;
+    const FatBoxPolicy policy;
     std::vector<std::int32_t> ids;
     for (int i = 0; i < 1000; ++i)
     {
         const float t = static_cast<float>(i);
-        ids.push_back(tree.createProxy({{t, t, t}, {t + 0.5f, t + 0.5f, t + 0.5f}}, 0));
+        ids.push_back(tree.createProxy(policy.fatBox({{t, t, t}, {t + 0.5f, t + 0.5f, t + 0.5f}}, {}), 0));
     }
     for (int step = 0; step < 1000; ++step)
     {
         const float t = static_cast<float>(1000 + step);
         const std::int32_t id = ids[static_cast<std::size_t>(step)];
-        REQUIRE(tree.moveProxy(id, {{t, t, t}, {t + 0.5f, t + 0.5f, t + 0.5f}}, {}));
+        REQUIRE(moveWithPolicy(tree, policy, id, {{t, t, t}, {t + 0.5f, t + 0.5f, t + 0.5f}}, {}));
         checkBounds(tree);
     }
     REQUIRE(tree.validate());
@@ -600,7 +620,7 @@ TEST_CASE("broadphase tree height stays logarithmic for sorted insertion orders"
 
 TEST_CASE("broadphase ids are stable, reused last-freed first, and bad input is refused", "[broadphase]")
 {
-    BroadphaseTree tree(BroadphaseConfig{0.1f, 2.0f, 0.4f, 2});
+    BroadphaseTree tree(BroadphaseConfig{2});
     const Aabb box{{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};
     std::vector<std::int32_t> ids;
     for (int i = 0; i < 10; ++i)
@@ -665,11 +685,12 @@ TEST_CASE("broadphase ids are stable, reused last-freed first, and bad input is 
 TEST_CASE("broadphase moves inside the fat box leave the tree alone; fast-then-still proxies shrink",
           "[broadphase]")
 {
-    const BroadphaseConfig config{0.1f, 2.0f, 0.4f, 16};
-    BroadphaseTree tree(config);
+    BroadphaseTree tree(BroadphaseConfig{16});
+    const FatBoxPolicy policy{0.1f, 0.4f};
     const Aabb box{{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};
-    const std::int32_t id = tree.createProxy(box, 0);
-    const std::int32_t other = tree.createProxy({{5.0f, 0.0f, 0.0f}, {6.0f, 1.0f, 1.0f}}, 0);
+    const std::int32_t id = tree.createProxy(policy.fatBox(box, {}), 0);
+    const std::int32_t other =
+        tree.createProxy(policy.fatBox({{5.0f, 0.0f, 0.0f}, {6.0f, 1.0f, 1.0f}}, {}), 0);
     std::vector<BroadphasePair> pairs;
     tree.findNewPairs(pairs);
     CHECK(pairs.empty());
@@ -679,7 +700,7 @@ TEST_CASE("broadphase moves inside the fat box leave the tree alone; fast-then-s
     for (int i = 0; i < 10; ++i)
     {
         const Vec3 d{0.009f * static_cast<float>(i), -0.005f * static_cast<float>(i % 3), 0.0f};
-        CHECK_FALSE(tree.moveProxy(id, {box.min + d, box.max + d}, {}));
+        CHECK_FALSE(moveWithPolicy(tree, policy, id, {box.min + d, box.max + d}, {}));
     }
     CHECK(tree.structureHash() == before);
     CHECK(tree.movedProxyCount() == 0);
@@ -687,7 +708,7 @@ TEST_CASE("broadphase moves inside the fat box leave the tree alone; fast-then-s
     // Leaving the fat box re-inserts, stretched ahead along the predicted displacement.
     const Vec3 velocityStep{1.5f, 0.0f, 0.0f};
     Aabb moved{box.min + velocityStep, box.max + velocityStep};
-    REQUIRE(tree.moveProxy(id, moved, velocityStep));
+    REQUIRE(moveWithPolicy(tree, policy, id, moved, velocityStep * kDisplacementScale));
     CHECK(tree.fatBox(id).max.x == Approx(2.5f + 0.1f + 3.0f));
     CHECK(tree.fatBox(id).min.x == Approx(1.5f - 0.1f));
     CHECK(tree.movedProxyCount() == 1);
@@ -696,15 +717,15 @@ TEST_CASE("broadphase moves inside the fat box leave the tree alone; fast-then-s
     CHECK(pairs[0] == BroadphasePair{std::min(id, other), std::max(id, other)});
 
     // Stopping inside the stretched box: it is 3 m too long on +x, more than the 0.4 m slack, so it shrinks.
-    REQUIRE(tree.moveProxy(id, moved, {}));
+    REQUIRE(moveWithPolicy(tree, policy, id, moved, {}));
     CHECK(tree.fatBox(id).max.x == Approx(2.5f + 0.1f));
     tree.findNewPairs(pairs);
     CHECK(pairs.empty());
-    CHECK_FALSE(tree.moveProxy(id, moved, {}));
+    CHECK_FALSE(moveWithPolicy(tree, policy, id, moved, {}));
     REQUIRE(tree.validate());
 
     // touchProxy reports the pairs again without moving anything.
-    REQUIRE(tree.moveProxy(other, {{2.0f, 0.0f, 0.0f}, {3.0f, 1.0f, 1.0f}}, {}));
+    REQUIRE(moveWithPolicy(tree, policy, other, {{2.0f, 0.0f, 0.0f}, {3.0f, 1.0f, 1.0f}}, {}));
     tree.findNewPairs(pairs);
     REQUIRE(pairs.size() == 1);
     REQUIRE(tree.touchProxy(id));
@@ -729,7 +750,7 @@ TEST_CASE("broadphase quality: area ratio close to a top-down median-split tree"
     auto check = [](std::vector<Aabb> boxes, const char* name)
     {
         CAPTURE(name);
-        BroadphaseTree tree(BroadphaseConfig{0.0f, 2.0f, 0.4f, 16}); // no margin: fat box == input box
+        BroadphaseTree tree(BroadphaseConfig{16}); // no fat-box policy applied: stored box == input box
         for (const Aabb& b : boxes)
         {
             REQUIRE(tree.createProxy(b, 0) != kNullProxy);
@@ -792,6 +813,7 @@ TEST_CASE("broadphase pair finding timings", "[.][timing][broadphase_timing]")
         const float side = 2.0f * std::cbrt(static_cast<float>(count)); // ~ a few neighbours per box
         const float dt = 1.0f / 60.0f;
         BroadphaseTree tree;
+        const FatBoxPolicy policy;
         std::vector<std::int32_t> ids;
         std::vector<Aabb> boxes;
         std::vector<Vec3> velocities;
@@ -801,7 +823,7 @@ TEST_CASE("broadphase pair finding timings", "[.][timing][broadphase_timing]")
             const Vec3 h = randomPoint(rng, 0.25f, 0.5f);
             boxes.push_back({c - h, c + h});
             velocities.push_back(randomPoint(rng, -3.0f, 3.0f));
-            ids.push_back(tree.createProxy(boxes.back(), 0));
+            ids.push_back(tree.createProxy(policy.fatBox(boxes.back(), {}), 0));
         }
         std::vector<BroadphasePair> pairs;
         tree.findNewPairs(pairs);
@@ -826,7 +848,8 @@ TEST_CASE("broadphase pair finding timings", "[.][timing][broadphase_timing]")
                 }
                 b.min += v * dt;
                 b.max += v * dt;
-                reinserted += tree.moveProxy(ids[static_cast<std::size_t>(i)], b, v * dt) ? 1 : 0;
+                const std::int32_t id = ids[static_cast<std::size_t>(i)];
+                reinserted += moveWithPolicy(tree, policy, id, b, v * dt * kDisplacementScale) ? 1 : 0;
             }
             const auto t1 = Clock::now();
             tree.findNewPairs(pairs);

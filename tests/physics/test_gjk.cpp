@@ -68,7 +68,6 @@ void checkAgainst(const GjkResult& r, double expected, double tolerance)
 TEST_CASE("signed volumes find the closest point of random and degenerate simplices", "[gjk]")
 {
     using convex_detail::closestOnSimplex;
-    using convex_detail::DVec3;
     std::mt19937 rng(101);
     auto toD = [](R3 p) { return DVec3{p.x, p.y, p.z}; };
     for (int trial = 0; trial < 10000; ++trial)

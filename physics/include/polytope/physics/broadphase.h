@@ -1,8 +1,10 @@
 // Polytope physics: the broadphase, a dynamic AABB tree.
 //
-// Each proxy is a leaf holding a "fat" box: the caller's tight box grown by a margin and stretched along
-// the predicted displacement, so that most small moves stay inside it and leave the tree alone. Internal
-// nodes hold the exact union of their two children. The design follows the dynamic trees of Box2D
+// Each proxy is a leaf holding the box its owner gives it, normally a "fat" box (see FatBoxPolicy below):
+// the tight box grown by a margin and stretched along the predicted displacement, so that most small moves
+// stay inside it and leave the tree alone. The tree stores boxes as given; deciding how fat they are and
+// when to replace them is the owner's (the World's), as in Box2D v3, whose shapes keep their fat boxes.
+// Internal nodes hold the exact union of their two children. The design follows the dynamic trees of Box2D
 // (b2DynamicTree) and Bullet (btDbvt), written afresh here:
 //  - Insertion picks the sibling by the surface-area heuristic (SAH): the cost of a tree is the summed
 //    surface area of its internal nodes (Aabb::perimeter() is half the area), and a descent with a lower
@@ -50,16 +52,49 @@ inline constexpr std::int32_t kNullProxy = -1;
 /// Tunables of the broadphase tree.
 struct BroadphaseConfig
 {
-    /// Metres added on every side of a proxy's tight box, >= 0. Larger margins mean fewer tree updates
-    /// but more candidate pairs.
-    float fatMarginMeters = 0.1f;
-    /// How many predicted displacements the fat box reaches ahead of the tight box, >= 0.
-    float displacementScale = 2.0f;
-    /// Metres, >= 0: a stored fat box that sticks out of the box moveProxy would build now by more than
-    /// this on some side is shrunk (re-inserted), e.g. after a fast body slows down.
-    float shrinkSlackMeters = 0.4f;
     /// Proxies the node pool holds before its first growth, >= 0.
     std::int32_t initialProxyCapacity = 256;
+};
+
+/// The fat-box policy: how far a proxy's stored box reaches beyond the shape's tight box, and when a stored
+/// box is replaced. The tree never applies it (it stores the boxes it is given); the World does, for every
+/// body, and nothing else in the engine enlarges broadphase boxes.
+struct FatBoxPolicy
+{
+    /// Metres added on every side of the tight box, >= 0. Larger margins mean fewer tree updates but more
+    /// candidate pairs.
+    float marginMeters = 0.1f;
+    /// Metres, >= 0: a stored box that sticks out of the wanted box (fatBox of now) by more than this on
+    /// some side is replaced, e.g. after a fast body slows down.
+    float shrinkSlackMeters = 0.4f;
+
+    /// The wanted box: `tight` grown by marginMeters on every side, then stretched on each axis by
+    /// `predictedDisplacement` (metres, e.g. velocity * dt) on the side it points to.
+    Aabb fatBox(const Aabb& tight, const Vec3& predictedDisplacement) const
+    {
+        const Vec3 margin{marginMeters, marginMeters, marginMeters};
+        Aabb fat{tight.min - margin, tight.max + margin};
+        for (int axis = 0; axis < 3; ++axis)
+        {
+            if (predictedDisplacement[axis] < 0.0f)
+            {
+                fat.min[axis] += predictedDisplacement[axis];
+            }
+            else
+            {
+                fat.max[axis] += predictedDisplacement[axis];
+            }
+        }
+        return fat;
+    }
+
+    /// Whether a proxy may keep its `stored` box: it still contains `tight`, and it sticks out of `wanted`
+    /// (fatBox of now) by at most shrinkSlackMeters. Otherwise the owner stores `wanted` (moveProxy).
+    bool keeps(const Aabb& stored, const Aabb& tight, const Aabb& wanted) const
+    {
+        const Vec3 slack{shrinkSlackMeters, shrinkSlackMeters, shrinkSlackMeters};
+        return stored.contains(tight) && Aabb{wanted.min - slack, wanted.max + slack}.contains(stored);
+    }
 };
 
 /// Two proxies whose fat boxes overlap; always proxyA < proxyB.
@@ -81,24 +116,21 @@ class BroadphaseTree
   public:
     explicit BroadphaseTree(const BroadphaseConfig& config = {});
 
-    /// Adds a proxy whose tight box is `tightBox` (metres, world frame) and returns its id (>= 0), stable
-    /// until destroyProxy. The stored box is tightBox grown by the margin. The new proxy counts as moved
-    /// for findNewPairs. Returns kNullProxy (tree unchanged) when the box is not finite or min > max on
-    /// some axis, or when the node pool would exceed 2^31 - 1 nodes.
-    std::int32_t createProxy(const Aabb& tightBox, std::uint64_t userData);
+    /// Adds a proxy that stores `box` (metres, world frame; normally a fat box) and returns its id (>= 0),
+    /// stable until destroyProxy. The new proxy counts as moved for findNewPairs. Returns kNullProxy (tree
+    /// unchanged) when the box is not finite or min > max on some axis, or when the node pool would exceed
+    /// 2^31 - 1 nodes.
+    std::int32_t createProxy(const Aabb& box, std::uint64_t userData);
 
     /// Removes a proxy; its id may be handed out again (the most recently freed id first). Returns false,
     /// changing nothing, when `proxyId` names no live proxy.
     bool destroyProxy(std::int32_t proxyId);
 
-    /// Tells the tree that the proxy's tight box is now `tightBox`, with `predictedDisplacement` (metres,
-    /// typically velocity * dt) its expected motion over the next step. The proxy is re-inserted with the
-    /// fat box margin-grown(tightBox) stretched by predictedDisplacement * displacementScale exactly when
-    /// the stored box no longer contains tightBox, or when the stored box sticks out of that new fat box by
-    /// more than shrinkSlackMeters. Returns whether it was re-inserted; a re-inserted proxy counts as moved
-    /// for findNewPairs. An id that names no live proxy, or a non-finite or inverted box, is a programmer
-    /// error: asserted, and in release builds ignored (returns false).
-    bool moveProxy(std::int32_t proxyId, const Aabb& tightBox, const Vec3& predictedDisplacement);
+    /// Replaces the proxy's stored box with `box`, re-inserting the proxy, unless the two are equal. Returns
+    /// whether it was re-inserted; a re-inserted proxy counts as moved for findNewPairs. An id that names no
+    /// live proxy, or a non-finite or inverted box, is a programmer error: asserted, and in release builds
+    /// ignored (returns false).
+    bool moveProxy(std::int32_t proxyId, const Aabb& box);
 
     /// Marks a live proxy as moved without changing its box, so the next findNewPairs reports all its
     /// pairs (e.g. after its collision filter changed). Returns false when `proxyId` names no live proxy.
@@ -110,7 +142,7 @@ class BroadphaseTree
         return proxyId >= 0 && proxyId < static_cast<std::int32_t>(m_nodes.size()) &&
                m_nodes[proxyId].isLeaf();
     }
-    /// The stored (fat) box of a live proxy, metres. Precondition: isProxy(proxyId).
+    /// The stored box of a live proxy, metres. Precondition: isProxy(proxyId).
     const Aabb& fatBox(std::int32_t proxyId) const { return m_nodes[proxyId].box; }
     /// The value given at creation. Precondition: isProxy(proxyId).
     std::uint64_t userData(std::int32_t proxyId) const { return m_nodes[proxyId].userData; }
@@ -300,7 +332,6 @@ class BroadphaseTree
     void refit(std::int32_t index);
     void replaceChild(std::int32_t parent, std::int32_t oldChild, std::int32_t newChild);
     void markMoved(std::int32_t proxyId);
-    Aabb fatten(const Aabb& tightBox, const Vec3& predictedDisplacement) const;
 
     BroadphaseConfig m_config;
     std::vector<Node> m_nodes;         ///< the pool; leaves' indices are proxy ids

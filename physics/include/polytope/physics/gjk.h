@@ -10,9 +10,10 @@
 //   convex objects"): barycentric weights are ratios of signed volumes/areas, and a sub-simplex is kept
 //   only where the signs say the origin projects onto it. It needs no Voronoi-region case tables, and
 //   drops degenerate (flat) simplices instead of dividing by their vanishing size.
-// - Arithmetic inside is double. Support points stay float (shape data is float), but their difference
-//   a - b is then exact, and the determinants that decide which sub-simplex holds the closest point keep
-//   their sign for slivers that float would misjudge. On x86-64 scalar double costs what float does.
+// - Arithmetic inside is double (DVec3, dvec3.h). Support points stay float (shape data is float), but
+//   their difference a - b is then exact, and the determinants that decide which sub-simplex holds the
+//   closest point keep their sign for slivers that float would misjudge. On x86-64 scalar double costs what
+//   float does.
 // - Termination (van den Bergen 2003): the support point w along -v bounds the distance from below by
 //   v.w/|v|, and |v| bounds it from above; GJK stops when the two are within a tolerance relative to
 //   the shapes' size (the largest support-point coordinate seen), when a support point repeats, when |v|
@@ -21,6 +22,7 @@
 //   the end, exactly. The final simplex is returned so that EPA (epa.h) can start from it.
 #pragma once
 
+#include "polytope/physics/dvec3.h"
 #include "polytope/physics/math.h"
 #include "polytope/physics/support.h"
 
@@ -77,50 +79,6 @@ struct GjkResult
 namespace convex_detail
 {
 
-/// A double-precision 3-vector for the inner arithmetic of GJK and EPA (see the rationale above).
-struct DVec3
-{
-    double x;
-    double y;
-    double z;
-};
-
-inline DVec3 toDouble(const Vec3& v)
-{
-    return {v.x, v.y, v.z};
-}
-inline Vec3 toFloat(const DVec3& v)
-{
-    return {float(v.x), float(v.y), float(v.z)};
-}
-inline DVec3 operator+(const DVec3& a, const DVec3& b)
-{
-    return {a.x + b.x, a.y + b.y, a.z + b.z};
-}
-inline DVec3 operator-(const DVec3& a, const DVec3& b)
-{
-    return {a.x - b.x, a.y - b.y, a.z - b.z};
-}
-inline DVec3 operator-(const DVec3& a)
-{
-    return {-a.x, -a.y, -a.z};
-}
-inline DVec3 operator*(const DVec3& a, double s)
-{
-    return {a.x * s, a.y * s, a.z * s};
-}
-inline double dot(const DVec3& a, const DVec3& b)
-{
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
-inline DVec3 cross(const DVec3& a, const DVec3& b)
-{
-    return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
-inline double lengthSquared(const DVec3& a)
-{
-    return dot(a, a);
-}
 /// max for values known not to be NaN (std::fmax is an out-of-line libm call on x86-64).
 inline double maxOf(double a, double b)
 {
@@ -399,10 +357,10 @@ GjkResult gjkClosestPoints(const A& a, const B& b, const Vec3& initialDirection 
         return result;
     }
     const double coreDistance = std::sqrt(core.closestSquared);
-    const convex_detail::DVec3 normal = core.closest * (-1.0 / coreDistance);
+    const DVec3 normal = core.closest * (-1.0 / coreDistance);
     result.coreDistance = float(coreDistance);
     result.distance = float(coreDistance - double(radiusA) - double(radiusB));
-    result.normal = convex_detail::toFloat(normal);
+    result.normal = toFloat(normal);
     result.pointOnA = result.pointOnA + result.normal * radiusA;
     result.pointOnB = result.pointOnB - result.normal * radiusB;
     if (core.status == GjkStatus::Indeterminate)

@@ -7,7 +7,9 @@
 
 #include "polytope/physics/world.h"
 
+#include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace polytope::physics
@@ -23,8 +25,53 @@ struct SceneInfo
 
 /// Every built-in scene, in a fixed order.
 std::span<const SceneInfo> builtinScenes();
-/// The built-in scene of that name, or nullptr.
+/// The built-in scene of that name, or nullptr. parseSceneName also accepts the sized names.
 const SceneInfo* findScene(std::string_view name);
+
+// ---- Scene names ----------------------------------------------------------------------------------------
+// One grammar for every program that takes a scene by name (viewer, bench, server):
+//   NAME        a built-in scene (builtinScenes(): "default", "stack10", "pile1000", "mixed", ...)
+//   pile:N      buildPile(world, N):    N unit cubes dropped in a heap, N = 1 .. kMaxSizedSceneCubes
+//   stack:N     buildStack(world, N):   N unit cubes stacked,           N = 1 .. kMaxSizedSceneCubes
+//   pyramid:N   buildPyramid(world, N): N unit cubes at the base,       N = 1 .. kMaxPyramidBase
+// N is decimal, without sign or spaces. "stack30" and "stack:30" build the same scene.
+
+/// Most cubes a sized scene may hold: a default World (65536 bodies) takes them with the ground plane.
+inline constexpr int kMaxSizedSceneCubes = 65535;
+/// Largest base of pyramid:N, whose N (N + 1) / 2 cubes stay within kMaxSizedSceneCubes.
+inline constexpr int kMaxPyramidBase = 361;
+static_assert(kMaxPyramidBase * (kMaxPyramidBase + 1) / 2 <= kMaxSizedSceneCubes &&
+              (kMaxPyramidBase + 1) * (kMaxPyramidBase + 2) / 2 > kMaxSizedSceneCubes);
+
+/// The families of sized scene names.
+enum class SizedScene : std::uint8_t
+{
+    Pile,    ///< pile:N, buildPile
+    Stack,   ///< stack:N, buildStack
+    Pyramid, ///< pyramid:N, buildPyramid
+};
+
+/// A parsed scene name: a built-in scene, or a sized family with its N.
+struct SceneName
+{
+    const SceneInfo* builtin = nullptr; ///< the built-in scene; nullptr for a sized name
+    SizedScene family = SizedScene::Pile;
+    int count = 0; ///< N of a sized name (cubes of a pile or a stack, base of a pyramid)
+};
+
+/// Parses `name` by the grammar above. On failure returns false and sets `error` to a message that names
+/// the accepted forms (and, for a sized name, the range of N).
+bool parseSceneName(std::string_view name, SceneName& out, std::string& error);
+
+/// Adds the scene's bodies to an empty world (default frictions). False when the world refused a body.
+bool buildScene(World& world, const SceneName& scene);
+
+/// parseSceneName, then buildScene. On failure returns false and sets `error` (an unknown name, or a scene
+/// the world had no room for).
+bool buildNamedScene(World& world, std::string_view name, std::string& error);
+
+/// The accepted names, for help text: every built-in name, then "pile:N, stack:N, pyramid:N".
+std::string acceptedSceneNames();
 
 /// The static ground: the plane y = 0 with the given friction.
 bool addGroundPlane(World& world, float friction = 0.6f);

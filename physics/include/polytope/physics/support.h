@@ -120,12 +120,6 @@ template <class A, class B> struct MinkowskiDifference
     const A& a;
     const B& b;
 
-    /// The support points on A (along dir) and on B (along -dir); their difference is the support of A - B.
-    void supportPoints(const Vec3& dir, Vec3& onA, Vec3& onB) const
-    {
-        onA = a.support(dir);
-        onB = b.support(-dir);
-    }
     Vec3 support(const Vec3& dir) const { return a.support(dir) - b.support(-dir); }
 };
 

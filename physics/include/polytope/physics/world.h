@@ -358,7 +358,7 @@ class World
     void fillState(std::uint32_t index, BodyState& out) const;
     static std::uint64_t pairKey(std::uint32_t a, std::uint32_t b);
     Aabb computeTightBox(std::uint32_t index) const;
-    Aabb computeFatBox(std::uint32_t index, float dt) const;
+    Vec3 predictedDisplacement(std::uint32_t index, float dt) const; ///< metres over dt; zero if static
     void updateFatBox(std::uint32_t index, float dt, bool force);
     bool fatBoxesOverlap(std::uint32_t a, std::uint32_t b) const;
     bool pairEligible(std::uint32_t a, std::uint32_t b) const;
@@ -387,6 +387,7 @@ class World
     std::uint32_t m_bodyCount = 0;
     std::uint64_t m_stepCount = 0;
 
+    FatBoxPolicy m_fatBoxPolicy; ///< the broadphase margin, from m_config (see updateFatBox)
     BroadphaseTree m_broadphase;
     std::vector<BroadphasePair> m_pairScratch;
     std::vector<std::uint64_t> m_newKeys;       ///< candidate pair keys of this step, sorted
