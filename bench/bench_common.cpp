@@ -1,5 +1,7 @@
 #include "bench_common.h"
 
+#include "polytope/client/json_output.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -19,7 +21,7 @@ const Suite kSuites[] = {
     {"scenes", "stacks, pyramids and piles: Polytope and Bullet, ms per step and drift (60 Hz, no sleep)",
      &runScenesSuite},
     {"world", "World::step on the built-in scenes (ms per step)", &runWorldSuite},
-    {"bandwidth", "protocol v2 snapshots of Fiedler's 900-cube scene through Server and Client at 5% loss (kbps)",
+    {"bandwidth", "snapshots of Fiedler's 900-cube scene through Server and Client at 5% loss (kbps)",
      &runBandwidthSuite},
 };
 } // namespace
@@ -63,22 +65,43 @@ void printNumber(std::FILE* out, double v)
 }
 } // namespace
 
+namespace
+{
+/// A figure as the table prints it: whole numbers as integers, others to 6 significant digits, null when not
+/// finite.
+nlohmann::ordered_json figureJson(double v)
+{
+    if (!std::isfinite(v))
+    {
+        return nullptr;
+    }
+    if (v == std::floor(v) && std::fabs(v) < 1e15)
+    {
+        return static_cast<std::int64_t>(v);
+    }
+    return client::roundedSignificant(v, 6);
+}
+} // namespace
+
 void Report::printJson(std::FILE* out) const
 {
-    std::fprintf(out, "{\"suite\":\"%s\",\"results\":[", m_suite.c_str());
-    for (std::size_t i = 0; i < m_records.size(); ++i)
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    for (const Record& r : m_records)
     {
-        const Record& r = m_records[i];
-        std::fprintf(out, "%s\n{\"case\":\"%s\",\"impl\":\"%s\",\"n\":%lld", i ? "," : "", r.caseName.c_str(),
-                     r.impl.c_str(), static_cast<long long>(r.n));
+        nlohmann::ordered_json record;
+        record["case"] = r.caseName;
+        record["impl"] = r.impl;
+        record["n"] = r.n;
         for (const auto& [name, value] : r.figures)
         {
-            std::fprintf(out, ",\"%s\":", name.c_str());
-            printNumber(out, value);
+            record[name] = figureJson(value);
         }
-        std::fputs("}", out);
+        results.push_back(std::move(record));
     }
-    std::fputs("\n]}\n", out);
+    nlohmann::ordered_json report;
+    report["suite"] = m_suite;
+    report["results"] = std::move(results);
+    std::fprintf(out, "%s\n", client::jsonText(report).c_str());
 }
 
 void Report::printTable(std::FILE* out) const

@@ -4,9 +4,11 @@
 // flat records: case, impl, n, then figures in snake_case with the unit in the name (ns_median, ...).
 #include "bench_common.h"
 
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <limits>
 #include <string>
 
 int main(int argc, char** argv)
@@ -15,59 +17,49 @@ int main(int argc, char** argv)
     std::string suiteName;
     bool json = false;
     SuiteOptions options;
-    for (int i = 1; i < argc; ++i)
+    std::string suiteList = "Suites:\n";
+    for (const Suite& s : suites())
     {
-        if (std::strcmp(argv[i], "--json") == 0)
-        {
-            json = true;
-        }
-        else if ((std::strcmp(argv[i], "--count") == 0 || std::strcmp(argv[i], "--seed") == 0) && i + 1 < argc)
-        {
-            char* end = nullptr;
-            const long long value = std::strtoll(argv[i + 1], &end, 10);
-            if (!end || *end != '\0' || value <= 0)
-            {
-                std::fprintf(stderr, "polytope-bench: %s takes a positive whole number, got '%s'\n", argv[i], argv[i + 1]);
-                return 1;
-            }
-            if (std::strcmp(argv[i], "--count") == 0)
-            {
-                options.count = value;
-            }
-            else
-            {
-                options.seed = static_cast<std::uint64_t>(value);
-            }
-            ++i;
-        }
-        else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0)
-        {
-            suiteName.clear();
-            break;
-        }
-        else if (argv[i][0] == '-')
-        {
-            std::fprintf(stderr, "polytope-bench: unknown option '%s'\n", argv[i]);
-            return 1;
-        }
-        else if (suiteName.empty())
-        {
-            suiteName = argv[i];
-        }
-        else
-        {
-            std::fprintf(stderr, "polytope-bench: one suite at a time ('%s' and '%s')\n", suiteName.c_str(), argv[i]);
-            return 1;
-        }
+        char line[256];
+        std::snprintf(line, sizeof line, "  %-14s %s\n", s.name, s.description);
+        suiteList += line;
     }
+
+    CLI::App app{
+        "polytope-bench: benchmarks, with peers side by side in the same run where a suite has them\n"
+        "usage: polytope-bench SUITE [--json] [--count N] [--seed S]"};
+    app.add_option("suite", suiteName, "the suite to run (listed below)");
+    app.add_flag("--json", json,
+                 "print one JSON object {\"suite\": ..., \"results\": [...]} instead of the table");
+    app.add_option("--count", options.count,
+                   "problem size, e.g. pairs per class for narrowphase (default: the suite's)")
+        ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
+    // Signed, so that "-3" is refused rather than wrapped round.
+    std::int64_t seed = static_cast<std::int64_t>(options.seed);
+    app.add_option("--seed", seed, "random seed")
+        ->capture_default_str()
+        ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
+    app.footer(suiteList);
+    try
+    {
+        app.parse(argc, argv);
+    }
+    catch (const CLI::ParseError& e)
+    {
+        return app.exit(e) == 0 ? 0 : 1;
+    }
+
+    options.seed = static_cast<std::uint64_t>(seed);
+
     const Suite* suite = suiteName.empty() ? nullptr : findSuite(suiteName);
     if (!suite)
     {
-        std::fprintf(stderr, "usage: polytope-bench SUITE [--json] [--count N] [--seed S]\nsuites:\n");
-        for (const Suite& s : suites())
+        if (!suiteName.empty())
         {
-            std::fprintf(stderr, "  %-14s %s\n", s.name, s.description);
+            std::fprintf(stderr, "polytope-bench: unknown suite '%s'\n", suiteName.c_str());
         }
+        std::fprintf(stderr, "usage: polytope-bench SUITE [--json] [--count N] [--seed S]\n%s",
+                     suiteList.c_str());
         return suiteName.empty() ? 1 : 2;
     }
     Report report(suite->name);

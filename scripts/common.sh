@@ -4,12 +4,14 @@
 # Everything the build, the tests and the benchmarks need, by Debian 12 package name.
 POLYTOPE_PACKAGES=(
   cmake ninja-build g++ pkg-config git
-  libasio-dev libflatbuffers-dev flatbuffers-compiler libspdlog-dev libcli11-dev
+  libasio-dev libflatbuffers-dev flatbuffers-compiler libspdlog-dev libcli11-dev nlohmann-json3-dev
   catch2 libqhull-dev libbullet-dev libccd-dev libcpp-httplib-dev libsodium-dev
   libglfw3-dev libgl-dev libgl1-mesa-dri libimgui-dev libstb-dev xvfb xauth
 )
 # docker/test.sh: podman and what it needs to build a base image without a registry.
 POLYTOPE_CONTAINER_PACKAGES=(podman runc conmon catatonit debootstrap containernetworking-plugins iptables uidmap)
+# scripts/check_tree.sh: the formatter the committed .clang-format is written for (Debian 12: version 14).
+POLYTOPE_CHECK_PACKAGES=(clang-format git)
 # scripts/fuzz.sh: clang with libFuzzer's runtime.
 POLYTOPE_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 

@@ -1,14 +1,10 @@
 #include "polytope/client/admin.h"
 
+#include "polytope/client/udp_socket.h"
 #include "polytope/protocol/admin_auth.h"
-
-#include <asio.hpp>
-
-#include <poll.h>
 
 #include <array>
 #include <chrono>
-#include <cstring>
 
 namespace polytope::client
 {
@@ -33,44 +29,28 @@ bool sendAdminCommand(const std::string& host, std::uint16_t port, protocol::Adm
 
     asio::io_context io{1};
     asio::ip::udp::socket socket(io);
-    asio::error_code ec;
-    asio::ip::udp::resolver resolver(io);
-    auto results = resolver.resolve(asio::ip::udp::v4(), host, std::to_string(port), ec);
-    if (ec || results.empty())
+    if (!connectUdpSocket(io, socket, host, port, error))
     {
-        results = resolver.resolve(asio::ip::udp::v6(), host, std::to_string(port), ec);
-    }
-    if (ec || results.empty())
-    {
-        error = "cannot resolve '" + host + "'" + (ec ? ": " + ec.message() : std::string());
         return false;
     }
-    const asio::ip::udp::endpoint endpoint = results.begin()->endpoint();
-    socket.open(endpoint.protocol(), ec);
-    if (!ec)
-    {
-        socket.connect(endpoint, ec);
-    }
-    if (!ec)
-    {
-        socket.send(asio::buffer(request.data(), request.size()), 0, ec);
-    }
+    asio::error_code ec;
+    socket.send(asio::buffer(request.data(), request.size()), 0, ec);
     if (ec)
     {
         error = "cannot send to " + host + ":" + std::to_string(port) + ": " + ec.message();
         return false;
     }
-    socket.non_blocking(true, ec);
 
     struct alignas(8) Buffer : std::array<std::uint8_t, protocol::kMaxDatagramBytes + 1>
     {
     } buffer{};
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
-    while (std::chrono::steady_clock::now() < deadline)
+    for (auto now = std::chrono::steady_clock::now(); now < deadline; now = std::chrono::steady_clock::now())
     {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        pollfd fd{socket.native_handle(), POLLIN, 0};
-        ::poll(&fd, 1, static_cast<int>(std::max<long long>(1, left.count())));
+        if (!waitReadable(io, socket, std::chrono::duration<double>(deadline - now).count()))
+        {
+            continue; // the deadline passed
+        }
         const std::size_t received = socket.receive(asio::buffer(buffer), 0, ec);
         if (ec)
         {

@@ -1,13 +1,9 @@
 #include "polytope/client/udp_client.h"
 
-#include <asio.hpp>
-
-#include <poll.h>
+#include "polytope/client/udp_socket.h"
 
 #include <array>
 #include <chrono>
-#include <cmath>
-#include <optional>
 
 namespace polytope::client
 {
@@ -92,39 +88,9 @@ const Client& UdpClient::client() const { return m_impl->client; }
 
 bool UdpClient::connect(const std::string& host, std::uint16_t port, std::string& error)
 {
-    asio::error_code ec;
-    asio::ip::udp::resolver resolver(m_impl->io);
-    const auto results = resolver.resolve(asio::ip::udp::v4(), host, std::to_string(port), ec);
-    std::optional<asio::ip::udp::endpoint> endpoint;
-    if (!ec && !results.empty())
+    // Connected: only datagrams from the server reach us.
+    if (!connectUdpSocket(m_impl->io, m_impl->socket, host, port, error))
     {
-        endpoint = results.begin()->endpoint();
-    }
-    else
-    {
-        const auto results6 = resolver.resolve(asio::ip::udp::v6(), host, std::to_string(port), ec);
-        if (!ec && !results6.empty())
-        {
-            endpoint = results6.begin()->endpoint();
-        }
-    }
-    if (!endpoint)
-    {
-        error = "cannot resolve '" + host + "'" + (ec ? ": " + ec.message() : std::string());
-        return false;
-    }
-    m_impl->socket.open(endpoint->protocol(), ec);
-    if (!ec)
-    {
-        m_impl->socket.connect(*endpoint, ec); // only datagrams from the server reach us
-    }
-    if (!ec)
-    {
-        m_impl->socket.non_blocking(true, ec);
-    }
-    if (ec)
-    {
-        error = "cannot open a UDP socket to " + host + ":" + std::to_string(port) + ": " + ec.message();
         return false;
     }
     m_impl->client.connect(now());
@@ -134,23 +100,16 @@ bool UdpClient::connect(const std::string& host, std::uint16_t port, std::string
 void UdpClient::poll(double timeoutSeconds)
 {
     Impl& impl = *m_impl;
-    pollfd pfd{};
-    pfd.fd = impl.socket.native_handle();
-    pfd.events = POLLIN;
-    const int timeoutMs = static_cast<int>(std::ceil(std::max(0.0, timeoutSeconds) * 1000.0));
-    if (::poll(&pfd, 1, timeoutMs) > 0)
+    if (waitReadable(impl.io, impl.socket, timeoutSeconds))
     {
         for (;;)
         {
             asio::error_code ec;
             const std::size_t bytes = impl.socket.receive(asio::buffer(impl.buffer), 0, ec);
-            if (ec == asio::error::would_block || ec == asio::error::try_again)
-            {
-                break;
-            }
             if (ec)
             {
-                // ICMP port unreachable and the like: nothing is listening yet; keep trying until time-out.
+                // Would block: drained. ICMP port unreachable and the like: nothing is listening yet; keep
+                // trying until time-out.
                 break;
             }
             impl.client.receive({impl.buffer.data(), bytes}, now());

@@ -11,7 +11,8 @@
 // Exit status: 0 when at least --min-connected bots (default: all) connected, 1 on bad usage or when the
 // host cannot be resolved, 2 when fewer connected.
 #include "polytope/client/client.h"
-#include "polytope/client/udp_client.h"
+#include "polytope/client/json_output.h"
+#include "polytope/client/udp_socket.h"
 
 #include <asio.hpp>
 #include <CLI/CLI.hpp>
@@ -181,19 +182,10 @@ public:
         }
         for (auto& bot : m_bots)
         {
-            asio::error_code ec;
-            bot->socket.open(m_server.protocol(), ec);
-            if (!ec)
+            // An ephemeral port of its own; only the server's datagrams reach it.
+            if (!client::connectUdpSocket(bot->socket, m_server, error))
             {
-                bot->socket.connect(m_server, ec); // an ephemeral port of its own; only the server's datagrams
-            }
-            if (!ec)
-            {
-                bot->socket.non_blocking(true, ec);
-            }
-            if (ec)
-            {
-                error = "bot " + std::to_string(bot->index) + ": cannot open a UDP socket: " + ec.message();
+                error = "bot " + std::to_string(bot->index) + ": " + error;
                 return false;
             }
         }
@@ -429,26 +421,42 @@ void BotRunner::report(bool json) const
     const double cpuSeconds = static_cast<double>(std::clock()) / CLOCKS_PER_SEC; // this process, all bots
     if (json)
     {
-        std::printf("{\"target\":\"%s\",\"clients\":%d,\"seconds\":%.3f,\"interrupted\":%s,\"input_hz\":%g,"
-                    "\"connects\":{\"attempted\":%d,\"succeeded\":%d,\"failed\":%d,\"denied\":%d,\"pending\":%d,"
-                    "\"lost_after_connect\":%d},"
-                    "\"connect_seconds\":{\"p50\":%.4f,\"p95\":%.4f,\"p99\":%.4f,\"max\":%.4f},"
-                    "\"snapshots\":%llu,\"snapshots_per_second\":{\"total\":%.1f,\"per_client_mean\":%.2f,"
-                    "\"per_client_min\":%.2f},"
-                    "\"kbps_down\":{\"total\":%.1f,\"per_client_mean\":%.2f},"
-                    "\"kbps_up\":{\"total\":%.1f,\"per_client_mean\":%.2f},"
-                    "\"rtt_ms\":{\"samples\":%zu,\"min\":%.2f,\"p50\":%.2f,\"p95\":%.2f,\"p99\":%.2f},"
-                    "\"loss\":{\"sent_mean\":%.4f,\"received_mean\":%.4f},"
-                    "\"inputs\":{\"sent\":%llu,\"acked\":%llu,\"refused_locally\":%llu},\"send_errors\":%llu,"
-                    "\"cpu_seconds\":%.2f}\n",
-                    m_options.target.c_str(), m_options.clients, m_end, m_interrupted ? "true" : "false",
-                    m_options.inputHz, attempted, ok, failed, denied, pending, lostAfter, c50, c95, c99, cMax,
-                    static_cast<unsigned long long>(snapshots), snapshotsPerSecond, snapshotsPerSecond * perClient,
-                    snapshotsMin, downKbps, downKbps * perClient, upKbps, upKbps * perClient, m_rttSeconds.size(), r0, r50,
-                    r95, r99, sentLoss * perClient, receivedLoss * perClient,
-                    static_cast<unsigned long long>(inputsSent), static_cast<unsigned long long>(inputsAcked),
-                    static_cast<unsigned long long>(m_inputsRefused), static_cast<unsigned long long>(sendErrors),
-                    cpuSeconds);
+        using client::roundedDecimals;
+        nlohmann::ordered_json out;
+        out["target"] = m_options.target;
+        out["clients"] = m_options.clients;
+        out["seconds"] = roundedDecimals(m_end, 3);
+        out["interrupted"] = m_interrupted;
+        out["input_hz"] = client::roundedSignificant(m_options.inputHz, 6);
+        out["connects"] = {{"attempted", attempted},
+                           {"succeeded", ok},
+                           {"failed", failed},
+                           {"denied", denied},
+                           {"pending", pending},
+                           {"lost_after_connect", lostAfter}};
+        out["connect_seconds"] = {{"p50", roundedDecimals(c50, 4)},
+                                  {"p95", roundedDecimals(c95, 4)},
+                                  {"p99", roundedDecimals(c99, 4)},
+                                  {"max", roundedDecimals(cMax, 4)}};
+        out["snapshots"] = snapshots;
+        out["snapshots_per_second"] = {{"total", roundedDecimals(snapshotsPerSecond, 1)},
+                                       {"per_client_mean", roundedDecimals(snapshotsPerSecond * perClient, 2)},
+                                       {"per_client_min", roundedDecimals(snapshotsMin, 2)}};
+        out["kbps_down"] = {{"total", roundedDecimals(downKbps, 1)},
+                            {"per_client_mean", roundedDecimals(downKbps * perClient, 2)}};
+        out["kbps_up"] = {{"total", roundedDecimals(upKbps, 1)},
+                          {"per_client_mean", roundedDecimals(upKbps * perClient, 2)}};
+        out["rtt_ms"] = {{"samples", m_rttSeconds.size()},
+                         {"min", roundedDecimals(r0, 2)},
+                         {"p50", roundedDecimals(r50, 2)},
+                         {"p95", roundedDecimals(r95, 2)},
+                         {"p99", roundedDecimals(r99, 2)}};
+        out["loss"] = {{"sent_mean", roundedDecimals(sentLoss * perClient, 4)},
+                       {"received_mean", roundedDecimals(receivedLoss * perClient, 4)}};
+        out["inputs"] = {{"sent", inputsSent}, {"acked", inputsAcked}, {"refused_locally", m_inputsRefused}};
+        out["send_errors"] = sendErrors;
+        out["cpu_seconds"] = roundedDecimals(cpuSeconds, 2);
+        std::printf("%s\n", client::jsonText(out).c_str());
         return;
     }
     std::printf("polytope-bots: %d bots against %s for %.1f s%s\n", m_options.clients, m_options.target.c_str(), m_end,
@@ -508,31 +516,13 @@ int main(int argc, char** argv)
 
     try
     {
-        std::string host, error;
-        std::uint16_t port = 0;
-        if (!client::parseHostPort(options.target, host, port, error))
+        std::string error;
+        asio::io_context resolverContext;
+        udp::endpoint server;
+        if (!client::resolveUdpServer(resolverContext, options.target, server, error))
         {
             std::fprintf(stderr, "polytope-bots: %s\n", error.c_str());
             return 1;
-        }
-        asio::io_context resolverContext;
-        udp::resolver resolver(resolverContext);
-        asio::error_code ec;
-        const auto results = resolver.resolve(host, std::to_string(port), ec);
-        if (ec || results.empty())
-        {
-            std::fprintf(stderr, "polytope-bots: cannot resolve '%s'%s%s\n", host.c_str(), ec ? ": " : "",
-                         ec ? ec.message().c_str() : "");
-            return 1;
-        }
-        udp::endpoint server = results.begin()->endpoint();
-        for (const auto& entry : results)
-        {
-            if (entry.endpoint().address().is_v4()) // servers bind 0.0.0.0 by default
-            {
-                server = entry.endpoint();
-                break;
-            }
         }
         BotRunner runner(options, server);
         if (!runner.run(error))

@@ -12,6 +12,8 @@
 // Exit status: 0 when done, 1 on bad usage, 2 when no server answers (or it refuses), 3 when the
 // connection is lost or the server closes it, 4 when a recording cannot be written or read.
 #include "polytope/client/admin.h"
+#include "polytope/client/inspect_json.h"
+#include "polytope/client/json_output.h"
 #include "polytope/client/recording.h"
 #include "polytope/client/token_file.h"
 #include "polytope/client/udp_client.h"
@@ -273,28 +275,6 @@ double length(const std::array<double, 3>& v)
     return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
 }
 
-std::string bodyJson(const SnapshotBody& b, const std::array<double, 3>* velocity)
-{
-    char buffer[512];
-    std::snprintf(buffer, sizeof buffer,
-                  "{\"id\":%u,\"generation\":%u,\"shape\":\"%s\",\"at_rest\":%s,"
-                  "\"position\":[%.9g,%.9g,%.9g],\"orientation\":[%.9g,%.9g,%.9g,%.9g]",
-                  b.id, b.generation, shapeName(b.shape), b.atRest ? "true" : "false",
-                  static_cast<double>(b.position[0]), static_cast<double>(b.position[1]),
-                  static_cast<double>(b.position[2]), static_cast<double>(b.orientation[0]),
-                  static_cast<double>(b.orientation[1]), static_cast<double>(b.orientation[2]),
-                  static_cast<double>(b.orientation[3]));
-    std::string out = buffer;
-    if (velocity != nullptr)
-    {
-        std::snprintf(buffer, sizeof buffer, ",\"velocity\":[%.6g,%.6g,%.6g]", (*velocity)[0], (*velocity)[1],
-                      (*velocity)[2]);
-        out += buffer;
-    }
-    out += "}";
-    return out;
-}
-
 /// What the table's header line shows about the source.
 struct SourceInfo
 {
@@ -368,25 +348,9 @@ private:
 
     void printJson(const ReceivedSnapshot& s) const
     {
-        std::string line;
-        line.reserve(128 + s.bodies.size() * 160);
-        char buffer[128];
-        std::snprintf(buffer, sizeof buffer, "{\"tick\":%llu,\"time\":%.6f,\"bodies\":[",
-                      static_cast<unsigned long long>(s.tick), s.serverTime);
-        line += buffer;
-        bool first = true;
-        for (const SnapshotBody& b : s.bodies)
-        {
-            if (!m_options.filter.accepts(b))
-            {
-                continue;
-            }
-            line += first ? "" : ",";
-            line += bodyJson(b, nullptr);
-            first = false;
-        }
-        line += "]}\n";
-        std::fputs(line.c_str(), stdout);
+        const auto json = polytope::client::snapshotJson(
+            s, [&](const SnapshotBody& b) { return m_options.filter.accepts(b); });
+        std::printf("%s\n", polytope::client::jsonText(json).c_str());
         std::fflush(stdout);
     }
 
@@ -398,9 +362,9 @@ private:
         const bool present = it != s.bodies.end() && it->id == id;
         if (m_options.json)
         {
-            const auto velocity = present ? m_velocities.of(id) : std::array<double, 3>{};
-            std::printf("{\"tick\":%llu,\"time\":%.6f,\"body\":%s}\n", static_cast<unsigned long long>(s.tick),
-                        s.serverTime, present ? bodyJson(*it, &velocity).c_str() : "null");
+            const auto json =
+                polytope::client::followedBodyJson(s, present ? &*it : nullptr, m_velocities.of(id));
+            std::printf("%s\n", polytope::client::jsonText(json).c_str());
             std::fflush(stdout);
             return;
         }
@@ -829,18 +793,10 @@ int runStats(const std::string& path, bool json)
     const auto& h = reader.header();
     if (json)
     {
-        std::printf("{\"file\":\"%s\",\"scene\":\"%s\",\"server\":\"%s\",\"tick_rate_hz\":%d,\"snapshot_rate_hz\":%d,"
-                    "\"frames\":%llu,\"first_tick\":%llu,\"last_tick\":%llu,\"duration_seconds\":%.6f,"
-                    "\"snapshots_per_second\":%.3f,\"mean_bodies\":%.3f,\"max_bodies\":%zu,\"snapshot_bytes\":%llu,"
-                    "\"file_bytes\":%llu,\"gaps\":%llu,\"missing_snapshots\":%llu,\"largest_gap_seconds\":%.6f,"
-                    "\"corrupt_frames\":%llu,\"index_rebuilt\":%s}\n",
-                    path.c_str(), h.scene.c_str(), h.server.c_str(), h.tickRateHz, h.snapshotRateHz,
-                    static_cast<unsigned long long>(s.frames), static_cast<unsigned long long>(s.firstTick),
-                    static_cast<unsigned long long>(s.lastTick), s.durationSeconds, s.snapshotsPerSecond, s.meanBodies,
-                    s.maxBodies, static_cast<unsigned long long>(s.snapshotBytes),
-                    static_cast<unsigned long long>(s.fileBytes), static_cast<unsigned long long>(s.gaps),
-                    static_cast<unsigned long long>(s.missingSnapshots), s.largestGapSeconds,
-                    static_cast<unsigned long long>(s.corruptFrames), reader.indexRebuilt() ? "true" : "false");
+        std::printf("%s\n",
+                    polytope::client::jsonText(
+                        polytope::client::recordingSummaryJson(path, h, s, reader.indexRebuilt()))
+                        .c_str());
     }
     else
     {

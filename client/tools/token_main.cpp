@@ -4,6 +4,7 @@
 //   polytope-token keygen                       a new random key (64 hex digits)
 //   polytope-token make --key HEX --client-id N --server HOST:PORT [--room R]... --out FILE [--json]
 //   polytope-token show FILE [--keys]           the public fields of a token file
+#include "polytope/client/json_output.h"
 #include "polytope/client/token_file.h"
 #include "polytope/protocol/token.h"
 
@@ -22,56 +23,24 @@ namespace
 {
 using namespace polytope;
 
-std::string jsonString(const std::string& text)
-{
-    std::string out = "\"";
-    for (const char c : text)
-    {
-        if (c == '"' || c == '\\')
-        {
-            out += '\\';
-            out += c;
-        }
-        else if (static_cast<unsigned char>(c) < 0x20)
-        {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned char>(c));
-            out += escaped;
-        }
-        else
-        {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
-std::string addressesJson(const std::vector<std::string>& addresses)
-{
-    std::string out = "[";
-    for (std::size_t i = 0; i < addresses.size(); ++i)
-    {
-        out += (i ? "," : "") + jsonString(addresses[i]);
-    }
-    return out + "]";
-}
-
 /// One JSON object with every field of the token (keys and sealed part in hex): what a backend forwards.
 std::string tokenJson(const protocol::ConnectToken& t, bool withKeys)
 {
-    std::string out = "{\"version\":" + std::to_string(protocol::kProtocolVersion) +
-                      ",\"client_id\":" + std::to_string(t.clientId) +
-                      ",\"create_time\":" + std::to_string(t.createTime) +
-                      ",\"expire_time\":" + std::to_string(t.expireTime) +
-                      ",\"timeout_seconds\":" + std::to_string(t.timeoutSeconds) +
-                      ",\"server_addresses\":" + addressesJson(t.serverAddresses) + ",\"nonce\":\"" +
-                      protocol::toHex(t.nonce) + "\",\"sealed\":\"" + protocol::toHex(t.sealed) + "\"";
+    nlohmann::ordered_json out;
+    out["version"] = protocol::kProtocolVersion;
+    out["client_id"] = t.clientId;
+    out["create_time"] = t.createTime;
+    out["expire_time"] = t.expireTime;
+    out["timeout_seconds"] = t.timeoutSeconds;
+    out["server_addresses"] = t.serverAddresses;
+    out["nonce"] = protocol::toHex(t.nonce);
+    out["sealed"] = protocol::toHex(t.sealed);
     if (withKeys)
     {
-        out += ",\"client_to_server_key\":\"" + protocol::toHex(t.clientToServerKey) +
-               "\",\"server_to_client_key\":\"" + protocol::toHex(t.serverToClientKey) + "\"";
+        out["client_to_server_key"] = protocol::toHex(t.clientToServerKey);
+        out["server_to_client_key"] = protocol::toHex(t.serverToClientKey);
     }
-    return out + "}";
+    return client::jsonText(out);
 }
 
 bool readKey(const std::string& hex, const std::string& file, protocol::TokenKey& key, std::string& error)

@@ -4,12 +4,14 @@
 #include "polytope/client/recording.h"
 #include "polytope/client/token_file.h"
 #include "polytope/client/udp_client.h"
+#if POLYTOPE_VIEWER_LOCAL_SIM
 #include "polytope/physics/scenes.h"
 #include "polytope/physics/world.h"
+#include "polytope/protocol/shape_kind.h"
+#endif
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -34,182 +36,40 @@ ViewBody toViewBody(const client::SnapshotBody& s)
     b.extent = s.extent;
     return b;
 }
+
+/// What `buffer`'s sample() wrote, as the renderer takes it: the tick of the snapshot at or before the time
+/// shown, that time (server seconds; a held snapshot's own time) and the bodies.
+void toViewFrame(const client::InterpolationBuffer& buffer, const client::SampleResult& sample,
+                 const std::vector<client::SnapshotBody>& bodies, ViewFrame& out)
+{
+    out.tick = sample.fromTick;
+    out.time = sample.renderTime;
+    if (sample.kind == client::SampleKind::Held)
+    {
+        for (const client::ReceivedSnapshot& snapshot : buffer.snapshots())
+        {
+            if (snapshot.tick == sample.fromTick)
+            {
+                out.time = snapshot.serverTime;
+            }
+        }
+    }
+    out.bodies.resize(bodies.size());
+    for (std::size_t i = 0; i < bodies.size(); ++i)
+    {
+        out.bodies[i] = toViewBody(bodies[i]);
+    }
+}
 } // namespace
 
 // ---------------------------------------------------------------------------------------------------------
-// Interpolation between the two newest snapshots.
+// Local scenes: the only part of the viewer that links the engine (CMake option POLYTOPE_VIEWER_LOCAL_SIM).
 
-void blendFrames(const ViewFrame& a, const ViewFrame& b, float t, ViewFrame& out)
-{
-    out.tick = b.tick;
-    out.time = a.time + (b.time - a.time) * static_cast<double>(t);
-    out.bodies.resize(b.bodies.size());
-    std::size_t j = 0;
-    for (std::size_t i = 0; i < b.bodies.size(); ++i)
-    {
-        const ViewBody& to = b.bodies[i];
-        ViewBody& o = out.bodies[i];
-        o = to;
-        while (j < a.bodies.size() && a.bodies[j].id < to.id)
-        {
-            ++j;
-        }
-        if (j == a.bodies.size() || a.bodies[j].id != to.id || a.bodies[j].generation != to.generation)
-        {
-            continue;
-        }
-        const ViewBody& from = a.bodies[j];
-        for (std::size_t k = 0; k < 3; ++k)
-        {
-            o.position[k] = from.position[k] + (to.position[k] - from.position[k]) * t;
-        }
-        float d = 0.0f;
-        for (std::size_t k = 0; k < 4; ++k)
-        {
-            d += from.orientation[k] * to.orientation[k];
-        }
-        const float sign = d < 0.0f ? -1.0f : 1.0f;
-        float lengthSquared = 0.0f;
-        for (std::size_t k = 0; k < 4; ++k)
-        {
-            o.orientation[k] = from.orientation[k] * (1.0f - t) + sign * to.orientation[k] * t;
-            lengthSquared += o.orientation[k] * o.orientation[k];
-        }
-        if (lengthSquared > 1e-12f)
-        {
-            const float inv = 1.0f / std::sqrt(lengthSquared);
-            for (float& c : o.orientation)
-            {
-                c *= inv;
-            }
-        }
-        else
-        {
-            o.orientation = to.orientation;
-        }
-    }
-}
-
-void TwoSnapshotInterpolator::push(ViewFrame frame, double arrivalTime)
-{
-    if (m_count > 0)
-    {
-        const double interval = arrivalTime - m_newestArrival;
-        m_intervals.push_back(interval);
-        if (m_intervals.size() > 120)
-        {
-            m_intervals.pop_front();
-        }
-        m_interval = m_count == 1 ? interval : 0.9 * m_interval + 0.1 * interval;
-        m_interval = std::clamp(m_interval, 1e-3, 1.0);
-    }
-    m_previous = std::move(m_newest);
-    m_previousArrival = m_newestArrival;
-    m_newest = std::move(frame);
-    m_newestArrival = arrivalTime;
-    ++m_count;
-}
-
-bool TwoSnapshotInterpolator::sample(double now, ViewFrame& out) const
-{
-    if (m_count == 0)
-    {
-        return false;
-    }
-    if (m_count == 1)
-    {
-        out = m_newest;
-        return true;
-    }
-    const double t = std::clamp((now - m_newestArrival) / m_interval, 0.0, 1.0);
-    blendFrames(m_previous, m_newest, static_cast<float>(t), out);
-    return true;
-}
-
-double TwoSnapshotInterpolator::jitterSeconds() const
-{
-    if (m_intervals.size() < 2)
-    {
-        return 0.0;
-    }
-    double mean = 0.0;
-    for (double v : m_intervals)
-    {
-        mean += v;
-    }
-    mean /= static_cast<double>(m_intervals.size());
-    double variance = 0.0;
-    for (double v : m_intervals)
-    {
-        variance += (v - mean) * (v - mean);
-    }
-    return std::sqrt(variance / static_cast<double>(m_intervals.size() - 1));
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Local scenes.
-
+#if POLYTOPE_VIEWER_LOCAL_SIM
 namespace
 {
 
 using Clock = std::chrono::steady_clock;
-
-/// "pile:4000" -> ("pile", 4000); false when there is no ":N" suffix.
-bool parseSized(const std::string& name, std::string& kind, int& count)
-{
-    const auto colon = name.find(':');
-    if (colon == std::string::npos)
-    {
-        return false;
-    }
-    kind = name.substr(0, colon);
-    const char* first = name.data() + colon + 1;
-    const char* last = name.data() + name.size();
-    const auto [ptr, ec] = std::from_chars(first, last, count);
-    return ec == std::errc{} && ptr == last && count > 0 && count <= 60000;
-}
-
-bool buildScene(physics::World& world, const std::string& name, std::string& error)
-{
-    std::string kind;
-    int count = 0;
-    bool ok = false;
-    if (parseSized(name, kind, count))
-    {
-        if (kind == "pile")
-        {
-            ok = physics::buildPile(world, count);
-        }
-        else if (kind == "stack")
-        {
-            ok = physics::buildStack(world, count);
-        }
-        else if (kind == "pyramid")
-        {
-            ok = physics::buildPyramid(world, count);
-        }
-        else
-        {
-            error = "unknown scene '" + name + "' (sized scenes: pile:N, stack:N, pyramid:N)";
-            return false;
-        }
-    }
-    else
-    {
-        const physics::SceneInfo* scene = physics::findScene(name);
-        if (scene == nullptr)
-        {
-            error = "unknown scene '" + name + "'; known: " + sceneNamesHelp();
-            return false;
-        }
-        ok = scene->build(world);
-    }
-    if (!ok)
-    {
-        error = "scene '" + name + "' did not fit in the world";
-    }
-    return ok;
-}
 
 void captureFrame(const physics::World& world, const std::vector<std::array<float, 6>>& hullBoxes,
                   ViewFrame& out)
@@ -224,7 +84,7 @@ void captureFrame(const physics::World& world, const std::vector<std::array<floa
             ViewBody b;
             b.id = s.id.index;
             b.generation = s.id.generation;
-            b.shape = static_cast<ShapeKind>(s.shape.type);
+            b.shape = protocol::toShapeKind(s.shape.type);
             b.atRest = s.sleeping;
             b.position = {s.transform.p.x, s.transform.p.y, s.transform.p.z};
             b.orientation = {s.transform.q.x, s.transform.q.y, s.transform.q.z, s.transform.q.w};
@@ -262,10 +122,72 @@ void captureFrame(const physics::World& world, const std::vector<std::array<floa
               [](const ViewBody& a, const ViewBody& b) { return a.id < b.id; });
 }
 
+/// A captured state as a snapshot for the interpolation buffer, received at `receiveTime` (display clock).
+client::ReceivedSnapshot toSnapshot(const ViewFrame& frame, double receiveTime)
+{
+    client::ReceivedSnapshot snapshot;
+    snapshot.tick = frame.tick;
+    snapshot.serverTime = frame.time;
+    snapshot.receiveTime = receiveTime;
+    snapshot.bodies.reserve(frame.bodies.size());
+    for (const ViewBody& b : frame.bodies)
+    {
+        client::SnapshotBody body;
+        body.id = b.id;
+        body.generation = b.generation;
+        body.shape = b.shape;
+        body.atRest = b.atRest;
+        body.position = b.position;
+        body.orientation = b.orientation;
+        body.extent = b.extent;
+        snapshot.bodies.push_back(body);
+    }
+    return snapshot;
+}
+
+/// What a snapshot does not carry (hull boxes, velocities, mass), taken from `newest` for each body of
+/// `out` it holds (same id and generation); both are sorted by id.
+void addLocalDetails(const ViewFrame& newest, ViewFrame& out)
+{
+    std::size_t j = 0;
+    for (ViewBody& b : out.bodies)
+    {
+        while (j < newest.bodies.size() && newest.bodies[j].id < b.id)
+        {
+            ++j;
+        }
+        if (j < newest.bodies.size() && newest.bodies[j].id == b.id &&
+            newest.bodies[j].generation == b.generation)
+        {
+            const ViewBody& from = newest.bodies[j];
+            b.boxCenter = from.boxCenter;
+            b.hullIndex = from.hullIndex;
+            b.hasVelocity = from.hasVelocity;
+            b.linearVelocity = from.linearVelocity;
+            b.angularVelocity = from.angularVelocity;
+            b.mass = from.mass;
+        }
+    }
+}
+
+/// The buffer for a scene stepped on its own thread: one step interval (plus the measured jitter of picking
+/// the states up) behind the newest, and never ahead of the engine, so that a paused scene holds still.
+client::InterpolationConfig localInterpolation(double stepRateHz)
+{
+    client::InterpolationConfig config;
+    config.snapshotIntervalSeconds = 1.0 / stepRateHz;
+    config.intervalMultiple = 1.0;
+    config.maxExtrapolationSeconds = 0.0;
+    return config;
+}
+
 class LocalSource final : public ViewSource
 {
   public:
-    explicit LocalSource(const LocalOptions& options) : m_options(options), m_paused(options.paused) {}
+    explicit LocalSource(const LocalOptions& options)
+        : m_options(options), m_paused(options.paused), m_buffer(localInterpolation(options.stepRateHz))
+    {
+    }
 
     ~LocalSource() override
     {
@@ -278,7 +200,7 @@ class LocalSource final : public ViewSource
 
     bool build(std::string& error)
     {
-        if (!buildScene(m_world, m_options.scene, error))
+        if (!physics::buildNamedScene(m_world, m_options.scene, error))
         {
             return false;
         }
@@ -337,12 +259,25 @@ class LocalSource final : public ViewSource
             }
             return true;
         }
-        std::lock_guard lock(m_mutex);
-        if (m_fresh)
         {
-            m_lerp.push(std::move(m_published), now);
-            m_published = {};
-            m_fresh = false;
+            std::lock_guard lock(m_mutex);
+            if (m_fresh)
+            {
+                m_buffer.add(toSnapshot(m_published, now));
+                m_newest = std::move(m_published);
+                m_published = {};
+                m_fresh = false;
+                ++m_updates;
+            }
+        }
+        if (now - m_rateTime >= 0.5)
+        {
+            if (m_rateTime > 0.0)
+            {
+                m_updatesPerSecond = static_cast<double>(m_updates - m_rateUpdates) / (now - m_rateTime);
+            }
+            m_rateTime = now;
+            m_rateUpdates = m_updates;
         }
         return true;
     }
@@ -354,7 +289,14 @@ class LocalSource final : public ViewSource
             out = m_current;
             return true;
         }
-        return m_lerp.sample(now, out);
+        const client::SampleResult sample = m_buffer.sample(now, m_bodies);
+        if (sample.kind == client::SampleKind::Empty)
+        {
+            return false;
+        }
+        toViewFrame(m_buffer, sample, m_bodies, out);
+        addLocalDetails(m_newest, out);
+        return true;
     }
 
     SourceStats stats() const override
@@ -363,14 +305,23 @@ class LocalSource final : public ViewSource
         s.stepMs = m_stepMs.load();
         if (!m_options.deterministic)
         {
-            s.snapshotsPerSecond = 1.0 / m_lerp.intervalSeconds();
-            s.snapshotJitterMs = 1000.0 * m_lerp.jitterSeconds();
-            s.interpolationDelayMs = 1000.0 * m_lerp.intervalSeconds();
+            s.snapshotsPerSecond = m_updatesPerSecond;
+            s.snapshotJitterMs = 1000.0 * m_buffer.stats().jitterSeconds;
+            s.interpolationDelayMs = 1000.0 * m_buffer.stats().currentDelaySeconds;
         }
         return s;
     }
 
-    void setPaused(bool paused) override { m_paused = paused; }
+    void setPaused(bool paused) override
+    {
+        if (m_paused && !paused && !m_options.deterministic)
+        {
+            // The render clock ran on while the engine stood still: start the buffer afresh, or it would show
+            // the resumed scene only after as long a wait.
+            m_buffer.reset();
+        }
+        m_paused = paused;
+    }
     bool paused() const override { return m_paused; }
     const std::vector<HullMesh>& hullMeshes() const override { return m_hullMeshes; }
 
@@ -422,11 +373,25 @@ class LocalSource final : public ViewSource
     std::mutex m_mutex;
     ViewFrame m_published; ///< guarded by m_mutex
     bool m_fresh = false;  ///< guarded by m_mutex
-    TwoSnapshotInterpolator m_lerp;
+
+    // Real time: the states the thread publishes go through the interpolation buffer, as snapshots do.
+    client::InterpolationBuffer m_buffer;
+    ViewFrame m_newest; ///< the newest state picked up (its velocities and hull boxes are shown)
+    std::vector<client::SnapshotBody> m_bodies;
+    std::uint64_t m_updates = 0; ///< states picked up
+    std::uint64_t m_rateUpdates = 0;
+    double m_rateTime = 0.0;
+    double m_updatesPerSecond = -1.0;
 };
+
+} // namespace
+#endif // POLYTOPE_VIEWER_LOCAL_SIM
 
 // ---------------------------------------------------------------------------------------------------------
 // Live servers.
+
+namespace
+{
 
 class LiveSource final : public ViewSource
 {
@@ -495,13 +460,7 @@ class LiveSource final : public ViewSource
         {
             return false;
         }
-        out.tick = m_last.fromTick;
-        out.time = m_last.renderTime;
-        out.bodies.resize(m_bodies.size());
-        for (std::size_t i = 0; i < m_bodies.size(); ++i)
-        {
-            out.bodies[i] = toViewBody(m_bodies[i]);
-        }
+        toViewFrame(*m_buffer, m_last, m_bodies, out);
         return true;
     }
 
@@ -557,24 +516,29 @@ class LiveSource final : public ViewSource
 // ---------------------------------------------------------------------------------------------------------
 // Recordings.
 
-void toViewFrame(const client::ReceivedSnapshot& snapshot, ViewFrame& out)
+/// The buffer for a replay: every frame counts as received at its own server time and the buffer's clock is
+/// the play clock, so that it shows exactly the play time, neither delayed nor extrapolated.
+client::InterpolationConfig replayInterpolation()
 {
-    out.tick = snapshot.tick;
-    out.time = snapshot.serverTime;
-    out.bodies.resize(snapshot.bodies.size());
-    for (std::size_t i = 0; i < snapshot.bodies.size(); ++i)
-    {
-        out.bodies[i] = toViewBody(snapshot.bodies[i]);
-    }
+    client::InterpolationConfig config;
+    config.intervalMultiple = 0.0;
+    config.minDelaySeconds = 0.0;
+    config.maxDelaySeconds = 0.0;
+    config.maxExtrapolationSeconds = 0.0; // past the last frame: held
+    config.snapSeconds = 0.0;             // the render clock follows the play clock exactly
+    config.maxRateChange = 0.0;
+    return config;
 }
 
-/// Plays a recording by its server time: the display clock maps to server time (at `speed`), and the two
-/// recorded frames around it are blended. At the end the last frame is held.
+/// Plays a recording by its server time: the play clock advances with the display clock (at `speed`), and
+/// a client::InterpolationBuffer, fed the recorded frames up to one past the play time, blends the two
+/// around it. At the end the last frame is held.
 class ReplaySource final : public ViewSource
 {
   public:
     ReplaySource(std::string path, bool deterministic, double speed)
-        : m_path(std::move(path)), m_deterministic(deterministic), m_speed(speed)
+        : m_path(std::move(path)), m_deterministic(deterministic), m_speed(speed),
+          m_buffer(replayInterpolation())
     {
     }
 
@@ -589,19 +553,20 @@ class ReplaySource final : public ViewSource
             error = m_path + ": the recording holds no frames";
             return false;
         }
-        if (!load(0, m_a, error))
+        if (!loadNext(error))
         {
             return false;
         }
-        m_aIndex = 0;
-        m_playTime = m_a.time;
+        m_playTime = m_loadedTime;
         return true;
     }
 
     std::string description() const override
     {
+        // The frame at or before the play time: the last loaded, or the one before it when that lies ahead.
+        const std::size_t shown = m_loaded - (m_loaded > 1 && m_loadedTime > m_playTime ? 2 : 1);
         char text[160];
-        std::snprintf(text, sizeof text, " frame %zu / %zu%s", m_aIndex + 1, m_reader.frameCount(),
+        std::snprintf(text, sizeof text, " frame %zu / %zu%s", shown + 1, m_reader.frameCount(),
                       m_paused ? " (paused)" : "");
         return "replay " + m_path + " scene '" + m_reader.header().scene + "'" + text;
     }
@@ -614,47 +579,35 @@ class ReplaySource final : public ViewSource
         {
             m_playTime += m_deterministic ? 1.0 / 60.0 : elapsed * m_speed;
         }
-        // Advance the pair (a, b) so that a.time <= playTime < b.time, or hold the last frame.
+        // Feed the buffer until it holds a frame after the play time, or the recording ends.
         std::string error;
-        while (m_aIndex + 1 < m_reader.frameCount())
+        while (m_loaded < m_reader.frameCount() && m_loadedTime <= m_playTime)
         {
-            if (m_bIndex != m_aIndex + 1)
+            if (!loadNext(error))
             {
-                if (!load(m_aIndex + 1, m_b, error))
-                {
-                    m_error = error;
-                    return false;
-                }
-                m_bIndex = m_aIndex + 1;
+                m_error = error;
+                return false;
             }
-            if (m_b.time > m_playTime)
-            {
-                break;
-            }
-            std::swap(m_a, m_b);
-            m_aIndex = m_bIndex;
         }
         return true;
     }
 
     bool frame(double, ViewFrame& out) override
     {
-        if (m_bIndex == m_aIndex + 1 && m_b.time > m_a.time && m_playTime >= m_a.time)
+        const client::SampleResult sample = m_buffer.sample(m_playTime, m_bodies);
+        if (sample.kind == client::SampleKind::Empty)
         {
-            const double t = std::clamp((m_playTime - m_a.time) / (m_b.time - m_a.time), 0.0, 1.0);
-            blendFrames(m_a, m_b, static_cast<float>(t), out);
-            out.tick = m_a.tick;
-            return true;
+            return false;
         }
-        out = m_a;
+        toViewFrame(m_buffer, sample, m_bodies, out);
         return true;
     }
 
     SourceStats stats() const override
     {
         SourceStats s;
-        const double span = m_b.time - m_a.time;
-        if (m_bIndex == m_aIndex + 1 && span > 0.0)
+        const double span = m_loadedTime - m_previousLoadedTime;
+        if (m_loaded > 1 && m_loadedTime > m_playTime && span > 0.0)
         {
             s.snapshotsPerSecond = 1.0 / span;
         }
@@ -666,13 +619,18 @@ class ReplaySource final : public ViewSource
     bool paused() const override { return m_paused; }
 
   private:
-    bool load(std::size_t index, ViewFrame& out, std::string& error)
+    /// Reads the next frame into the buffer, received (for the buffer) at its own server time.
+    bool loadNext(std::string& error)
     {
-        if (!m_reader.readFrame(index, m_snapshot, error))
+        if (!m_reader.readFrame(m_loaded, m_snapshot, error))
         {
             return false;
         }
-        toViewFrame(m_snapshot, out);
+        m_snapshot.receiveTime = m_snapshot.serverTime;
+        m_previousLoadedTime = m_loadedTime;
+        m_loadedTime = m_snapshot.serverTime;
+        ++m_loaded;
+        m_buffer.add(std::move(m_snapshot));
         return true;
     }
 
@@ -682,15 +640,20 @@ class ReplaySource final : public ViewSource
     bool m_paused = false;
     client::RecordingReader m_reader;
     client::ReceivedSnapshot m_snapshot;
-    ViewFrame m_a, m_b;
-    std::size_t m_aIndex = 0;
-    std::size_t m_bIndex = static_cast<std::size_t>(-1);
-    double m_playTime = 0.0;
+    client::InterpolationBuffer m_buffer;
+    std::vector<client::SnapshotBody> m_bodies;
+    std::size_t m_loaded = 0;          ///< frames read into the buffer
+    double m_loadedTime = 0.0;         ///< server time of the last of them
+    double m_previousLoadedTime = 0.0; ///< and of the one before it
+    double m_playTime = 0.0;           ///< server seconds shown
     double m_lastNow = -1.0;
     std::string m_error;
 };
 
 } // namespace
+
+#if POLYTOPE_VIEWER_LOCAL_SIM
+bool localScenesAvailable() { return true; }
 
 std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::string& error)
 {
@@ -701,6 +664,17 @@ std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::st
     }
     return source;
 }
+#else
+bool localScenesAvailable() { return false; }
+
+std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::string& error)
+{
+    error = "cannot simulate scene '" + options.scene +
+            "': this polytope-viewer was built without local scenes (POLYTOPE_VIEWER_LOCAL_SIM=OFF); "
+            "watch a server (HOST:PORT) or play a recording (--replay FILE)";
+    return nullptr;
+}
+#endif
 
 std::unique_ptr<ViewSource> makeLiveSource(const std::string& hostPort, double connectTimeoutSeconds,
                                            const std::string& tokenFile, const std::string& tokenKey,
@@ -741,12 +715,11 @@ std::unique_ptr<ViewSource> makeReplaySource(const std::string& path, bool deter
 
 std::string sceneNamesHelp()
 {
-    std::string names;
-    for (const physics::SceneInfo& scene : physics::builtinScenes())
-    {
-        names += std::string(scene.name) + ", ";
-    }
-    return names + "pile:N, stack:N, pyramid:N";
+#if POLYTOPE_VIEWER_LOCAL_SIM
+    return physics::acceptedSceneNames();
+#else
+    return "none in this build (POLYTOPE_VIEWER_LOCAL_SIM=OFF)";
+#endif
 }
 
 } // namespace polytope::viewer

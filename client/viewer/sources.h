@@ -1,18 +1,19 @@
 // polytope-viewer: where the bodies come from. Every source hands the renderer a ViewFrame per display
-// frame through the same small interface:
-//   LiveSource   a running polytope-server (client::UdpClient), snapshots interpolated at the display rate
-//                by client::InterpolationBuffer;
+// frame through the same small interface, and every one that blends states does it with
+// client::InterpolationBuffer:
+//   LiveSource   a running polytope-server (client::UdpClient), snapshots interpolated at the display rate;
 //   LocalSource  a built-in physics scene stepped in-process at 60 Hz (on its own thread), or, when
-//                deterministic, exactly one step per displayed frame (tests, screenshots);
+//                deterministic, exactly one step per displayed frame (tests, screenshots); only when built
+//                with POLYTOPE_VIEWER_LOCAL_SIM (the one part of the viewer that links the engine);
 //   ReplaySource a recording (client::RecordingReader), played by server time.
 #pragma once
 
 #include "viewer/view_frame.h"
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace polytope::viewer
 {
@@ -41,34 +42,6 @@ class ViewSource
     virtual bool paused() const { return false; }
 };
 
-/// Interpolates between the two newest snapshots: the display runs one snapshot interval behind the newest
-/// arrival and blends towards it, extrapolating nothing (it holds the newest state when late). Also
-/// measures the arrival rate and jitter.
-class TwoSnapshotInterpolator
-{
-  public:
-    void push(ViewFrame frame, double arrivalTime);
-    /// False before the first snapshot.
-    bool sample(double now, ViewFrame& out) const;
-    double intervalSeconds() const { return m_interval; }
-    /// Standard deviation of the recent arrival intervals, seconds.
-    double jitterSeconds() const;
-    bool empty() const { return m_count == 0; }
-
-  private:
-    ViewFrame m_previous;
-    ViewFrame m_newest;
-    double m_previousArrival = 0.0;
-    double m_newestArrival = 0.0;
-    double m_interval = 1.0 / 60.0; ///< smoothed arrival interval
-    std::deque<double> m_intervals; ///< the last arrival intervals
-    int m_count = 0;
-};
-
-/// Blends two frames of the same bodies (matched by id and generation): positions linearly, orientations by
-/// normalized linear interpolation on the shorter arc. Bodies only in `b` are taken as they are.
-void blendFrames(const ViewFrame& a, const ViewFrame& b, float t, ViewFrame& out);
-
 struct LocalOptions
 {
     std::string scene = "mixed"; ///< a built-in scene name, or pile:N / stack:N / pyramid:N
@@ -77,7 +50,11 @@ struct LocalOptions
     double stepRateHz = 60.0;
 };
 
-/// Creates a local scene source. Returns nullptr and sets error for an unknown scene.
+/// False when the viewer was built without local scenes (POLYTOPE_VIEWER_LOCAL_SIM=OFF, no engine linked).
+bool localScenesAvailable();
+
+/// Creates a local scene source. Returns nullptr and sets error for an unknown scene, or for any scene when
+/// local scenes are not built in.
 std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::string& error);
 
 /// Creates a live source connected to host:port, with the token in `tokenFile`, else one made with

@@ -1,5 +1,7 @@
 #include "polytope/server/replication.h"
 
+#include "polytope/protocol/shape_kind.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -62,7 +64,7 @@ protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body, std::s
     out.id = body.id.index;
     out.generation = body.id.generation;
     const physics::Shape& shape = body.shape;
-    out.shape = static_cast<wire::ShapeKind>(shape.type);
+    out.shape = protocol::toShapeKind(shape.type);
     switch (shape.type)
     {
     case physics::ShapeType::Sphere:

@@ -1,6 +1,6 @@
-// polytope-viewer without OpenGL: projection, picking and the blending of two states.
+// polytope-viewer without OpenGL: projection and picking.
 #include "viewer/camera.h"
-#include "viewer/sources.h"
+#include "viewer/view_frame.h"
 
 #include <catch2/catch.hpp>
 
@@ -71,26 +71,4 @@ TEST_CASE("viewer camera: a rotated box is picked by its oriented box, not its a
     const std::vector<ViewBody> bodies{b};
     CHECK(pickBody(Ray{{0.0f, 10.0f, 2.5f}, {0.0f, -1.0f, 0.0f}}, bodies) == 0);
     CHECK(pickBody(Ray{{2.5f, 10.0f, 0.0f}, {0.0f, -1.0f, 0.0f}}, bodies) == -1);
-}
-
-TEST_CASE("viewer blend: halfway between two states, matched by id and generation")
-{
-    ViewFrame a, b, out;
-    a.bodies = {box(1, {0.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.5f}),
-                box(2, {0.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.5f})};
-    b.bodies = {box(1, {2.0f, 4.0f, -6.0f}, {0.5f, 0.5f, 0.5f}),
-                box(2, {8.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.5f})};
-    b.bodies[1].generation = 2; // slot 2 reused: not blended across
-    const float s = std::sqrt(0.5f);
-    b.bodies[0].orientation = {0.0f, s, 0.0f, s}; // 90 degrees about y
-    blendFrames(a, b, 0.5f, out);
-    REQUIRE(out.bodies.size() == 2);
-    CHECK(out.bodies[0].position[0] == Approx(1.0f));
-    CHECK(out.bodies[0].position[1] == Approx(2.0f));
-    CHECK(out.bodies[0].position[2] == Approx(-3.0f));
-    // nlerp halfway between identity and 90 degrees is 45 degrees about y.
-    CHECK(out.bodies[0].orientation[1] == Approx(std::sin(0.3926991f)).margin(1e-5));
-    CHECK(out.bodies[0].orientation[3] == Approx(std::cos(0.3926991f)).margin(1e-5));
-    CHECK(out.bodies[1].position[0] == Approx(8.0f));
-    CHECK(out.bodies[1].generation == 2);
 }
