@@ -97,6 +97,7 @@ std::uint32_t Room::join(ClientSlot slot, std::string name, int snapshotRateHz, 
     client->inputTokens = m_config.maxInputBurst;
     client->inputTokenTime = now;
     client->owned.reserve(static_cast<std::size_t>(m_config.maxBodiesPerClient));
+    client->inputs.reserve(static_cast<std::size_t>(m_config.maxQueuedInputsPerClient));
     ClientReplication& replication = client->replication;
     replication.slot = slot;
     replication.clientId = client->clientId;
@@ -178,6 +179,7 @@ void Room::leave(ClientSlot slot, const char* why)
     spdlog::info("client {} ({}, {}) {}; {} client(s) left", client.clientId, client.name,
                  m_connections[slot].address.toString(), why, m_members.size() - 1);
     releaseBodies(client);
+    m_metrics.inputsFailed += client.inputs.size(); // queued for ticks it is no longer here for
     std::erase(m_members, slot);
     m_clients[slot].reset();
     m_close(slot);
@@ -309,7 +311,7 @@ void Room::handleInputs(Client& session, const wire::ClientInput& message, doubl
             continue;
         }
         if (input.tick > m_tick + static_cast<std::uint64_t>(m_config.maxInputLeadTicks) ||
-            m_inputQueue.size() >= static_cast<std::size_t>(m_config.maxQueuedInputs))
+            session.inputs.size() >= static_cast<std::size_t>(m_config.maxQueuedInputsPerClient))
         {
             ++m_metrics.inputsRefused;
             continue;
@@ -320,18 +322,30 @@ void Room::handleInputs(Client& session, const wire::ClientInput& message, doubl
             ++m_metrics.inputsLate; // its tick already ran: the next one takes it
             tick = m_tick + 1;
         }
-        const auto at = std::upper_bound(m_inputQueue.begin(), m_inputQueue.end(), tick,
+        const auto at = std::upper_bound(session.inputs.begin(), session.inputs.end(), tick,
                                          [](std::uint64_t t, const QueuedInput& q) { return t < q.tick; });
-        m_inputQueue.insert(at, QueuedInput{tick, session.clientId, input});
+        session.inputs.insert(at, QueuedInput{tick, m_inputsQueued++, session.clientId, input});
     }
 }
 
 void Room::applyInputs(std::uint64_t tick)
 {
-    std::size_t due = 0;
-    while (due < m_inputQueue.size() && m_inputQueue[due].tick <= tick)
+    // Every client's inputs due now, in the order they arrived (ticks before this one only after a restore).
+    m_dueInputs.clear();
+    for (const ClientSlot slot : m_members)
     {
-        const QueuedInput& queued = m_inputQueue[due++];
+        std::vector<QueuedInput>& queue = m_clients[slot]->inputs;
+        std::size_t due = 0;
+        while (due < queue.size() && queue[due].tick <= tick)
+        {
+            m_dueInputs.push_back(queue[due++]);
+        }
+        queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(due));
+    }
+    std::sort(m_dueInputs.begin(), m_dueInputs.end(), [](const QueuedInput& a, const QueuedInput& b)
+              { return a.tick != b.tick ? a.tick < b.tick : a.arrival < b.arrival; });
+    for (const QueuedInput& queued : m_dueInputs)
+    {
         const protocol::InputCommand& in = queued.input;
         const physics::BodyId id{in.bodyId, in.bodyGeneration};
         const physics::Vec3 v{in.vector[0], in.vector[1], in.vector[2]};
@@ -390,7 +404,6 @@ void Room::applyInputs(std::uint64_t tick)
             m_inputObserver(AppliedInput{queued.clientId, in, tick, status});
         }
     }
-    m_inputQueue.erase(m_inputQueue.begin(), m_inputQueue.begin() + static_cast<std::ptrdiff_t>(due));
 }
 
 // ---- The tick loop -----------------------------------------------------------------------------------------
@@ -488,7 +501,10 @@ void Room::resetWorld(physics::World&& world)
     // Bodies of the old world are gone: owners forget them, queued inputs are void, and every catalogue
     // slot is rewritten (a new body may reuse an old id and generation with another shape).
     m_world = std::move(world);
-    m_inputQueue.clear();
+    for (const ClientSlot slot : m_members)
+    {
+        m_clients[slot]->inputs.clear();
+    }
     m_replicator.forgetBodies(replications());
     for (const ClientSlot slot : m_members)
     {

@@ -182,7 +182,7 @@ bool Room::restoreState(std::span<const std::uint8_t> data, std::string& error)
     m_spawnCount = spawnCount;
     m_paused = paused != 0;
     m_timeScale = timeScale;
-    m_inputQueue.clear();
+    // No client is in the room (checked above), so no input is queued.
     m_replicator.forgetBodies(replications());
     m_replicator.refreshCatalogue(m_world, m_tick, replications());
     return true;

@@ -46,9 +46,13 @@ std::string RoomConfig::validate() const
     {
         return "catalogue resend interval must be a positive number of seconds";
     }
-    if (maxCatalogueDatagramsPerTick < 1 || maxInputLeadTicks < 1 || maxQueuedInputs < 1)
+    if (maxQueuedInputsPerClient < 1 || maxQueuedInputsPerClient > 65536)
     {
-        return "catalogue datagrams per tick, input lead and input queue must be at least 1";
+        return "max queued inputs per client must be 1..65536, got " + std::to_string(maxQueuedInputsPerClient);
+    }
+    if (maxCatalogueDatagramsPerTick < 1 || maxInputLeadTicks < 1)
+    {
+        return "catalogue datagrams per tick and input lead must be at least 1";
     }
     if (room.empty() || room.size() > protocol::kMaxRoomNameBytes)
     {

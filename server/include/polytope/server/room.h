@@ -121,6 +121,13 @@ class Room
     void setProfileClock(std::function<double()> clock);
 
   private:
+    struct QueuedInput
+    {
+        std::uint64_t tick;
+        std::uint64_t arrival; ///< the room's count of inputs queued before it: orders a tick's inputs
+        std::uint32_t clientId;
+        protocol::InputCommand input;
+    };
     /// A joined client: made at join, kept until it leaves.
     struct Client
     {
@@ -133,16 +140,11 @@ class Room
         bool spectator = false; ///< asked for no player body
         std::vector<physics::BodyId> owned;
         protocol::SequenceWindow<1024> inputsSeen; ///< input sequences received (resends are dropped)
+        std::vector<QueuedInput> inputs;           ///< waiting for their tick: by tick, then arrival
         double inputTokens = 0.0;                  ///< the input rate limit's bucket
         double inputTokenTime = 0.0;
         double lastKeepAliveTime = 0.0;
         ClientReplication replication;
-    };
-    struct QueuedInput
-    {
-        std::uint64_t tick;
-        std::uint32_t clientId;
-        protocol::InputCommand input;
     };
 
     Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, CloseConnection close);
@@ -181,7 +183,8 @@ class Room
     std::vector<std::unique_ptr<Client>> m_clients; ///< by connection slot; null where not a member
     std::vector<ClientSlot> m_members;              ///< joined clients' slots, ordered by address
     std::vector<ClientReplication*> m_replicationScratch;
-    std::vector<QueuedInput> m_inputQueue; ///< by tick, then arrival; capacity kept between ticks
+    std::vector<QueuedInput> m_dueInputs; ///< this tick's inputs of every client (scratch, capacity kept)
+    std::uint64_t m_inputsQueued = 0;     ///< inputs queued so far (each input's arrival number)
     std::vector<protocol::InputCommand> m_inputScratch;
     std::function<void(const AppliedInput&)> m_inputObserver;
     std::function<void(std::uint64_t)> m_preStep;

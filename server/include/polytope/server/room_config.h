@@ -39,7 +39,10 @@ struct RoomConfig
     double catalogueResendSeconds = 0.25; ///< an unacknowledged catalogue entry is resent after this
     int maxCatalogueDatagramsPerTick = 8; ///< catalogue datagrams per client per tick at most, >= 1
     int maxInputLeadTicks = 600;      ///< inputs for ticks further ahead than this are refused
-    int maxQueuedInputs = 65536;      ///< inputs waiting for their tick, over all the room's clients
+    /// Inputs of one client waiting for their tick, 1..65536. Each client has its own queue, allocated when
+    /// it joins, so that one client filling it refuses only its own inputs. 1024 holds 10 s of lead at 60 Hz
+    /// for a client sending 100 inputs a second.
+    int maxQueuedInputsPerClient = 1024;
     /// Bandwidth budget per client, kilobits per second (1000 bits) of UDP payload, everything sent to it
     /// counted; 0: unlimited. Under it, snapshots carry the changed bodies with the highest accumulated
     /// priority (owned, new, moving first) and the rest keep the state the client has until a later one.
