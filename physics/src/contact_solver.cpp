@@ -149,8 +149,7 @@ void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion
     }
 }
 
-void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<SolverBody> bodies,
-                       std::span<const SolverBodyMass> /*masses*/)
+void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<SolverBody> bodies)
 {
     for (const ContactConstraint& c : constraints)
     {
@@ -248,9 +247,8 @@ void solveContactsImpl(std::span<ContactConstraint> constraints, std::span<Solve
 
 } // namespace
 
-void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
-                   std::span<const SolverBodyMass> /*masses*/, float inverseH, float pushoutVelocity,
-                   float linearSlop, bool useBias)
+void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float inverseH,
+                   float pushoutVelocity, float linearSlop, bool useBias)
 {
     if (useBias)
     {
@@ -262,8 +260,7 @@ void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBod
     }
 }
 
-void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
-                      std::span<const SolverBodyMass> /*masses*/, float threshold)
+void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float threshold)
 {
     for (ContactConstraint& c : constraints)
     {

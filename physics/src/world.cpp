@@ -1116,22 +1116,21 @@ void World::solve(float dt)
     m_stats.awakeBodies = static_cast<std::uint32_t>(m_solverBodies.size() - 1);
 
     const std::span<SolverBody> bodies(m_solverBodies);
-    const std::span<const SolverBodyMass> masses(m_solverMasses);
     const std::span<ContactConstraint> constraints(m_constraints);
     for (int substep = 0; substep < substeps; ++substep)
     {
         integrateVelocities(bodies, m_solverMotions, h, m_config.maxLinearSpeed);
-        warmStartContacts(constraints, bodies, masses);
-        solveContacts(constraints, bodies, masses, inverseH, m_config.contactPushoutVelocity,
+        warmStartContacts(constraints, bodies);
+        solveContacts(constraints, bodies, inverseH, m_config.contactPushoutVelocity,
                       m_config.linearSlop, true);
         integratePositions(bodies, m_solverMotions, h);
         for (int relax = 0; relax < m_config.relaxIterations; ++relax)
         {
-            solveContacts(constraints, bodies, masses, inverseH, m_config.contactPushoutVelocity,
+            solveContacts(constraints, bodies, inverseH, m_config.contactPushoutVelocity,
                           m_config.linearSlop, false);
         }
     }
-    applyRestitution(constraints, bodies, masses, m_config.restitutionThreshold);
+    applyRestitution(constraints, bodies, m_config.restitutionThreshold);
 
     // Store impulses for the next step's warm start.
     for (const ContactKey& entry : m_contactKeys)
@@ -1194,7 +1193,7 @@ void World::finalizeBodies(float dt, StepStatus& status)
     }
 }
 
-void World::updateSleep(float /*dt*/)
+void World::updateSleep()
 {
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     m_islands.reset(slotCount);
@@ -1290,7 +1289,7 @@ StepStatus World::step(float dt)
     collide(dt);
     solve(dt);
     finalizeBodies(dt, status);
-    updateSleep(dt);
+    updateSleep();
 
     std::uint32_t sleeping = 0;
     for (const Body& body : m_bodies)

@@ -149,18 +149,15 @@ void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBod
 void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions, float h);
 
 /// Applies the accumulated impulses of every constraint.
-void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<SolverBody> bodies,
-                       std::span<const SolverBodyMass> masses);
+void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<SolverBody> bodies);
 
 /// One Gauss-Seidel pass over the constraints: normal (soft with bias when `useBias`, rigid without) then
 /// friction. `inverseH`: 1 / substep seconds.
-void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
-                   std::span<const SolverBodyMass> masses, float inverseH, float pushoutVelocity,
-                   float linearSlop, bool useBias);
+void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float inverseH,
+                   float pushoutVelocity, float linearSlop, bool useBias);
 
 /// Restitution after the substeps: points that approached faster than `threshold` (m/s) and carried
 /// load get a normal velocity of -restitution times their approach velocity.
-void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
-                      std::span<const SolverBodyMass> masses, float threshold);
+void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float threshold);
 
 } // namespace polytope::physics

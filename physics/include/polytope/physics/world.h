@@ -370,7 +370,7 @@ class World
     void collide(float dt);
     void solve(float dt);
     void finalizeBodies(float dt, StepStatus& status);
-    void updateSleep(float dt);
+    void updateSleep();
     float speculativeReach(std::uint32_t index, float dt) const;
     Mat3 inverseInertiaWorld(std::uint32_t index) const;
     void rebuildBroadphase(); ///< recreates the tree from m_fatBoxes and the proxyMoved flags
