@@ -123,6 +123,43 @@ class Writer
     std::vector<std::uint8_t>& m_out;
 };
 
+/// Largest inverse mass a saved body may have (1/kg): a gram. Lighter bodies than that are no body the
+/// engine makes, and a huge inverse mass turns the first contact into an infinite velocity.
+constexpr float kMaxInverseMass = 1e3f;
+/// Largest magnitude of an inertia tensor's entry in a saved state (kg m^2): a dynamic cube of 1 km at the
+/// density of water has 1.7e17; far below where a step overflows.
+constexpr float kMaxInertiaEntry = 1e18f;
+/// Largest magnitude of an inverse inertia tensor's entry (1/(kg m^2)): a gram at a millimetre has 1e9.
+constexpr float kMaxInverseInertiaEntry = 1e12f;
+
+/// An inertia tensor (or its inverse) a body can have: symmetric, bounded, its diagonal not negative and each
+/// off-diagonal entry within the Cauchy-Schwarz bound of a positive semi-definite matrix. Finite floats alone
+/// are not enough: a changed byte can make an entry 1e37, and every step after it would be non-finite.
+bool plausibleInertia(const Mat3& m, float maxEntry)
+{
+    const float a[3][3] = {{m.c0.x, m.c1.x, m.c2.x}, {m.c0.y, m.c1.y, m.c2.y}, {m.c0.z, m.c1.z, m.c2.z}};
+    for (int i = 0; i < 3; ++i)
+    {
+        if (!(a[i][i] >= 0.0f && a[i][i] <= maxEntry))
+        {
+            return false;
+        }
+        for (int j = 0; j < 3; ++j)
+        {
+            const float tolerance = 1e-4f * (std::fabs(a[i][j]) + std::fabs(a[j][i])) + 1e-30f;
+            if (!(std::fabs(a[i][j]) <= maxEntry) || std::fabs(a[i][j] - a[j][i]) > tolerance)
+            {
+                return false;
+            }
+            if (i != j && std::fabs(a[i][j]) > 1.001f * std::sqrt(a[i][i] * a[j][j]) + 1e-30f)
+            {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 /// Reads from a span; any failure (short buffer, non-finite float) latches `ok` to false and yields zeros.
 class Reader
 {
@@ -521,7 +558,9 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         }
         const bool speedOk = length(s.linearVelocity) <= 1.001f * m_config.maxLinearSpeed + 1e-3f &&
                              length(s.angularVelocity) < 1e6f;
-        if (!poseOk || !boxOk || !speedOk)
+        const bool massOk = s.inverseMass <= kMaxInverseMass && plausibleInertia(s.inertiaLocal, kMaxInertiaEntry) &&
+                            plausibleInertia(s.inverseInertiaLocal, kMaxInverseInertiaEntry);
+        if (!poseOk || !boxOk || !speedOk || !massOk)
         {
             return fail(RestoreStatus::Corrupt);
         }

@@ -83,8 +83,8 @@ void Server::handleAdmin(const protocol::Address& from, const wire::Packet& pack
         return;
     }
     ++m_metrics.adminAccepted;
-    const AdminResult result = target->admin(fields, now);
-    send(from, m_writer.adminReply({}, fields.nonce, result.ok, result.message));
+    // Carried out by the room between two of its ticks; the room replies.
+    hostOf(*target).post([fields, from, now](Room& room) { room.runAdmin(fields, from, now); });
 }
 
 } // namespace polytope::server

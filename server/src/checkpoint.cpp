@@ -1,11 +1,14 @@
 #include "polytope/server/checkpoint.h"
 
+#include "polytope/server/regular_file.h"
+
 #include <sodium.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace polytope::server
@@ -16,11 +19,11 @@ constexpr char kMagic[8] = {'P', 'L', 'T', 'P', 'C', 'K', 'P', 'T'};
 constexpr std::uint32_t kFormatVersion = 1;
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8;
 constexpr std::size_t kHashBytes = 32;
-constexpr std::uint64_t kMaxPayloadBytes = 4ull << 30;
+constexpr std::uint64_t kMaxPayloadBytes = kMaxCheckpointFileBytes - kHeaderBytes - kHashBytes;
 
 std::string systemError(const std::string& what, const std::string& path)
 {
-    return what + " '" + path + "': " + std::strerror(errno);
+    return what + " '" + printableExcerpt(path, 256) + "': " + std::strerror(errno);
 }
 
 bool writeAll(int fd, const std::uint8_t* data, std::size_t size)
@@ -101,6 +104,65 @@ bool unframeCheckpoint(std::span<const std::uint8_t> file, std::vector<std::uint
     return true;
 }
 
+std::string checkpointTemporaryPath(const std::string& path)
+{
+    return path + ".tmp";
+}
+
+bool probeCheckpointPath(const std::string& path, std::string& error)
+{
+    if (path.empty() || path.back() == '/')
+    {
+        error = "not a file name";
+        return false;
+    }
+    struct stat info
+    {
+    };
+    if (::stat(path.c_str(), &info) == 0)
+    {
+        if (!S_ISREG(info.st_mode))
+        {
+            error = S_ISDIR(info.st_mode) ? "is a directory" : "exists and is not a regular file";
+            return false;
+        }
+    }
+    else if (errno != ENOENT)
+    {
+        error = std::string("cannot be reached (") + std::strerror(errno) + ")";
+        return false;
+    }
+    // The writer's temporary file, created as the writer would (without blocking, not through a link), and
+    // removed again: the existing checkpoint, if any, is never touched.
+    const std::string temporary = checkpointTemporaryPath(path);
+    constexpr int kFlags = O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
+    bool created = true;
+    int fd = ::open(temporary.c_str(), kFlags | O_CREAT | O_EXCL, 0644);
+    if (fd < 0 && errno == EEXIST)
+    {
+        created = false; // left over from a crash: the next write replaces it anyway
+        fd = ::open(temporary.c_str(), kFlags);
+    }
+    if (fd < 0)
+    {
+        error = "cannot create the temporary file '" + printableExcerpt(temporary, 256) + "' (" +
+                std::strerror(errno) + ")";
+        return false;
+    }
+    const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+    ::close(fd);
+    if (created)
+    {
+        ::unlink(temporary.c_str());
+    }
+    if (!regular)
+    {
+        error = "the temporary file '" + printableExcerpt(temporary, 256) + "' is not a regular file";
+        return false;
+    }
+    return true;
+}
+
 bool writeCheckpointFile(const std::string& path, std::span<const std::uint8_t> payload, std::string& error)
 {
     if (sodium_init() < 0)
@@ -108,15 +170,31 @@ bool writeCheckpointFile(const std::string& path, std::span<const std::uint8_t> 
         error = "libsodium failed to initialise";
         return false;
     }
+    if (payload.size() > kMaxPayloadBytes)
+    {
+        error = "the state is " + std::to_string(payload.size()) + " bytes, more than a checkpoint holds (" +
+                std::to_string(kMaxPayloadBytes) + ")";
+        return false;
+    }
     const std::vector<std::uint8_t> file = frameCheckpoint(payload);
-    const std::string temporary = path + ".tmp";
-    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const std::string temporary = checkpointTemporaryPath(path);
+    const int fd =
+        ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
     if (fd < 0)
     {
         error = systemError("cannot create", temporary);
         return false;
     }
-    if (!writeAll(fd, file.data(), file.size()) || ::fsync(fd) != 0)
+    struct stat info
+    {
+    };
+    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
+    {
+        error = "the temporary file '" + printableExcerpt(temporary, 256) + "' is not a regular file";
+        ::close(fd); // not unlinked: it is not ours
+        return false;
+    }
+    if (::ftruncate(fd, 0) != 0 || !writeAll(fd, file.data(), file.size()) || ::fsync(fd) != 0)
     {
         error = systemError("cannot write", temporary);
         ::close(fd);
@@ -148,35 +226,15 @@ bool readCheckpointFile(const std::string& path, std::vector<std::uint8_t>& payl
         error = "libsodium failed to initialise";
         return false;
     }
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f)
-    {
-        error = systemError("cannot open checkpoint", path);
-        return false;
-    }
     std::vector<std::uint8_t> file;
-    std::uint8_t buffer[65536];
-    std::size_t n = 0;
-    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0)
+    if (readRegularFile(path, FileRules{kMaxCheckpointFileBytes, true}, file, error) != FileStatus::Ok)
     {
-        file.insert(file.end(), buffer, buffer + n);
-        if (file.size() > kMaxPayloadBytes + kHeaderBytes + kHashBytes)
-        {
-            std::fclose(f);
-            error = "checkpoint '" + path + "' is too large";
-            return false;
-        }
-    }
-    const bool readError = std::ferror(f) != 0;
-    std::fclose(f);
-    if (readError)
-    {
-        error = systemError("cannot read checkpoint", path);
+        error = "checkpoint '" + printableExcerpt(path, 256) + "': " + error;
         return false;
     }
     if (!unframeCheckpoint(file, payload, error))
     {
-        error = "'" + path + "': " + error;
+        error = "checkpoint '" + printableExcerpt(path, 256) + "': " + error;
         return false;
     }
     return true;

@@ -1,8 +1,13 @@
 #include "polytope/server/connect_gate.h"
 
+#include "polytope/protocol/sodium_ready.h"
+
+#include <sodium.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace polytope::server
 {
@@ -54,7 +59,47 @@ bool validateSecurityConfig(const SecurityConfig& config, std::string& error)
 
 ConnectGate::ConnectGate(const SecurityConfig& config) : m_config(config)
 {
-    m_global.tokens = m_config.attemptBurst;
+    m_globalConnect.tokens = m_config.attemptBurst;
+    m_globalAdmin.tokens = m_config.attemptBurst;
+    const std::size_t sets = std::max<std::size_t>(1, (m_config.maxTrackedIps + kWays - 1) / kWays);
+    m_ips.resize(sets * kWays);
+    protocol::ensureSodium();
+    randombytes_buf(m_hashKey.data(), m_hashKey.size());
+}
+
+ConnectGate::IpEntry& ConnectGate::entryOf(const IpKey& ip, double now)
+{
+    static_assert(crypto_shorthash_KEYBYTES == 16 && crypto_shorthash_BYTES == 8);
+    std::array<std::uint8_t, crypto_shorthash_BYTES> hash{};
+    crypto_shorthash(hash.data(), ip.data(), ip.size(), m_hashKey.data());
+    std::uint64_t index = 0;
+    std::memcpy(&index, hash.data(), sizeof(index));
+    IpEntry* set = &m_ips[(index % (m_ips.size() / kWays)) * kWays];
+    IpEntry* victim = set;
+    for (std::size_t way = 0; way < kWays; ++way)
+    {
+        IpEntry& entry = set[way];
+        if (entry.used && entry.ip == ip)
+        {
+            entry.lastSeen = now;
+            return entry;
+        }
+        // An empty way first, else the one seen longest ago.
+        if (victim->used && (!entry.used || entry.lastSeen < victim->lastSeen))
+        {
+            victim = &entry;
+        }
+    }
+    if (victim->used)
+    {
+        ++m_evictedIps;
+    }
+    else
+    {
+        ++m_trackedIps;
+    }
+    *victim = IpEntry{ip, Bucket{m_config.attemptBurstPerIp, now}, now, true};
+    return *victim;
 }
 
 ConnectGate::IpKey ConnectGate::ipOf(const protocol::Address& address)
@@ -80,21 +125,24 @@ bool ConnectGate::take(Bucket& bucket, double now, double rate, double burst)
     return true;
 }
 
-bool ConnectGate::admit(const protocol::Address& from, double now)
+bool ConnectGate::admit(const protocol::Address& from, double now, AdmitKind kind)
 {
-    const IpKey ip = ipOf(from);
-    auto it = m_buckets.find(ip);
-    if (it == m_buckets.end())
-    {
-        if (m_buckets.size() >= m_config.maxTrackedIps)
-        {
-            return false; // bounded memory: new sources wait until idle entries are swept
-        }
-        it = m_buckets.emplace(ip, Bucket{m_config.attemptBurstPerIp, now}).first;
-    }
+    IpEntry& entry = entryOf(ipOf(from), now);
     // The source's own limit first, so that one flooding IP does not use up the server's allowance.
-    return take(it->second, now, m_config.attemptsPerSecondPerIp, m_config.attemptBurstPerIp) &&
-           take(m_global, now, m_config.attemptsPerSecond, m_config.attemptBurst);
+    if (!take(entry.bucket, now, m_config.attemptsPerSecondPerIp, m_config.attemptBurstPerIp))
+    {
+        return false;
+    }
+    switch (kind)
+    {
+    case AdmitKind::Connect:
+        return take(m_globalConnect, now, m_config.attemptsPerSecond, m_config.attemptBurst);
+    case AdmitKind::Admin:
+        return take(m_globalAdmin, now, m_config.attemptsPerSecond, m_config.attemptBurst);
+    case AdmitKind::Response:
+        break;
+    }
+    return true;
 }
 
 bool ConnectGate::namesThisServer(const std::vector<std::string>& addresses) const
@@ -207,11 +255,15 @@ void ConnectGate::sessionEnded(std::uint64_t tokenClientId)
 
 void ConnectGate::sweep(double now, double wallNow)
 {
-    for (auto it = m_buckets.begin(); it != m_buckets.end();)
+    for (IpEntry& entry : m_ips)
     {
         // Idle long enough to have refilled completely: forgetting it changes nothing.
         const double refill = m_config.attemptBurstPerIp / m_config.attemptsPerSecondPerIp;
-        it = (now - it->second.time >= refill) ? m_buckets.erase(it) : std::next(it);
+        if (entry.used && now - entry.bucket.time >= refill)
+        {
+            entry.used = false;
+            --m_trackedIps;
+        }
     }
     const auto wall = static_cast<std::uint64_t>(std::max(0.0, std::floor(wallNow)));
     for (auto it = m_used.begin(); it != m_used.end();)

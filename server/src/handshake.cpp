@@ -1,8 +1,8 @@
 // polytope-server: the handshake, from a first ConnectRequest to ConnectAccepted (STANDARD.md §3, §11).
 //
 //   client                                   server
-//   ConnectRequest(room, token) ─────────▶  rate limits, room, token  ─▶ Challenge(cookie)
-//   ChallengeResponse(cookie, token) ─────▶ rate limits, room, token, cookie, space
+//   ConnectRequest(room, token) ─────────▶  rate limits, token, room  ─▶ Challenge(cookie)
+//   ChallengeResponse(cookie, token) ─────▶ cookie, rate limit, token, room, space
 //                                            ─▶ keys from the token and the cookie's salt, a connection slot,
 //                                               the room's join  ─▶ ConnectAccepted (sealed)
 //
@@ -26,32 +26,26 @@ namespace
 std::string roomOf(const flatbuffers::String* name) { return name ? name->str() : std::string(); }
 } // namespace
 
-void Server::reply(const protocol::Address& to, ClientSlot slot, std::span<const std::uint8_t> datagram)
-{
-    if (slot == kNoSlot)
-    {
-        send(to, datagram);
-        return;
-    }
-    ++m_metrics.datagramsOut;
-    m_metrics.bytesOut += datagram.size();
-    sendTo(slot, datagram); // sealed on a sealed connection
-}
-
 Room* Server::admitHandshake(const protocol::Address& from, ClientSlot slot, std::string_view roomName,
-                             std::size_t bytes, double now)
+                             const wire::TokenCredential* credential, AdmitKind kind, std::size_t bytes, double now,
+                             TokenCheck& token)
 {
-    if (slot != kNoSlot)
+    // Every handshake datagram pays the rate limits, from a connected address too.
+    const char* what = kind == AdmitKind::Connect ? "connect request" : "challenge response";
+    if (!m_gate.admit(from, now, kind))
     {
-        // A repeat from an open connection goes to its own room, whatever it names.
-        return m_rooms[m_connections[slot].room].get();
-    }
-    if (!m_gate.admit(from, now))
-    {
-        drop(from, protocol::DropReason::RateLimited, bytes, "connect");
+        drop(from, protocol::DropReason::RateLimited, bytes, what);
         return nullptr;
     }
-    Room* room = findRoom(roomName);
+    // A repeat from an open connection goes to its own room, whatever it names.
+    Room* room = slot != kNoSlot ? m_rooms[m_connections[slot].room].get() : findRoom(roomName);
+    // The token before the room: without one (or with a bad one) nothing, not even whether a room exists,
+    // is answered.
+    const std::string_view asked = room != nullptr ? std::string_view(room->config().room) : roomName;
+    if (!checkToken(from, credential, slot, asked, bytes, what, token))
+    {
+        return nullptr;
+    }
     if (room == nullptr)
     {
         m_metrics.bytesIn += bytes;
@@ -64,7 +58,7 @@ Room* Server::admitHandshake(const protocol::Address& from, ClientSlot slot, std
 }
 
 bool Server::checkToken(const protocol::Address& from, const wire::TokenCredential* credential, ClientSlot slot,
-                        const Room& room, std::size_t bytes, const char* what, TokenCheck& out)
+                        std::string_view roomName, std::size_t bytes, const char* what, TokenCheck& out)
 {
     const bool sealedConnection = slot != kNoSlot && m_connections[slot].channel.active();
     protocol::TokenCredentialFields fields;
@@ -85,7 +79,7 @@ bool Server::checkToken(const protocol::Address& from, const wire::TokenCredenti
         drop(from, protocol::DropReason::TokenReused, bytes, "token for a plain session");
         return false;
     }
-    out = m_gate.check(fields, room.config().room, from, slot != kNoSlot, m_config.wallClock());
+    out = m_gate.check(fields, roomName, from, slot != kNoSlot, m_config.wallClock());
     if (out.reason)
     {
         drop(from, *out.reason, bytes, what);
@@ -99,9 +93,9 @@ void Server::handleConnectRequest(const protocol::Address& from, const wire::Pac
 {
     const ClientSlot slot = m_connections.find(from);
     const auto* message = packet.message_as_ConnectRequest();
-    Room* room = admitHandshake(from, slot, roomOf(message->room()), bytes, now);
     TokenCheck token;
-    if (room == nullptr || !checkToken(from, message->token(), slot, *room, bytes, "connect request", token))
+    if (admitHandshake(from, slot, roomOf(message->room()), message->token(), AdmitKind::Connect, bytes, now,
+                       token) == nullptr)
     {
         return;
     }
@@ -109,7 +103,13 @@ void Server::handleConnectRequest(const protocol::Address& from, const wire::Pac
     m_metrics.bytesIn += bytes;
     ++m_metrics.challengesSent;
     const ConnectCookies::Cookie cookie = m_cookies.issue(from, now);
-    reply(from, slot, m_writer.challenge({}, cookie));
+    if (slot == kNoSlot)
+    {
+        send(from, m_writer.challenge({}, cookie));
+        return;
+    }
+    // A connection's datagrams are the room's to send (sealed on a sealed connection).
+    m_hosts[m_connections[slot].room]->post([slot, cookie](Room& r) { r.sendChallenge(slot, cookie); });
 }
 
 void Server::handleChallengeResponse(const protocol::Address& from, const wire::Packet& packet, std::size_t bytes,
@@ -117,14 +117,26 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
 {
     ClientSlot slot = m_connections.find(from);
     const auto* message = packet.message_as_ChallengeResponse();
-    Room* room = admitHandshake(from, slot, roomOf(message->room()), bytes, now);
+    // The cookie first: it is cheap, and it proves the sender receives at its address, so that the rest is
+    // limited per address only (a spoofed flood cannot use up what real clients need).
+    const auto* cookie = message->cookie(); // kCookieBytes: decodePacket checked
+    const CookieCheck check = m_cookies.verify(from, {cookie->data(), cookie->size()}, now);
+    if (check != CookieCheck::Valid)
+    {
+        m_metrics.bytesIn += bytes;
+        m_metrics.drops.add(protocol::DropReason::BadCookie);
+        ++(check == CookieCheck::Expired ? m_metrics.cookiesExpired : m_metrics.cookiesForged);
+        spdlog::debug("ignored challenge response from {}: bad_cookie ({})", from.toString(), cookieCheckName(check));
+        return;
+    }
     TokenCheck token;
-    if (room == nullptr || !checkToken(from, message->token(), slot, *room, bytes, "challenge response", token))
+    Room* room = admitHandshake(from, slot, roomOf(message->room()), message->token(), AdmitKind::Response, bytes,
+                                now, token);
+    if (room == nullptr)
     {
         return;
     }
     const bool withToken = token.token.clientId != 0;
-    const auto* cookie = message->cookie(); // kCookieBytes: decodePacket checked
     std::array<std::uint8_t, protocol::kCookieSaltBytes> salt{};
     std::copy_n(cookie->data(), salt.size(), salt.begin());
     if (withToken && slot != kNoSlot && m_connections[slot].salt != salt)
@@ -141,32 +153,27 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
         return;
     }
 
-    // The cookie: issued by this server, to this address, recently.
     m_metrics.bytesIn += bytes;
-    const CookieCheck check = m_cookies.verify(from, {cookie->data(), cookie->size()}, now);
-    if (check != CookieCheck::Valid)
-    {
-        m_metrics.drops.add(protocol::DropReason::BadCookie);
-        ++(check == CookieCheck::Expired ? m_metrics.cookiesExpired : m_metrics.cookiesForged);
-        spdlog::debug("ignored challenge response from {}: bad_cookie ({})", from.toString(), cookieCheckName(check));
-        return;
-    }
 
+    const std::size_t roomNumber = roomIndex(*room);
+    RoomHost& host = *m_hosts[roomNumber];
     if (slot == kNoSlot)
     {
         // A new session: space in the room, a connection slot, keys, and the room's join.
-        if (!room->hasSpace() || (slot = m_connections.open(from)) == kNoSlot)
+        if (m_roomConnections[roomNumber] >= static_cast<std::size_t>(room->config().maxClients) ||
+            (slot = m_connections.open(from)) == kNoSlot)
         {
-            room->countDenied();
+            host.post([](Room& r) { r.countDenied(); });
             send(from, m_writer.connectDenied({}, wire::DenyReason::ServerFull));
             spdlog::debug("denied {}: room '{}' full ({} clients)", from.toString(), room->config().room,
-                          room->clientCount());
+                          m_roomConnections[roomNumber]);
             return;
         }
+        ++m_roomConnections[roomNumber];
         Connection& connection = m_connections[slot];
-        connection.room = roomIndex(*room);
+        connection.room = roomNumber;
         connection.salt = salt;
-        connection.lastReceiveTime = now;
+        connection.lastReceiveTime = now; // the room's from now on
         if (withToken)
         {
             connection.tokenClientId = token.token.clientId;
@@ -180,15 +187,13 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
         {
             ++m_metrics.plainSessions;
         }
-        const auto* name = message->client_name();
-        connection.clientId =
-            room->join(slot, name ? name->str() : std::string(), message->snapshot_rate_hz(), message->spectator(), now);
     }
-    // Repeated responses get the same answer: the first reply may have been lost.
-    Connection& connection = m_connections[slot];
-    connection.acks.onReceived(packet.header()->sequence());
-    connection.lastReceiveTime = now;
-    reply(from, slot, m_writer.connectAccepted(connection.acks.nextOutgoing(), room->sessionParameters(slot)));
+    // The room joins a new client, and answers every response with ConnectAccepted: a repeat gets the same
+    // answer, since the first may have been lost.
+    const auto* name = message->client_name();
+    host.post([slot, name = name ? name->str() : std::string(), rate = message->snapshot_rate_hz(),
+               spectator = message->spectator(), sequence = packet.header()->sequence(), now](Room& r) mutable
+              { r.admit(slot, std::move(name), rate, spectator, sequence, now); });
 }
 
 } // namespace polytope::server

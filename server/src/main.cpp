@@ -5,40 +5,78 @@
 #include "polytope/server/metrics_text.h"
 #include "polytope/server/ops_http.h"
 #include "polytope/server/options.h"
+#include "polytope/server/regular_file.h"
 #include "polytope/server/udp_server.h"
 
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 namespace
 {
 
 constexpr double kMetricsPublishSeconds = 0.25;
+/// A start-up error is cut to this many bytes: one line on a terminal, even when it quotes a file.
+constexpr std::size_t kMaxReportedBytes = 400;
 
 /// Renders every room and the Server's own counters for /metrics.
 std::string renderMetrics(const polytope::server::UdpServer& server)
 {
     const polytope::server::Server& front = server.server();
     std::vector<polytope::server::RoomMetricsView> views;
+    // The rooms run on their own threads: read the copies they publish.
+    std::vector<polytope::server::RoomStatus> statuses;
     for (std::size_t i = 0; i < front.roomCount(); ++i)
     {
-        const polytope::server::Room& room = front.room(i);
-        views.push_back({room.config().room, &room.metrics(), room.clientCount(), room.world().bodyCount(),
-                         &room.metrics().tickSeconds, i == 0 ? server.sendErrors() : 0, room.tick()});
+        statuses.push_back(front.roomStatus(i));
     }
-    return polytope::server::renderPrometheus(views) + polytope::server::renderServerPrometheus(front.metrics());
+    for (std::size_t i = 0; i < front.roomCount(); ++i)
+    {
+        const polytope::server::RoomStatus& status = statuses[i];
+        views.push_back({front.room(i).config().room, &status.metrics, status.clients, status.bodies,
+                         &status.metrics.tickSeconds, i == 0 ? server.sendErrors() : 0, status.tick});
+    }
+    const polytope::server::SocketCounters socket = server.socketCounters();
+    return polytope::server::renderPrometheus(views) +
+           polytope::server::renderServerPrometheus(front.metrics(), &socket);
 }
 
-/// Writes a checkpoint of every room; logs the outcome.
-bool writeCheckpoint(const polytope::server::UdpServer& server, const std::string& path)
+/// Says why the server cannot start (or did not stop cleanly): one line on stderr, however the log is set,
+/// starting with the setting to fix when there is one. What files or clients gave is escaped.
+void reportFailure(const std::string& setting, const std::string& message)
+{
+    const std::string text =
+        polytope::server::printableExcerpt(setting.empty() ? message : setting + ": " + message, kMaxReportedBytes);
+    std::fprintf(stderr, "polytope-server: %s\n", text.c_str());
+}
+
+/// The setting that failed when UdpServer::open did: a room's scene (--scene, or the room's --room entry)
+/// when the error names a room, else the socket's address.
+std::string settingOfOpenError(const polytope::server::ServerOptions& options,
+                               const std::vector<polytope::server::RoomConfig>& rooms, const std::string& error)
+{
+    for (std::size_t i = 0; i < rooms.size(); ++i)
+    {
+        if (error.starts_with("room '" + rooms[i].room + "': "))
+        {
+            const bool fromRoom = !options.rooms.empty() && options.rooms[i].find('=') != std::string::npos;
+            return fromRoom ? "--room " + rooms[i].room + "=" + rooms[i].scene : "--scene " + rooms[i].scene;
+        }
+    }
+    return "--bind " + options.server.bindAddress + " --port " + std::to_string(options.server.port);
+}
+
+/// Writes a checkpoint of every room; logs the outcome, and says why in `error` on failure.
+bool writeCheckpoint(const polytope::server::UdpServer& server, const std::string& path, std::string& error)
 {
     std::vector<std::uint8_t> state;
     server.server().saveState(state);
-    std::string error;
     if (!polytope::server::writeCheckpointFile(path, state, error))
     {
         spdlog::error("checkpoint not written: {}", error);
@@ -62,7 +100,7 @@ int main(int argc, char** argv)
     }
     if (parsed.status == server::OptionsStatus::Error)
     {
-        std::fprintf(stderr, "polytope-server: %s\n", parsed.message.c_str());
+        reportFailure("", parsed.message);
         return parsed.exitCode;
     }
 
@@ -75,9 +113,17 @@ int main(int argc, char** argv)
         }
         return 0;
     }
+    // What cannot work is refused now, before any socket opens, rather than found out later (a checkpoint
+    // that fails at every interval and at shutdown, a FIFO that blocks start-up).
+    if (std::string error; !server::checkServerFiles(options, error))
+    {
+        reportFailure("", error);
+        return server::kExitStartFailed;
+    }
 
     spdlog::set_level(spdlog::level::from_str(options.logLevel));
     const server::RoomConfig& config = options.server;
+    int exitStatus = 0;
     try
     {
         if (!options.configFile.empty())
@@ -88,12 +134,20 @@ int main(int argc, char** argv)
         std::string error;
         server::ServerConfig serverConfig;
         serverConfig.adminKey = options.adminKey;
-        if (!server::securityConfig(options, serverConfig.security, error) ||
-            !server::roomConfigs(options, serverConfig.rooms, error) ||
-            !server.open(serverConfig, config.bindAddress, config.port, error))
+        if (!server::securityConfig(options, serverConfig.security, error))
         {
-            spdlog::error("{}", error);
-            return 1;
+            reportFailure("", error); // names its flag
+            return server::kExitStartFailed;
+        }
+        if (!server::roomConfigs(options, serverConfig.rooms, error))
+        {
+            reportFailure("--room", error);
+            return server::kExitStartFailed;
+        }
+        if (!server.open(serverConfig, config.bindAddress, config.port, error))
+        {
+            reportFailure(settingOfOpenError(options, serverConfig.rooms, error), error);
+            return server::kExitStartFailed;
         }
         spdlog::info("polytope-server listening on UDP {}:{}, {} Hz ticks, {} Hz snapshots, {} kbps per client",
                      config.bindAddress, server.localPort(), config.tickRateHz, config.snapshotRateHz,
@@ -101,6 +155,16 @@ int main(int argc, char** argv)
         for (const server::RoomConfig& room : serverConfig.rooms)
         {
             spdlog::info("room '{}': scene '{}'", room.room, room.scene);
+        }
+        if (struct stat info{}; ::stat(config.sceneDirectory.c_str(), &info) == 0)
+        {
+            spdlog::info("scene directory '{}': scene names that are not built in (admin load) are files in it",
+                         config.sceneDirectory);
+        }
+        else
+        {
+            spdlog::info("no scene directory '{}' (--scene-dir): admin load takes built-in scenes only",
+                         config.sceneDirectory);
         }
         spdlog::info(options.adminKey.empty() ? "admin commands off (no --admin-key)"
                                               : "admin commands on (authenticated with the admin key)");
@@ -120,11 +184,11 @@ int main(int argc, char** argv)
             if (!server::readCheckpointFile(options.restoreFile, state, error) ||
                 !server.server().restoreState(state, error))
             {
-                spdlog::error("cannot restore {}: {}", options.restoreFile, error);
-                return 1;
+                reportFailure("--restore '" + options.restoreFile + "'", error);
+                return server::kExitStartFailed;
             }
-            spdlog::info("restored {} (room '{}' at tick {})", options.restoreFile, server.firstRoom().config().room,
-                         server.firstRoom().tick());
+            spdlog::info("restored {} (room '{}' at tick {})", options.restoreFile, server.server().room(0).config().room,
+                         server.server().room(0).tick());
         }
 
         server::OpsHttpServer http;
@@ -135,8 +199,9 @@ int main(int argc, char** argv)
             httpConfig.port = options.httpPort;
             if (!http.start(httpConfig, error))
             {
-                spdlog::error("{} (--http-port, POLYTOPE_HTTP_PORT; 0 disables HTTP)", error);
-                return 1;
+                reportFailure("--http-bind " + options.httpBind + " --http-port " + std::to_string(options.httpPort),
+                              error + " (--http-port 0 disables HTTP)");
+                return server::kExitStartFailed;
             }
             spdlog::info("HTTP /healthz and /metrics on TCP {}:{}", options.httpBind, http.port());
         }
@@ -188,7 +253,8 @@ int main(int argc, char** argv)
                 if (!options.checkpointFile.empty() && now - lastCheckpoint >= options.checkpointSeconds)
                 {
                     lastCheckpoint = now;
-                    writeCheckpoint(server, options.checkpointFile);
+                    std::string checkpointError;
+                    writeCheckpoint(server, options.checkpointFile, checkpointError);
                 }
                 if (agones && options.agonesAllocateOnJoin && !allocateRequested &&
                     server.server().clientCount() > 0)
@@ -209,9 +275,18 @@ int main(int argc, char** argv)
             spdlog::info("room '{}' stopped after {} ticks; {} datagrams in, {} out, {} dropped, {} overruns",
                          room.config().room, room.tick(), m.datagramsIn, m.datagramsOut, m.drops.total(), m.overruns);
         }
-        if (!options.checkpointFile.empty() && writeCheckpoint(server, options.checkpointFile))
+        if (!options.checkpointFile.empty())
         {
-            spdlog::info("final checkpoint written to {}", options.checkpointFile);
+            if (writeCheckpoint(server, options.checkpointFile, error))
+            {
+                spdlog::info("final checkpoint written to {}", options.checkpointFile);
+            }
+            else
+            {
+                // The state since the last periodic checkpoint is lost: whatever restarts the server must know.
+                reportFailure("--checkpoint '" + options.checkpointFile + "'", "final checkpoint not written: " + error);
+                exitStatus = server::kExitFinalCheckpointFailed;
+            }
         }
 
         if (agones)
@@ -227,8 +302,8 @@ int main(int argc, char** argv)
     }
     catch (const std::exception& e)
     {
-        spdlog::critical("fatal: {}", e.what());
-        return 1;
+        reportFailure("", std::string("fatal: ") + e.what());
+        return server::kExitStartFailed;
     }
-    return 0;
+    return exitStatus;
 }

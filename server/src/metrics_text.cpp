@@ -226,7 +226,7 @@ std::string renderPrometheus(std::span<const RoomMetricsView> rooms)
     return out;
 }
 
-std::string renderServerPrometheus(const ServerMetrics& host)
+std::string renderServerPrometheus(const ServerMetrics& host, const SocketCounters* socket)
 {
     std::string out;
     const auto counter = [&](std::string_view name, std::string_view help, const std::string& labels,
@@ -261,6 +261,36 @@ std::string renderServerPrometheus(const ServerMetrics& host)
             host.datagramsSealed, true);
     counter("polytope_datagrams_opened_total", "Datagrams from sealed sessions that authenticated.", "",
             host.datagramsOpened, true);
+    counter("polytope_datagrams_late_after_close_total",
+            "Sealed datagrams from a session closed moments before (late copies of its goodbye): not forged.", "",
+            host.lateAfterClose, true);
+    counter("polytope_host_received_bytes_total",
+            "Bytes of the datagrams the front door handled itself: dropped, handshakes, admin requests.", "",
+            host.bytesIn, true);
+    counter("polytope_host_datagrams_sent_total",
+            "Datagrams the front door sent itself: challenges, denials (rooms send the rest).", "", host.datagramsOut,
+            true);
+    counter("polytope_host_sent_bytes_total", "Bytes of those, and the seal overhead of every sealed datagram.", "",
+            host.bytesOut, true);
+    if (socket != nullptr)
+    {
+        counter("polytope_socket_datagrams_received_total", "Datagrams read from the UDP socket, before any check.",
+                "", socket->datagramsReceived, true);
+        counter("polytope_socket_received_bytes_total", "Bytes read from the UDP socket, before any check.", "",
+                socket->bytesReceived, true);
+        counter("polytope_socket_datagrams_sent_total", "Datagrams the UDP socket sent.", "", socket->datagramsSent,
+                true);
+        counter("polytope_socket_sent_bytes_total", "Bytes the UDP socket sent.", "", socket->bytesSent, true);
+        counter("polytope_socket_send_errors_total", "Datagrams the UDP socket refused to send.", "",
+                socket->sendErrors, true);
+        counter("polytope_socket_kernel_drops_total",
+                "Datagrams the kernel dropped because the socket's receive buffer was full.", "", socket->kernelDrops,
+                true);
+        header(out, "polytope_socket_receive_buffer_bytes", "The receive buffer the kernel granted the socket.",
+               "gauge");
+        fmt::format_to(std::back_inserter(out), "polytope_socket_receive_buffer_bytes {}\n",
+                       socket->receiveBufferBytes);
+    }
     header(out, "polytope_admin_requests_total", "Admin requests, by outcome.", "counter");
     const std::pair<const char*, std::uint64_t> outcomes[] = {
         {"accepted", host.adminAccepted}, {"disabled", host.adminDisabled},   {"bad_mac", host.adminBadMac},

@@ -1,13 +1,24 @@
 #include "polytope/server/options.h"
 
+#include "polytope/physics/scenes.h"
+#include "polytope/server/checkpoint.h"
+#include "polytope/server/regular_file.h"
+#include "polytope/server/scene_file.h"
+
 #include <CLI/CLI.hpp>
+
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <sstream>
 #include <string_view>
+#include <system_error>
 
 namespace polytope::server
 {
@@ -15,7 +26,117 @@ namespace
 {
 
 constexpr const char* kConfigVariable = "POLYTOPE_CONFIG";
-constexpr int kErrorExitCode = 1; // as every other start-up failure: ops tools see one "did not start" status
+/// CLI11's messages quote what they were given (a value, a config file's line): at most this much of them
+/// is shown, escaped, so that a binary file or variable cannot fill the terminal or drive it.
+constexpr std::size_t kMaxLibraryMessageBytes = 200;
+constexpr std::size_t kMaxQuotedPathBytes = 256;
+
+/// The range of a floating-point setting. Every one must be finite and within its range: CLI11's own
+/// Range check lets NaN through (NaN < min and NaN > max are both false), and +-inf or 1e308 mean "never".
+struct FloatRange
+{
+    double min;
+    double max;
+    const char* unit;
+};
+
+/// --client-timeout: below 0.1 s a client would be dropped between two of its own datagrams on any real
+/// link (clients send at 10..60 Hz, and networks jitter by tens of ms); above an hour a client that vanished
+/// keeps its slot (of --max-clients) and its bodies long after anyone could tell.
+constexpr FloatRange kClientTimeoutRange{0.1, 3600.0, "seconds"};
+/// --connect-rate-per-ip: below 1 per second a client cannot even resend a lost handshake datagram; a
+/// million per second is more than one UDP socket reads, so anything above means "no limit".
+constexpr FloatRange kConnectRatePerIpRange{1.0, 1.0e6, "datagrams per second"};
+/// --connect-rate: the same over all sources; ten million per second is beyond any one socket.
+constexpr FloatRange kConnectRateRange{1.0, 1.0e7, "datagrams per second"};
+/// --checkpoint-interval: below a second, writing and fsyncing the whole state would take a large share of
+/// the loop's time; above a day a crash loses more than a day, and the final checkpoint at shutdown is
+/// written anyway.
+constexpr FloatRange kCheckpointIntervalRange{1.0, 86400.0, "seconds"};
+
+/// The shortest text that reads back as `value` ("0.1", "1e+06").
+std::string number(double value)
+{
+    char text[32];
+    const std::to_chars_result result = std::to_chars(text, text + sizeof text, value);
+    return std::string(text, result.ptr);
+}
+
+bool inRange(double value, const FloatRange& range)
+{
+    return std::isfinite(value) && value >= range.min && value <= range.max;
+}
+
+std::string rangeText(const FloatRange& range)
+{
+    return "a finite number of " + std::string(range.unit) + " in " + number(range.min) + ".." +
+           number(range.max);
+}
+
+/// A CLI11 check of a floating-point setting: the whole text is a number, finite, within `range`.
+CLI::Validator finiteIn(const FloatRange& range)
+{
+    return CLI::Validator(
+        [range](std::string& text)
+        {
+            double value = 0.0;
+            const char* end = text.data() + text.size();
+            const std::from_chars_result parsed = std::from_chars(text.data(), end, value);
+            if ((parsed.ec != std::errc() && parsed.ec != std::errc::result_out_of_range) || parsed.ptr != end)
+            {
+                return "not a number: '" + printableExcerpt(text) + "'";
+            }
+            if (parsed.ec == std::errc::result_out_of_range || !inRange(value, range))
+            {
+                return "must be " + rangeText(range) + ", got " + printableExcerpt(text);
+            }
+            return std::string();
+        },
+        "FLOAT in [" + number(range.min) + " - " + number(range.max) + "]");
+}
+
+/// The offset of the first byte that has no place in a text file (NUL, and control characters other than
+/// tab, line feed and carriage return), or npos.
+std::size_t firstBinaryByte(std::string_view text)
+{
+    for (std::size_t i = 0; i < text.size(); ++i)
+    {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+        {
+            return i;
+        }
+    }
+    return std::string_view::npos;
+}
+
+/// CLI11's TOML/INI reader over the text read (and checked) beforehand. CLI11 still opens the path itself
+/// before calling from_config, only to pass a stream that is ignored here: what is parsed is what was checked.
+/// (A FIFO swapped in for the file between the check and that open would block it; doing so needs write
+/// access to the config file's directory, which is the operator's.)
+class CheckedConfig : public CLI::ConfigTOML
+{
+  public:
+    explicit CheckedConfig(std::string text) : m_text(std::move(text)) {}
+
+    std::vector<CLI::ConfigItem> from_config(std::istream& /*ignored*/) const override
+    {
+        std::istringstream in(m_text);
+        return CLI::ConfigTOML::from_config(in);
+    }
+
+  private:
+    std::string m_text;
+};
+
+/// Where the config file's name comes from: the values of every --config on the command line, else
+/// POLYTOPE_CONFIG.
+struct ConfigFileSource
+{
+    std::vector<std::string> flagValues; ///< one per --config given
+    std::string path;                    ///< the file to read; empty: none
+    std::string setting;                 ///< "--config" or "POLYTOPE_CONFIG"
+};
 
 /// POLYTOPE_ + the flag's name in upper case with '-' as '_': --tick-hz -> POLYTOPE_TICK_HZ.
 std::string variableFor(std::string_view longName)
@@ -32,6 +153,35 @@ std::string environment(const char* name)
 {
     const char* value = std::getenv(name);
     return value ? std::string(value) : std::string();
+}
+
+ConfigFileSource findConfigFile(int argc, const char* const* argv)
+{
+    ConfigFileSource source;
+    const std::string_view flag = "--config";
+    for (int i = 1; i < argc; ++i)
+    {
+        const std::string_view arg = argv[i] ? argv[i] : "";
+        if (arg == flag && i + 1 < argc && argv[i + 1])
+        {
+            source.flagValues.emplace_back(argv[++i]);
+        }
+        else if (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag && arg[flag.size()] == '=')
+        {
+            source.flagValues.emplace_back(arg.substr(flag.size() + 1));
+        }
+    }
+    if (!source.flagValues.empty())
+    {
+        source.path = source.flagValues.back();
+        source.setting = "--config";
+    }
+    else
+    {
+        source.path = environment(kConfigVariable);
+        source.setting = kConfigVariable;
+    }
+    return source;
 }
 
 /// Declares every setting on `app`, writing into `out`. CLI11 itself gives the precedence: command-line
@@ -53,7 +203,7 @@ void declare(CLI::App& app, ServerOptions& out)
         app.add_option("--max-clients", config.maxClients, "sessions at once")->check(CLI::Range(1, 4096)));
     withVariable(app.add_option("--client-timeout", config.clientTimeoutSeconds,
                                 "seconds of silence before a client is dropped")
-                     ->check(CLI::PositiveNumber));
+                     ->check(finiteIn(kClientTimeoutRange)));
     withVariable(
         app.add_option("--log-level", out.logLevel, "trace, debug, info, warn, error, critical or off")
             ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"})));
@@ -82,19 +232,23 @@ void declare(CLI::App& app, ServerOptions& out)
     withVariable(app.add_option("--connect-rate-per-ip", out.connectRatePerIp,
                                 "handshake and admin datagrams per second accepted from one IP address, bursts "
                                 "of four times that (raise it for load tests from one machine)")
-                     ->check(CLI::Range(1.0, 1.0e6)));
+                     ->check(finiteIn(kConnectRatePerIpRange)));
     withVariable(app.add_option("--connect-rate", out.connectRate,
                                 "handshake and admin datagrams per second accepted from all addresses together, "
                                 "bursts of twice that")
-                     ->check(CLI::Range(1.0, 1.0e7)));
+                     ->check(finiteIn(kConnectRateRange)));
     withVariable(app.add_option("--checkpoint", out.checkpointFile,
                                 "write the whole state to this file periodically and at shutdown"));
     withVariable(app.add_option("--checkpoint-interval", out.checkpointSeconds, "seconds between checkpoints")
-                     ->check(CLI::Range(1.0, 86400.0)));
+                     ->check(finiteIn(kCheckpointIntervalRange)));
     withVariable(app.add_option("--restore", out.restoreFile, "resume from this checkpoint file at start"));
     withVariable(app.add_option("--max-client-kbps", config.maxClientKbps,
                                 "bandwidth budget per client in kbit/s (0: unlimited)")
                      ->check(CLI::Range(0, 1000000)));
+    // Last, so that the order of the others (serverOptionNames) stays as it was.
+    withVariable(app.add_option("--scene-dir", config.sceneDirectory,
+                                "directory of scene files: a scene name that is not built in (--scene, --room, "
+                                "admin load) stands for NAME.json in it; admin load reads nothing else"));
     app.add_flag("--list-scenes", out.listScenes, "print the built-in scenes and exit")->configurable(false);
 }
 
@@ -140,15 +294,12 @@ bool givenOnCommandLine(int argc, const char* const* argv, const std::string& na
     return false;
 }
 
-bool givenInConfigFile(const CLI::App& app, const std::string& file, const std::string& name)
+bool givenInConfigFile(const std::string& configText, const std::string& name)
 {
-    if (file.empty())
-    {
-        return false;
-    }
     try
     {
-        for (const CLI::ConfigItem& item : app.get_config_formatter_base()->from_file(file))
+        std::istringstream in(configText);
+        for (const CLI::ConfigItem& item : CLI::ConfigTOML().from_config(in))
         {
             if (item.parents.empty() && item.name == name)
             {
@@ -163,29 +314,69 @@ bool givenInConfigFile(const CLI::App& app, const std::string& file, const std::
 }
 
 /// Says where the value of a failed option came from, so that the message names what to fix.
-std::string describeSource(const CLI::App& app, int argc, const char* const* argv,
-                           const std::string& configFile, const std::string& name)
+std::string describeSource(int argc, const char* const* argv, const std::string& configFile,
+                           const std::string& configText, const std::string& name)
 {
     if (givenOnCommandLine(argc, argv, name))
     {
         return "command-line flag --" + name;
     }
-    if (givenInConfigFile(app, configFile, name))
+    if (!configFile.empty() && givenInConfigFile(configText, name))
     {
-        return "key '" + name + "' in config file " + configFile;
+        return "key '" + name + "' in config file " + printableExcerpt(configFile, kMaxQuotedPathBytes);
     }
     const std::string variable = variableFor(name);
     const std::string value = environment(variable.c_str());
     if (!value.empty())
     {
-        return "environment variable " + variable + "='" + value + "'";
+        return "environment variable " + variable + "='" + printableExcerpt(value) + "'";
     }
     return "";
 }
 
 OptionsResult failure(std::string message)
 {
-    return {OptionsStatus::Error, kErrorExitCode, std::move(message)};
+    return {OptionsStatus::Error, kExitStartFailed, std::move(message)};
+}
+
+/// A message of CLI11's, which may quote anything it was given, made printable and short.
+std::string libraryMessage(const std::exception& e)
+{
+    return printableExcerpt(e.what(), kMaxLibraryMessageBytes);
+}
+
+/// Why `room`'s scene cannot be built, checked without building it; empty when it can be tried.
+std::string sceneProblem(const RoomConfig& room)
+{
+    std::string why;
+    if (room.buildScene)
+    {
+        return why;
+    }
+    if (isScenePath(room.scene))
+    {
+        if (checkRegularFile(room.scene, FileRules{kMaxSceneFileBytes, true}, why) != FileStatus::Ok)
+        {
+            return why;
+        }
+        return {};
+    }
+    physics::SceneName name;
+    if (physics::parseSceneName(room.scene, name, why))
+    {
+        return {};
+    }
+    if (!isSceneName(room.scene))
+    {
+        return "not a built-in scene, a scene name or a path (" + why + ")";
+    }
+    const std::string file = sceneFileFor(room.sceneDirectory, room.scene);
+    if (checkRegularFile(file, kSceneDirectoryFileRules, why) != FileStatus::Ok)
+    {
+        return "not a built-in scene, and the scene file '" + printableExcerpt(file, kMaxQuotedPathBytes) +
+               "' (--scene-dir) " + why;
+    }
+    return {};
 }
 
 } // namespace
@@ -209,6 +400,33 @@ std::vector<OptionName> serverOptionNames()
 
 OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOptions& out)
 {
+    // The config file is read here, before CLI11 sees it: a regular file (a FIFO would block CLI11's open,
+    // /dev/zero would never end), of bounded size, and text.
+    const ConfigFileSource config = findConfigFile(argc, argv);
+    if (config.flagValues.size() > 1)
+    {
+        return failure("--config: given " + std::to_string(config.flagValues.size()) +
+                       " times (one config file at most)");
+    }
+    std::string configText;
+    if (!config.path.empty())
+    {
+        std::string why;
+        const std::string named =
+            config.setting + ": config file '" + printableExcerpt(config.path, kMaxQuotedPathBytes) + "'";
+        if (readRegularFile(config.path, FileRules{kMaxConfigFileBytes, true}, configText, why) != FileStatus::Ok)
+        {
+            return failure(named + ": " + why);
+        }
+        if (const std::size_t at = firstBinaryByte(configText); at != std::string_view::npos)
+        {
+            static constexpr char kHex[] = "0123456789abcdef";
+            const auto byte = static_cast<unsigned char>(configText[at]);
+            return failure(named + ": not a text file (byte 0x" + kHex[byte >> 4] + kHex[byte & 0xf] +
+                           " at offset " + std::to_string(at) + ")");
+        }
+    }
+
     try
     {
         CLI::App app{
@@ -219,15 +437,14 @@ OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOption
         // CLI11 reads the config option before any environment variable, so POLYTOPE_CONFIG cannot be an
         // ordinary envname: it becomes the option's default, and a file named that way must exist.
         const std::string configFromEnvironment = environment(kConfigVariable);
-        CLI::Option* configOption =
-            app.set_config("--config", configFromEnvironment,
-                           "TOML/INI file of settings (also POLYTOPE_CONFIG); unknown keys are refused",
-                           !configFromEnvironment.empty());
+        app.set_config("--config", configFromEnvironment,
+                       "TOML/INI file of settings (also POLYTOPE_CONFIG); unknown keys are refused",
+                       !configFromEnvironment.empty());
+        app.config_formatter(std::make_shared<CheckedConfig>(configText));
         app.allow_config_extras(CLI::config_extras_mode::error);
         declare(app, out);
 
-        const auto configPath = [&]
-        { return configOption->results().empty() ? configFromEnvironment : configOption->results().front(); };
+        const std::string quotedConfig = printableExcerpt(config.path, kMaxQuotedPathBytes);
         try
         {
             app.parse(argc, argv);
@@ -242,31 +459,41 @@ OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOption
         }
         catch (const CLI::FileError& e)
         {
-            return failure(std::string("config file: ") + e.what());
+            return failure(config.setting + ": config file: " + libraryMessage(e));
         }
         catch (const CLI::ConfigError& e)
         {
-            return failure("config file " + configPath() + ": " + e.what());
+            return failure(config.setting + ": config file " + quotedConfig + ": " + libraryMessage(e));
         }
         catch (const CLI::ParseError& e)
         {
-            std::string message = e.what();
-            const std::string name = optionNamedIn(app, message);
+            std::string message = libraryMessage(e);
+            const std::string name = optionNamedIn(app, e.what());
             const std::string source =
-                name.empty() ? "" : describeSource(app, argc, argv, configPath(), name);
+                name.empty() ? "" : describeSource(argc, argv, config.path, configText, name);
             if (!source.empty())
             {
                 message += " (from " + source + ")";
             }
             return failure(message);
         }
-        out.configFile = configPath();
+        out.configFile = config.path;
     }
     catch (const std::exception& e)
     {
-        return failure(std::string("cannot parse options: ") + e.what());
+        return failure("cannot parse options: " + libraryMessage(e));
     }
 
+    // Settings that are fine alone but not together, named by flag; RoomConfig::validate is the backstop.
+    if (out.server.snapshotRateHz > out.server.tickRateHz)
+    {
+        return failure("--snapshot-hz: snapshot rate must be 1..--tick-hz (" + std::to_string(out.server.tickRateHz) +
+                       ") Hz, got " + std::to_string(out.server.snapshotRateHz));
+    }
+    if (out.server.sceneDirectory.empty())
+    {
+        return failure("--scene-dir: empty (name a directory, or leave the default 'scenes')");
+    }
     if (const std::string invalid = out.server.validate(); !invalid.empty())
     {
         return failure("invalid configuration: " + invalid);
@@ -289,6 +516,50 @@ OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOption
     return {};
 }
 
+bool checkServerFiles(const ServerOptions& options, std::string& error)
+{
+    const auto fail = [&](const std::string& flag, const std::string& path, const std::string& why)
+    {
+        error = flag + " '" + printableExcerpt(path, kMaxQuotedPathBytes) + "': " + why;
+        return false;
+    };
+    std::string why;
+    if (!options.checkpointFile.empty() && !probeCheckpointPath(options.checkpointFile, why))
+    {
+        return fail("--checkpoint", options.checkpointFile, why);
+    }
+    if (!options.restoreFile.empty() &&
+        checkRegularFile(options.restoreFile, FileRules{kMaxCheckpointFileBytes, true}, why) != FileStatus::Ok)
+    {
+        return fail("--restore", options.restoreFile, why);
+    }
+    const std::string& directory = options.server.sceneDirectory;
+    struct stat info
+    {
+    };
+    if (::stat(directory.c_str(), &info) == 0 && !S_ISDIR(info.st_mode))
+    {
+        return fail("--scene-dir", directory, "not a directory");
+    }
+    std::vector<RoomConfig> rooms;
+    if (!roomConfigs(options, rooms, why))
+    {
+        error = "--room: " + why;
+        return false;
+    }
+    for (std::size_t i = 0; i < rooms.size(); ++i)
+    {
+        if (const std::string problem = sceneProblem(rooms[i]); !problem.empty())
+        {
+            // A room's scene comes from its --room entry when that names one, else from --scene.
+            const bool fromRoom = !options.rooms.empty() && options.rooms[i].find('=') != std::string::npos;
+            return fail(fromRoom ? "--room " + printableExcerpt(rooms[i].room) + "=" : "--scene", rooms[i].scene,
+                        problem);
+        }
+    }
+    return true;
+}
+
 bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::string& error)
 {
     out = SecurityConfig();
@@ -299,19 +570,40 @@ bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::stri
     out.attemptBurstPerIp = 4.0 * options.connectRatePerIp;
     out.attemptsPerSecond = options.connectRate;
     out.attemptBurst = 2.0 * options.connectRate;
+    // Each failure names its own flag (parseServerOptions checked the rates already; callers that fill
+    // ServerOptions themselves may not have).
+    if (!inRange(options.connectRatePerIp, kConnectRatePerIpRange))
+    {
+        error = "--connect-rate-per-ip: must be " + rangeText(kConnectRatePerIpRange) + ", got " +
+                number(options.connectRatePerIp);
+        return false;
+    }
+    if (!inRange(options.connectRate, kConnectRateRange))
+    {
+        error = "--connect-rate: must be " + rangeText(kConnectRateRange) + ", got " + number(options.connectRate);
+        return false;
+    }
     if (!options.tokenKey.empty())
     {
         protocol::TokenKey key{};
         if (!protocol::parseTokenKeyHex(options.tokenKey, key, error))
         {
-            error = "--token-key: " + error;
+            error = "--token-key: " + printableExcerpt(error, kMaxLibraryMessageBytes);
             return false;
         }
         out.tokenKey = key;
     }
+    SecurityConfig addressesOnly; // the addresses' own check, everything else valid
+    addressesOnly.insecure = true;
+    addressesOnly.publicAddresses = options.publicAddresses;
+    if (!validateSecurityConfig(addressesOnly, error))
+    {
+        error = "--public-address: " + printableExcerpt(error, kMaxLibraryMessageBytes);
+        return false;
+    }
     if (!validateSecurityConfig(out, error))
     {
-        error = (options.insecure || !options.tokenKey.empty() ? "--public-address: " : "--token-key: ") + error;
+        // What is left to fail: no key without --insecure (the message names --token-key and --insecure).
         return false;
     }
     return true;
@@ -336,19 +628,19 @@ bool roomConfigs(const ServerOptions& options, std::vector<RoomConfig>& out, std
         }
         if (room.room.empty() || room.scene.empty())
         {
-            error = "'" + entry + "': want NAME or NAME=SCENE";
+            error = "'" + printableExcerpt(entry) + "': want NAME or NAME=SCENE";
             return false;
         }
         if (const std::string invalid = room.validate(); !invalid.empty())
         {
-            error = "'" + entry + "': " + invalid;
+            error = "'" + printableExcerpt(entry) + "': " + invalid;
             return false;
         }
         for (const RoomConfig& other : out)
         {
             if (other.room == room.room)
             {
-                error = "room '" + room.room + "' given twice";
+                error = "room '" + printableExcerpt(room.room) + "' given twice";
                 return false;
             }
         }

@@ -22,14 +22,15 @@ constexpr double kPausedKeepAliveSeconds = 1.0;
 } // namespace
 
 std::unique_ptr<Room> Room::create(const RoomConfig& config, ConnectionTable& connections, SendToSlot send,
-                                   CloseConnection close, std::string& error)
+                                   SendToAddress sendPlain, CloseConnection close, std::string& error)
 {
     error = config.validate();
     if (!error.empty())
     {
         return nullptr;
     }
-    std::unique_ptr<Room> room(new Room(config, connections, std::move(send), std::move(close)));
+    std::unique_ptr<Room> room(
+        new Room(config, connections, std::move(send), std::move(sendPlain), std::move(close)));
     std::shared_ptr<const SceneDescription> file;
     if (!buildWorld(room->m_config, room->m_world, error, file))
     {
@@ -40,8 +41,10 @@ std::unique_ptr<Room> Room::create(const RoomConfig& config, ConnectionTable& co
     return room;
 }
 
-Room::Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, CloseConnection close)
-    : m_config(config), m_connections(connections), m_send(std::move(send)), m_close(std::move(close)),
+Room::Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, SendToAddress sendPlain,
+           CloseConnection close)
+    : m_config(config), m_connections(connections), m_send(std::move(send)), m_sendPlain(std::move(sendPlain)),
+      m_close(std::move(close)),
       m_replicator(m_config, m_metrics,
                    [this](ClientReplication& client, std::span<const std::uint8_t> datagram)
                    { this->send(client.slot, datagram); }),
@@ -119,6 +122,78 @@ std::uint32_t Room::join(ClientSlot slot, std::string name, int snapshotRateHz, 
         spawnFor(joined, nullptr);
     }
     return joined.clientId;
+}
+
+void Room::admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, std::uint16_t sequence,
+                 double now)
+{
+    Connection& connection = m_connections[slot];
+    if (!m_clients[slot])
+    {
+        connection.clientId = join(slot, std::move(name), snapshotRateHz, spectator, now);
+    }
+    connection.acks.onReceived(sequence);
+    connection.lastReceiveTime = now;
+    send(slot, m_writer.connectAccepted(connection.acks.nextOutgoing(), sessionParameters(slot)));
+}
+
+void Room::receiveDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes, double now)
+{
+    m_metrics.bytesIn += wireBytes;
+    const protocol::DecodeResult decoded = protocol::decodePacket(bytes);
+    const wire::PacketType type = decoded.ok() ? decoded.type() : wire::PacketType::KeepAlive;
+    if (!m_clients[slot])
+    {
+        // It left while this datagram was on its way to the room's thread (the slot may be another's by now):
+        // a late copy of its goodbye is no error.
+        if (type != wire::PacketType::Disconnect)
+        {
+            m_metrics.drops.add(protocol::DropReason::UnexpectedMessage);
+        }
+        return;
+    }
+    const bool fromClient = type == wire::PacketType::KeepAlive || type == wire::PacketType::Disconnect ||
+                            type == wire::PacketType::ClientInput;
+    if (!decoded.ok() || !fromClient)
+    {
+        m_metrics.drops.add(decoded.ok() ? protocol::DropReason::UnexpectedMessage : decoded.reason);
+        spdlog::debug("ignored datagram from {}: {}", m_connections[slot].address.toString(),
+                      decoded.ok() ? "not a client message" : protocol::dropReasonName(decoded.reason));
+        return;
+    }
+    Connection& connection = m_connections[slot];
+    connection.acks.onReceived(decoded.packet->header()->sequence());
+    connection.lastReceiveTime = now;
+    receive(slot, decoded, now);
+}
+
+void Room::sendChallenge(ClientSlot slot, std::span<const std::uint8_t> cookie)
+{
+    if (m_clients[slot])
+    {
+        send(slot, m_writer.challenge({}, cookie));
+    }
+}
+
+void Room::timeOutSilent(double now)
+{
+    for (std::size_t i = m_members.size(); i > 0; --i)
+    {
+        const ClientSlot slot = m_members[i - 1];
+        if (now - m_connections[slot].lastReceiveTime > m_config.clientTimeoutSeconds)
+        {
+            timeOut(slot);
+        }
+    }
+}
+
+void Room::runAdmin(const protocol::AdminCommandFields& command, const protocol::Address& from, double now)
+{
+    const AdminResult result = admin(command, now);
+    const auto reply = m_writer.adminReply({}, command.nonce, result.ok, result.message);
+    ++m_metrics.datagramsOut;
+    m_metrics.bytesOut += reply.size();
+    m_sendPlain(from, reply);
 }
 
 protocol::SessionParameters Room::sessionParameters(ClientSlot slot) const

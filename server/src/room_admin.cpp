@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -54,25 +55,48 @@ AdminResult Room::admin(const protocol::AdminCommandFields& command, double now)
         RoomConfig config = m_config;
         if (command.op == wire::AdminOp::LoadScene)
         {
-            if (command.text.empty())
+            // Only a scene name (scene_file.h): a built-in one, or NAME (or NAME.json) for NAME.json in the scene
+            // directory, never a path. What is refused is told in the same words whatever exists on disk.
+            std::string name = command.text;
+            if (name.size() > 5 && name.ends_with(".json"))
             {
-                return {false, "load needs a scene name or file"};
+                name.resize(name.size() - 5);
             }
-            config.scene = command.text;
+            if (!isSceneName(name))
+            {
+                spdlog::info("admin load refused: '{}' is not a scene name", printableExcerpt(command.text));
+                return {false, "scene kept: " + unknownSceneMessage(command.text)};
+            }
+            config.scene = std::move(name);
             config.buildScene = nullptr;
         }
+        // The file is read (a regular file of at most kMaxSceneFileBytes, opened without blocking: FIFOs and
+        // devices are refused) and the world built here, on the thread that runs the room: in polytope-server
+        // the room's own (room_host.h), so a load holds up this room's ticks but neither the network thread nor
+        // other rooms; inline (tests, tools) the caller's. The hook for taking it off the room's thread too:
+        // buildWorld below reads and builds into `fresh`; run it on a worker and continue from the swap once
+        // the world is ready.
         physics::World fresh(m_world.config());
         fresh.setGravity(physics::WorldConfig{}.gravity); // scene files set their own
         std::string error;
         std::shared_ptr<const SceneDescription> file;
         if (!buildWorld(config, fresh, error, file))
         {
+            if (command.op == wire::AdminOp::LoadScene && error == unknownSceneMessage(config.scene))
+            {
+                error = unknownSceneMessage(command.text); // as it was asked for, NAME.json or NAME
+            }
+            spdlog::info("admin {} refused: {}", wire::EnumNameAdminOp(command.op), error);
             return {false, "scene kept: " + error};
         }
         m_config.scene = config.scene;
         m_config.buildScene = config.buildScene;
+        // The new world goes in first, so that adoptSceneRules takes the scene's identity from it as built,
+        // then resetWorld seats it again with the clients' bodies spawned by the new rules.
+        std::swap(m_world, fresh);
         adoptSceneRules(std::move(file));
-        resetWorld(std::move(fresh));
+        physics::World built = std::move(m_world);
+        resetWorld(std::move(built));
         break;
     }
     case wire::AdminOp::SetGravity:
@@ -108,10 +132,22 @@ AdminResult Room::admin(const protocol::AdminCommandFields& command, double now)
     return result;
 }
 
+// ---- Checkpoint state ----------------------------------------------------------------------------------
+// A room's part of a checkpoint (little-endian, as the machine writes it):
+//   magic u32 "ROOM", version u32 (2),
+//   scene name: u32 length (at most kMaxSavedSceneNameBytes) and its bytes (config().scene),
+//   scene digest: 32 bytes (m_sceneDigest, room_scene.cpp), tick rate u32 (Hz),
+//   tick u64, spawn count u32, paused u8, time scale f64, World::saveState size u64, World::saveState.
+// Version 1 had no scene identity: a checkpoint of one scene restored into a room running another, and the
+// world then mixed bodies of one with the catalogue and rules of the other. Version 1 is refused.
+
 namespace
 {
 constexpr std::uint32_t kRoomStateMagic = 0x4d4f4f52u; // "ROOM"
-constexpr std::uint32_t kRoomStateVersion = 1;
+constexpr std::uint32_t kRoomStateVersion = 2;
+/// A scene name or path longer than this is not one this server would have written (names are 64 bytes at
+/// most, paths PATH_MAX).
+constexpr std::uint32_t kMaxSavedSceneNameBytes = 4096;
 
 template <class T> void put(std::vector<std::uint8_t>& out, const T& value)
 {
@@ -129,12 +165,29 @@ template <class T> bool take(std::span<const std::uint8_t>& in, T& value)
     in = in.subspan(sizeof(T));
     return true;
 }
+
+bool takeBytes(std::span<const std::uint8_t>& in, std::size_t count, std::span<const std::uint8_t>& out)
+{
+    if (in.size() < count)
+    {
+        return false;
+    }
+    out = in.subspan(0, count);
+    in = in.subspan(count);
+    return true;
+}
 } // namespace
 
 void Room::saveState(std::vector<std::uint8_t>& out) const
 {
     put(out, kRoomStateMagic);
     put(out, kRoomStateVersion);
+    const std::string& scene = m_config.scene;
+    const std::size_t nameBytes = std::min<std::size_t>(scene.size(), kMaxSavedSceneNameBytes);
+    put(out, static_cast<std::uint32_t>(nameBytes));
+    out.insert(out.end(), scene.begin(), scene.begin() + static_cast<std::ptrdiff_t>(nameBytes));
+    out.insert(out.end(), m_sceneDigest.begin(), m_sceneDigest.end());
+    put(out, static_cast<std::uint32_t>(m_config.tickRateHz));
     put(out, m_tick);
     put(out, m_spawnCount);
     put(out, static_cast<std::uint8_t>(m_paused ? 1 : 0));
@@ -147,22 +200,53 @@ void Room::saveState(std::vector<std::uint8_t>& out) const
 
 bool Room::restoreState(std::span<const std::uint8_t> data, std::string& error)
 {
-    std::uint32_t magic = 0, version = 0, spawnCount = 0;
-    std::uint64_t ticks = 0, worldBytes = 0;
-    std::uint8_t paused = 0;
-    double timeScale = 0.0;
-    if (!take(data, magic) || !take(data, version) || !take(data, ticks) || !take(data, spawnCount) ||
-        !take(data, paused) || !take(data, timeScale) || !take(data, worldBytes))
+    std::uint32_t magic = 0, version = 0;
+    if (!take(data, magic) || !take(data, version))
     {
         error = "room state truncated";
         return false;
     }
-    if (magic != kRoomStateMagic || version != kRoomStateVersion)
+    if (magic != kRoomStateMagic)
     {
-        error = "not a room state of this version";
+        error = "not a room state (bad magic)";
         return false;
     }
-    if (paused > 1 || !(timeScale >= 0.01 && timeScale <= 16.0) || worldBytes != data.size())
+    if (version != kRoomStateVersion)
+    {
+        error = "room state version " + std::to_string(version) + ", this server reads version " +
+                std::to_string(kRoomStateVersion) +
+                (version < kRoomStateVersion
+                     ? " only (older checkpoints do not say which scene they hold: start without --restore)"
+                     : std::string(" only"));
+        return false;
+    }
+    std::uint32_t nameBytes = 0, tickRateHz = 0, spawnCount = 0;
+    std::span<const std::uint8_t> name, digest;
+    std::uint64_t ticks = 0, worldBytes = 0;
+    std::uint8_t paused = 0;
+    double timeScale = 0.0;
+    if (!take(data, nameBytes) || nameBytes > kMaxSavedSceneNameBytes || !takeBytes(data, nameBytes, name) ||
+        !takeBytes(data, m_sceneDigest.size(), digest) || !take(data, tickRateHz) || !take(data, ticks) ||
+        !take(data, spawnCount) || !take(data, paused) || !take(data, timeScale) || !take(data, worldBytes))
+    {
+        error = "room state truncated";
+        return false;
+    }
+    const std::string savedScene(name.begin(), name.end());
+    if (!std::equal(digest.begin(), digest.end(), m_sceneDigest.begin()))
+    {
+        error = "the checkpoint holds scene '" + printableExcerpt(savedScene, 256) + "', this room runs scene '" +
+                printableExcerpt(m_config.scene, 256) + "'" +
+                (savedScene == m_config.scene ? " as it is now (its definition changed since)" : std::string());
+        return false;
+    }
+    if (tickRateHz != static_cast<std::uint32_t>(m_config.tickRateHz))
+    {
+        error = "the checkpoint ran at " + std::to_string(tickRateHz) + " Hz, this room at " +
+                std::to_string(m_config.tickRateHz) + " Hz (--tick-hz)";
+        return false;
+    }
+    if (paused > 1 || !(timeScale >= kMinTimeScale && timeScale <= kMaxTimeScale) || worldBytes != data.size())
     {
         error = "room state corrupt (flags, time scale or size)";
         return false;

@@ -4,9 +4,12 @@
 
 #include "polytope/physics/scenes.h"
 
+#include <sodium.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <cmath>
+#include <vector>
 
 namespace polytope::server
 {
@@ -29,6 +32,24 @@ constexpr float kSpawnRingSpacing = 1.0f;
 constexpr std::uint32_t kSpawnsPerRing = 64;
 constexpr std::uint32_t kSpawnRings = 8;
 constexpr float kGoldenAngle = 2.39996323f; // radians
+/// A scene file's parse error quotes the file (FlatBuffers' "instead got: ..."): at most this much of it goes
+/// into an admin reply or a log line, escaped.
+constexpr std::size_t kMaxQuotedErrorBytes = 200;
+
+/// A scene's identity in checkpoints (Room::saveState): BLAKE2b-256 of World::saveState right after the scene
+/// was built. It covers everything the scene puts in the world (every body, shape, hull and the gravity),
+/// whichever way it was named (stack10 and stack:10 are one scene; a scene file reformatted is the same
+/// scene), and is deterministic: building is (physics/world.h), and so is saveState's byte layout. Player
+/// rules of a scene file (template, spawn points, limits) are not in the world; after a restore they come
+/// from the file as it is now, as they would after a reset.
+std::array<std::uint8_t, 32> sceneDigest(const physics::World& built)
+{
+    std::vector<std::uint8_t> state;
+    built.saveState(state);
+    std::array<std::uint8_t, 32> digest{};
+    crypto_generichash(digest.data(), digest.size(), state.data(), state.size(), nullptr, 0);
+    return digest;
+}
 
 bool spawnDefaultPlayer(physics::World& world, std::uint32_t spawnIndex, const physics::Vec3* at, physics::BodyId& out)
 {
@@ -69,18 +90,23 @@ bool Room::buildWorld(const RoomConfig& config, physics::World& world, std::stri
         }
         return true;
     }
-    const bool looksLikeFile = config.scene.find('/') != std::string::npos ||
-                               (config.scene.size() > 5 && config.scene.ends_with(".json"));
-    if (!looksLikeFile)
+    auto description = std::make_shared<SceneDescription>();
+    if (isScenePath(config.scene))
     {
-        // A built-in or sized scene name (physics/scenes.h has the one grammar).
-        physics::SceneName name;
-        std::string why;
-        if (!physics::parseSceneName(config.scene, name, why))
+        // The operator's own choice at start-up (--scene, --room); still a regular file of bounded size.
+        if (!loadSceneFile(config.scene, *description, error) || !buildScene(*description, world, error))
         {
-            error = "unknown scene '" + config.scene + "' (" + why + "; or a .json scene file)";
+            error = printableExcerpt(error, 2 * kMaxQuotedErrorBytes); // the path, then the parser's words
             return false;
         }
+        file = std::move(description);
+        return true;
+    }
+    // A scene name (scene_file.h has the rules): built in, or NAME.json in the scene directory.
+    physics::SceneName name;
+    std::string why;
+    if (physics::parseSceneName(config.scene, name, why))
+    {
         if (!physics::buildScene(world, name))
         {
             error = "scene '" + config.scene + "' does not fit in the world's capacity";
@@ -88,9 +114,25 @@ bool Room::buildWorld(const RoomConfig& config, physics::World& world, std::stri
         }
         return true;
     }
-    auto description = std::make_shared<SceneDescription>();
-    if (!loadSceneFile(config.scene, *description, error) || !buildScene(*description, world, error))
+    if (!isSceneName(config.scene))
     {
+        error = unknownSceneMessage(config.scene);
+        return false;
+    }
+    FileStatus status = FileStatus::Ok;
+    if (!loadSceneFile(sceneFileFor(config.sceneDirectory, config.scene), kSceneDirectoryFileRules, *description,
+                       status, error))
+    {
+        // Missing and unreadable look the same (nothing but the name is told); a file that is there but too
+        // large or not a valid scene is the operator's to fix, and says why.
+        error = status == FileStatus::CannotOpen || status == FileStatus::NotRegular
+                    ? unknownSceneMessage(config.scene)
+                    : "scene '" + config.scene + "': " + printableExcerpt(error, kMaxQuotedErrorBytes);
+        return false;
+    }
+    if (!buildScene(*description, world, error))
+    {
+        error = "scene '" + config.scene + "': " + printableExcerpt(error, kMaxQuotedErrorBytes);
         return false;
     }
     file = std::move(description);
@@ -99,6 +141,7 @@ bool Room::buildWorld(const RoomConfig& config, physics::World& world, std::stri
 
 void Room::adoptSceneRules(std::shared_ptr<const SceneDescription> file)
 {
+    m_sceneDigest = sceneDigest(m_world);
     m_sceneFile = std::move(file);
     if (!m_sceneFile)
     {

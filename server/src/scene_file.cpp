@@ -14,11 +14,11 @@
 
 #include <flatbuffers/idl.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <span>
 
@@ -625,36 +625,62 @@ bool parseSceneJson(std::string_view json, SceneDescription& out, std::string& e
     }
 }
 
+bool loadSceneFile(const std::string& path, const FileRules& rules, SceneDescription& out, FileStatus& status,
+                   std::string& error)
+{
+    std::string text;
+    status = readRegularFile(path, rules, text, error);
+    return status == FileStatus::Ok && parseSceneJson(text, out, error);
+}
+
 bool loadSceneFile(const std::string& path, SceneDescription& out, std::string& error)
 {
-    std::ifstream file(path, std::ios::binary);
-    if (!file)
-    {
-        error = path + ": cannot be opened";
-        return false;
-    }
-    std::string text;
-    char chunk[65536];
-    while (file.read(chunk, sizeof chunk) || file.gcount() > 0)
-    {
-        text.append(chunk, static_cast<std::size_t>(file.gcount()));
-        if (text.size() > kMaxSceneFileBytes)
-        {
-            error = path + ": larger than " + std::to_string(kMaxSceneFileBytes) + " bytes";
-            return false;
-        }
-    }
-    if (file.bad())
-    {
-        error = path + ": read error";
-        return false;
-    }
-    if (!parseSceneJson(text, out, error))
+    FileStatus status = FileStatus::Ok;
+    if (!loadSceneFile(path, FileRules{kMaxSceneFileBytes, true}, out, status, error))
     {
         error = path + ": " + error;
         return false;
     }
     return true;
+}
+
+bool isSceneName(std::string_view text)
+{
+    if (text.empty() || text.size() > kMaxSceneNameBytes || !std::isalnum(static_cast<unsigned char>(text[0])) ||
+        text.find("..") != std::string_view::npos || isScenePath(text))
+    {
+        return false;
+    }
+    for (const char c : text)
+    {
+        // Only ASCII letters and digits: std::isalnum in another locale could accept more.
+        const bool letterOrDigit = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!letterOrDigit && c != '_' && c != '-' && c != '.' && c != ':')
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool isScenePath(std::string_view scene)
+{
+    return scene.find('/') != std::string_view::npos || (scene.size() > 5 && scene.ends_with(".json"));
+}
+
+std::string unknownSceneMessage(std::string_view name)
+{
+    return "no scene '" + printableExcerpt(name) + "' in the scene directory or among the built-in scenes";
+}
+
+std::string sceneFileFor(const std::string& directory, std::string_view name)
+{
+    std::string path = directory.empty() ? std::string(".") : directory;
+    if (path.back() != '/')
+    {
+        path += '/';
+    }
+    return path + std::string(name) + ".json";
 }
 
 bool buildScene(const SceneDescription& scene, physics::World& world, std::string& error)

@@ -15,6 +15,9 @@ namespace
 {
 /// Expired tokens and idle per-IP buckets are forgotten this often (seconds).
 constexpr double kGateSweepSeconds = 1.0;
+/// Sealed sessions closed within this many seconds, whose late datagrams are not counted as forged: a
+/// Disconnect is sent three times, and a round trip rarely takes longer.
+constexpr double kRecentlyClosedSeconds = 3.0;
 
 double systemUnixTime()
 {
@@ -66,15 +69,44 @@ std::unique_ptr<Server> Server::create(const ServerConfig& config, SendFunction 
         auto room = Room::create(
             roomConfig, server->m_connections,
             [self](ClientSlot slot, std::span<const std::uint8_t> d) { self->sendTo(slot, d); },
+            [self](const protocol::Address& to, std::span<const std::uint8_t> d) { self->m_send(to, d); },
             [self](ClientSlot slot) { self->closeConnection(slot); }, error);
         if (!room)
         {
             error = "room '" + roomConfig.room + "': " + error;
             return nullptr;
         }
+        server->m_hosts.push_back(std::make_unique<RoomHost>(*room));
         server->m_rooms.push_back(std::move(room));
+        server->m_roomConnections.push_back(0);
     }
+    server->m_closed.reserve(server->m_connections.capacity());
+    server->m_closedScratch.reserve(server->m_connections.capacity());
     return server;
+}
+
+Server::~Server()
+{
+    for (auto& host : m_hosts)
+    {
+        host->stop();
+    }
+}
+
+void Server::startRoomThreads(std::function<double()> clock)
+{
+    for (auto& host : m_hosts)
+    {
+        host->start(clock);
+    }
+}
+
+ServerMetrics Server::metrics() const
+{
+    ServerMetrics out = m_metrics;
+    out.datagramsSealed = m_datagramsSealed.load(std::memory_order_relaxed);
+    out.bytesOut += m_sealOverheadBytes.load(std::memory_order_relaxed);
+    return out;
 }
 
 Server::Server(const ServerConfig& config, SendFunction send, std::size_t capacity)
@@ -152,17 +184,55 @@ void Server::sendTo(ClientSlot slot, std::span<const std::uint8_t> datagram)
                       connection.address.toString());
         return;
     }
-    ++m_metrics.datagramsSealed;
-    m_metrics.bytesOut += sealed.size() - datagram.size();
+    m_datagramsSealed.fetch_add(1, std::memory_order_relaxed);
+    m_sealOverheadBytes.fetch_add(sealed.size() - datagram.size(), std::memory_order_relaxed);
     m_send(connection.address, sealed);
 }
 
 void Server::closeConnection(ClientSlot slot)
 {
+    if (!roomThreads())
+    {
+        freeSlot(slot);
+        return;
+    }
+    const std::lock_guard lock(m_closedMutex);
+    m_closed.push_back(slot);
+}
+
+void Server::collectClosed()
+{
+    {
+        const std::lock_guard lock(m_closedMutex);
+        std::swap(m_closed, m_closedScratch);
+    }
+    for (const ClientSlot slot : m_closedScratch)
+    {
+        freeSlot(slot);
+    }
+    m_closedScratch.clear();
+}
+
+void Server::freeSlot(ClientSlot slot)
+{
     const Connection& connection = m_connections[slot];
+    if (!connection.used)
+    {
+        return;
+    }
     if (connection.channel.active())
     {
         m_gate.sessionEnded(connection.tokenClientId);
+    }
+    --m_roomConnections[connection.room];
+    if (connection.channel.active())
+    {
+        // Remembered for a few seconds: sealed datagrams still on their way are not counted as forged.
+        if (m_recentlyClosed.size() == kRecentlyClosedMax)
+        {
+            m_recentlyClosed.pop_front();
+        }
+        m_recentlyClosed.emplace_back(connection.address, m_lastNow);
     }
     m_connections.close(slot);
 }
@@ -176,8 +246,26 @@ void Server::drop(const protocol::Address& from, protocol::DropReason reason, st
 
 // ---- Receiving ---------------------------------------------------------------------------------------------
 
+bool Server::closedLately(const protocol::Address& address, double now)
+{
+    while (!m_recentlyClosed.empty() && m_recentlyClosed.front().second < now - kRecentlyClosedSeconds)
+    {
+        m_recentlyClosed.pop_front();
+    }
+    for (const auto& [closed, when] : m_recentlyClosed)
+    {
+        if (closed == address)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
 void Server::receive(const protocol::Address& from, std::span<const std::uint8_t> datagram, double now)
 {
+    m_lastNow = now;
+    collectClosed();
     // 1. Open a sealed datagram with its connection's keys.
     const ClientSlot slot = m_connections.find(from);
     const bool sealedConnection = slot != kNoSlot && m_connections[slot].channel.active();
@@ -186,6 +274,14 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
     {
         if (!sealedConnection)
         {
+            if (closedLately(from, now))
+            {
+                // A late copy of a closed session's goodbye (sent several times) or traffic in flight when it
+                // closed: no attack, and nothing to open it with any more.
+                m_metrics.bytesIn += datagram.size();
+                ++m_metrics.lateAfterClose;
+                return;
+            }
             drop(from, protocol::DropReason::BadSeal, datagram.size(), "sealed datagram without a session");
             return;
         }
@@ -219,21 +315,8 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
     // 3. A connection's datagram goes to its room.
     if (slot != kNoSlot && !handshake)
     {
-        Connection& connection = m_connections[slot];
-        Room& room = *m_rooms[connection.room];
-        room.countReceived(datagram.size());
-        const bool fromClient = type == wire::PacketType::KeepAlive || type == wire::PacketType::Disconnect ||
-                                type == wire::PacketType::ClientInput;
-        if (!decoded.ok() || !fromClient)
-        {
-            room.countDropped(decoded.ok() ? protocol::DropReason::UnexpectedMessage : decoded.reason);
-            spdlog::debug("ignored datagram from {}: {}", from.toString(),
-                          decoded.ok() ? "not a client message" : protocol::dropReasonName(decoded.reason));
-            return;
-        }
-        connection.acks.onReceived(decoded.packet->header()->sequence());
-        connection.lastReceiveTime = now;
-        room.receive(slot, decoded, now);
+        // The room's thread decodes it again from its copy, counts it and carries it out.
+        m_hosts[m_connections[slot].room]->postDatagram(slot, bytes, datagram.size(), now);
         return;
     }
     if (!decoded.ok())
@@ -252,7 +335,7 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
         handleChallengeResponse(from, *decoded.packet, datagram.size(), now);
         break;
     case wire::PacketType::AdminRequest:
-        if (!m_gate.admit(from, now))
+        if (!m_gate.admit(from, now, AdmitKind::Admin))
         {
             drop(from, protocol::DropReason::RateLimited, datagram.size(), "admin request");
             return;
@@ -274,40 +357,36 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
 
 void Server::update(double now)
 {
+    m_lastNow = now;
+    collectClosed();
     if (now - m_lastSweep >= kGateSweepSeconds)
     {
         m_lastSweep = now;
         m_gate.sweep(now, m_config.wallClock());
     }
-    for (auto& room : m_rooms)
+    for (auto& host : m_hosts)
     {
-        room->update(now);
+        host->update(now); // inline: the due ticks and time-outs; threaded: the room's thread does them
     }
-    for (ClientSlot slot = 0; slot < m_connections.capacity(); ++slot)
-    {
-        const Connection& connection = m_connections[slot];
-        if (connection.used &&
-            now - connection.lastReceiveTime > m_rooms[connection.room]->config().clientTimeoutSeconds)
-        {
-            m_rooms[connection.room]->timeOut(slot);
-        }
-    }
+    collectClosed();
 }
 
 void Server::shutdown()
 {
-    for (auto& room : m_rooms)
+    for (auto& host : m_hosts)
     {
-        room->shutdown();
+        host->call([](Room& room) { room.shutdown(); });
+        host->stop();
     }
+    collectClosed();
 }
 
 double Server::nextUpdateTime() const
 {
     double next = std::numeric_limits<double>::infinity();
-    for (const auto& room : m_rooms)
+    for (const auto& host : m_hosts)
     {
-        next = std::min(next, room->nextUpdateTime());
+        next = host->threaded() ? next : std::min(next, host->nextUpdateTime());
     }
     return next;
 }
@@ -322,13 +401,13 @@ void Server::saveState(std::vector<std::uint8_t>& out) const
         out.insert(out.end(), b, b + 4);
     };
     put32(static_cast<std::uint32_t>(m_rooms.size()));
-    for (const auto& room : m_rooms)
+    for (std::size_t i = 0; i < m_rooms.size(); ++i)
     {
-        const std::string& name = room->config().room;
+        const std::string& name = m_rooms[i]->config().room;
         put32(static_cast<std::uint32_t>(name.size()));
         out.insert(out.end(), name.begin(), name.end());
         std::vector<std::uint8_t> state;
-        room->saveState(state);
+        m_hosts[i]->call([&state](Room& room) { room.saveState(state); });
         put32(static_cast<std::uint32_t>(state.size()));
         out.insert(out.end(), state.begin(), state.end());
     }
@@ -336,6 +415,11 @@ void Server::saveState(std::vector<std::uint8_t>& out) const
 
 bool Server::restoreState(std::span<const std::uint8_t> data, std::string& error)
 {
+    if (roomThreads())
+    {
+        error = "rooms are running: restore before they start";
+        return false;
+    }
     const auto take32 = [&](std::uint32_t& v)
     {
         if (data.size() < 4)

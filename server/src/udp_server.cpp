@@ -4,32 +4,17 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
+#include <cstring>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 namespace polytope::server
 {
 namespace
 {
-
-protocol::Address toAddress(const asio::ip::udp::endpoint& endpoint)
-{
-    protocol::Address out;
-    out.port = endpoint.port();
-    const asio::ip::address address = endpoint.address();
-    if (address.is_v4())
-    {
-        out.family = protocol::Address::Family::IPv4;
-        const auto bytes = address.to_v4().to_bytes();
-        std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
-    }
-    else
-    {
-        out.family = protocol::Address::Family::IPv6;
-        const auto bytes = address.to_v6().to_bytes();
-        std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
-    }
-    return out;
-}
 
 asio::ip::udp::endpoint toEndpoint(const protocol::Address& address)
 {
@@ -44,10 +29,43 @@ asio::ip::udp::endpoint toEndpoint(const protocol::Address& address)
     return {asio::ip::address_v6(bytes), address.port};
 }
 
-/// Receive buffer, aligned for the FlatBuffers Verifier; one byte larger than the largest valid datagram
-/// so that an oversized one is seen as oversized rather than truncated to a valid size.
-struct alignas(8) ReceiveBuffer : std::array<std::uint8_t, protocol::kMaxDatagramBytes + 1>
+/// Datagrams taken from the socket per recvmmsg call.
+constexpr unsigned kReceiveBatch = 32;
+/// The receive buffer asked of the kernel (bytes): about 4 s of a busy room's traffic, so that a burst
+/// waits in the kernel rather than being dropped. Root gets it (SO_RCVBUFFORCE); others get what
+/// net.core.rmem_max allows.
+constexpr int kReceiveBufferBytes = 8 * 1024 * 1024;
+/// The network thread's own period (seconds): the gate's sweep, slots the rooms closed, the loop hook.
+constexpr double kLoopSeconds = 0.005;
+
+protocol::Address fromSockaddr(const sockaddr_storage& storage)
 {
+    protocol::Address out;
+    if (storage.ss_family == AF_INET)
+    {
+        const auto& in = reinterpret_cast<const sockaddr_in&>(storage);
+        out.family = protocol::Address::Family::IPv4;
+        std::memcpy(out.bytes.data(), &in.sin_addr, 4);
+        out.port = ntohs(in.sin_port);
+    }
+    else
+    {
+        const auto& in6 = reinterpret_cast<const sockaddr_in6&>(storage);
+        out.family = protocol::Address::Family::IPv6;
+        std::memcpy(out.bytes.data(), &in6.sin6_addr, 16);
+        out.port = ntohs(in6.sin6_port);
+    }
+    return out;
+}
+
+/// One slot of the receive batch: a buffer aligned for the FlatBuffers Verifier, one byte larger than the
+/// largest valid datagram (so that an oversized one is seen as oversized rather than cut to a valid size),
+/// its source address and room for the kernel's drop counter (SO_RXQ_OVFL).
+struct ReceiveSlot
+{
+    alignas(8) std::array<std::uint8_t, protocol::kMaxDatagramBytes + 1> bytes{};
+    sockaddr_storage from{};
+    alignas(cmsghdr) std::array<std::uint8_t, CMSG_SPACE(sizeof(std::uint32_t))> control{};
 };
 
 } // namespace
@@ -59,12 +77,16 @@ struct UdpServer::Impl
     asio::steady_timer timer{io};
     asio::signal_set signals{io};
     std::unique_ptr<Server> server;
-    ReceiveBuffer buffer{};
-    asio::ip::udp::endpoint sender;
+    std::array<ReceiveSlot, kReceiveBatch> slots{};
+    std::array<mmsghdr, kReceiveBatch> messages{};
+    std::array<iovec, kReceiveBatch> vectors{};
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-    std::uint64_t sendErrors = 0;
-    TickTimeHistogram tickTimes;
+    SocketCounters counters;
+    std::atomic<std::uint64_t> datagramsSent{0};
+    std::atomic<std::uint64_t> bytesSent{0};
+    std::atomic<std::uint64_t> sendErrors{0};
     std::function<void(double, bool)> loopHook;
+    std::uint64_t ticksSeen = 0;
     bool stopping = false; ///< set by finish(); handlers already queued must not re-arm
 
     double now() const
@@ -72,41 +94,106 @@ struct UdpServer::Impl
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
 
+    /// Called from the network thread and the rooms' threads: sendto(2) on the socket is, Asio's socket
+    /// object is not.
     void send(const protocol::Address& to, std::span<const std::uint8_t> datagram)
     {
-        asio::error_code error;
-        socket.send_to(asio::buffer(datagram.data(), datagram.size()), toEndpoint(to), 0, error);
-        if (error)
+        const asio::ip::udp::endpoint endpoint = toEndpoint(to);
+        const ssize_t sent = ::sendto(socket.native_handle(), datagram.data(), datagram.size(), MSG_DONTWAIT,
+                                      endpoint.data(), static_cast<socklen_t>(endpoint.size()));
+        if (sent < 0)
         {
-            ++sendErrors;
-            spdlog::debug("send to {} failed: {}", to.toString(), error.message());
+            sendErrors.fetch_add(1, std::memory_order_relaxed);
+            spdlog::debug("send to {} failed: {}", to.toString(), std::strerror(errno));
+            return;
         }
+        datagramsSent.fetch_add(1, std::memory_order_relaxed);
+        bytesSent.fetch_add(static_cast<std::uint64_t>(sent), std::memory_order_relaxed);
     }
 
+    void configureSocket()
+    {
+        const int fd = socket.native_handle();
+        const int size = kReceiveBufferBytes;
+        if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) != 0)
+        {
+            ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+        }
+        const int on = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
+        int granted = 0;
+        socklen_t length = sizeof(granted);
+        ::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &length);
+        counters.receiveBufferBytes = static_cast<std::uint64_t>(granted);
+    }
+
+    /// Takes every datagram waiting in the socket, in batches, then waits for more.
     void receiveNext()
     {
-        socket.async_receive_from(asio::buffer(buffer), sender,
-                                  [this](const asio::error_code& error, std::size_t bytes)
-                                  {
-                                      if (error == asio::error::operation_aborted || stopping)
-                                      {
-                                          return;
-                                      }
-                                      if (!error)
-                                      {
-                                          server->receive(toAddress(sender), {buffer.data(), bytes}, now());
-                                      }
-                                      else
-                                      {
-                                          spdlog::debug("receive failed: {}", error.message());
-                                      }
-                                      receiveNext();
-                                  });
+        socket.async_wait(asio::ip::udp::socket::wait_read,
+                          [this](const asio::error_code& error)
+                          {
+                              if (error == asio::error::operation_aborted || stopping)
+                              {
+                                  return;
+                              }
+                              drain();
+                              receiveNext();
+                          });
+    }
+
+    void drain()
+    {
+        const int fd = socket.native_handle();
+        for (;;)
+        {
+            for (unsigned i = 0; i < kReceiveBatch; ++i)
+            {
+                vectors[i] = {slots[i].bytes.data(), slots[i].bytes.size()};
+                messages[i] = {};
+                messages[i].msg_hdr.msg_name = &slots[i].from;
+                messages[i].msg_hdr.msg_namelen = sizeof(slots[i].from);
+                messages[i].msg_hdr.msg_iov = &vectors[i];
+                messages[i].msg_hdr.msg_iovlen = 1;
+                messages[i].msg_hdr.msg_control = slots[i].control.data();
+                messages[i].msg_hdr.msg_controllen = slots[i].control.size();
+            }
+            const int received = ::recvmmsg(fd, messages.data(), kReceiveBatch, MSG_DONTWAIT, nullptr);
+            if (received <= 0)
+            {
+                return; // EAGAIN: drained (or an error, which the next wait reports again)
+            }
+            const double at = now();
+            for (int i = 0; i < received; ++i)
+            {
+                const mmsghdr& message = messages[static_cast<std::size_t>(i)];
+                const ReceiveSlot& slot = slots[static_cast<std::size_t>(i)];
+                for (cmsghdr* c = CMSG_FIRSTHDR(&message.msg_hdr); c != nullptr;
+                     c = CMSG_NXTHDR(const_cast<msghdr*>(&message.msg_hdr), c))
+                {
+                    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL)
+                    {
+                        std::uint32_t dropped = 0;
+                        std::memcpy(&dropped, CMSG_DATA(c), sizeof(dropped));
+                        counters.kernelDrops = std::max<std::uint64_t>(counters.kernelDrops, dropped);
+                    }
+                }
+                // Truncated (MSG_TRUNC): larger than the buffer, which is already larger than any valid one.
+                const std::size_t bytes = std::min<std::size_t>(message.msg_len, slot.bytes.size());
+                ++counters.datagramsReceived;
+                counters.bytesReceived += message.msg_len;
+                server->receive(fromSockaddr(slot.from), {slot.bytes.data(), bytes}, at);
+            }
+            if (received < static_cast<int>(kReceiveBatch))
+            {
+                return;
+            }
+        }
     }
 
     void scheduleUpdate()
     {
-        const double wake = server->nextUpdateTime();
+        const double wake = std::min(server->nextUpdateTime(), now() + kLoopSeconds);
         timer.expires_at(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                      std::chrono::duration<double>(wake)));
         timer.async_wait(
@@ -121,33 +208,22 @@ struct UdpServer::Impl
             });
     }
 
-    /// update(), timed into tickTimes when it ran a tick, then the loop hook.
+    /// The Server's update, then the loop hook (told whether some room ticked since the last call).
     void timedUpdate()
     {
-        const std::uint64_t ticksBefore = totalTicks();
-        const auto begin = std::chrono::steady_clock::now();
-        const double at = std::chrono::duration<double>(begin - start).count();
+        const double at = now();
         server->update(at);
-        const bool ticked = totalTicks() != ticksBefore;
-        if (ticked)
+        std::uint64_t ticks = 0;
+        for (std::size_t i = 0; i < server->roomCount(); ++i)
         {
-            const auto elapsed = std::chrono::steady_clock::now() - begin;
-            tickTimes.observe(std::chrono::duration<double>(elapsed).count());
+            ticks += server->roomStatus(i).tick;
         }
+        const bool ticked = ticks != ticksSeen;
+        ticksSeen = ticks;
         if (loopHook)
         {
             loopHook(at, ticked);
         }
-    }
-
-    std::uint64_t totalTicks() const
-    {
-        std::uint64_t ticks = 0;
-        for (std::size_t i = 0; i < server->roomCount(); ++i)
-        {
-            ticks += server->room(i).tick();
-        }
-        return ticks;
     }
 
     void finish()
@@ -157,7 +233,7 @@ struct UdpServer::Impl
             return;
         }
         stopping = true;
-        server->shutdown();
+        server->shutdown(); // tells the clients, stops the rooms' threads
         asio::error_code ignored;
         timer.cancel();
         signals.cancel(ignored);
@@ -166,7 +242,13 @@ struct UdpServer::Impl
 };
 
 UdpServer::UdpServer() : m_impl(std::make_unique<Impl>()) {}
-UdpServer::~UdpServer() = default;
+UdpServer::~UdpServer()
+{
+    if (m_impl->server)
+    {
+        m_impl->server->shutdown();
+    }
+}
 
 bool UdpServer::open(const RoomConfig& config, std::string& error)
 {
@@ -209,6 +291,7 @@ bool UdpServer::open(const ServerConfig& config, const std::string& bindAddress,
         return false;
     }
     impl.socket.non_blocking(true, ec);
+    impl.configureSocket();
     return true;
 }
 
@@ -235,6 +318,7 @@ void UdpServer::run(bool handleSignals)
                 }
             });
     }
+    impl.server->startRoomThreads([&impl] { return impl.now(); });
     impl.receiveNext();
     impl.timedUpdate();
     impl.scheduleUpdate();
@@ -250,11 +334,16 @@ Server& UdpServer::server() { return *m_impl->server; }
 
 const Server& UdpServer::server() const { return *m_impl->server; }
 
-const Room& UdpServer::firstRoom() const { return m_impl->server->room(0); }
+SocketCounters UdpServer::socketCounters() const
+{
+    SocketCounters out = m_impl->counters;
+    out.datagramsSent = m_impl->datagramsSent.load(std::memory_order_relaxed);
+    out.bytesSent = m_impl->bytesSent.load(std::memory_order_relaxed);
+    out.sendErrors = m_impl->sendErrors.load(std::memory_order_relaxed);
+    return out;
+}
 
-const TickTimeHistogram& UdpServer::tickTimes() const { return m_impl->tickTimes; }
-
-std::uint64_t UdpServer::sendErrors() const { return m_impl->sendErrors; }
+std::uint64_t UdpServer::sendErrors() const { return m_impl->sendErrors.load(std::memory_order_relaxed); }
 
 void UdpServer::setLoopHook(std::function<void(double now, bool ticked)> hook) { m_impl->loopHook = std::move(hook); }
 

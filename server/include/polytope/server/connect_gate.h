@@ -2,9 +2,15 @@
 //
 // The Server's handshake (handshake.cpp) asks the ConnectGate about every ConnectRequest, ChallengeResponse and AdminRequest that does
 // not belong to an open session, before any room sees it:
-//   - rate limits: a token bucket per source IP (any port) and one for the whole server, so that a flood of
-//     connection attempts costs a bounded amount of work and memory (the per-IP table has a fixed cap;
-//     when it is full, unknown IPs are refused until idle entries age out);
+//   - rate limits: a token bucket per source IP (any port), and server-wide buckets per kind of datagram
+//     (connect requests, admin requests), so that a flood costs a bounded amount of work and memory. The
+//     per-IP table is allocated once: a set-associative cache indexed by a keyed hash of the IP (SipHash
+//     with a random per-process key, so that a sender cannot aim at one set), and a new IP takes the least
+//     recently seen entry of its set. A flood from spoofed addresses therefore only evicts other idle
+//     sources: a legitimate client always finds room, and an IP that keeps sending keeps its entry.
+//     ChallengeResponses are limited per IP only, after their cookie proved the sender receives at its
+//     address (connect_cookie.h): a spoofed flood of any kind cannot use up the budget that real clients
+//     finish their handshake with;
 //   - connect tokens (token.h): the credential must open with the server's token key, be unexpired, name
 //     this server's address and the room asked for, and not have opened a session before: a used token is
 //     remembered until it expires (bounded too), except that the address it opened its session from may
@@ -44,9 +50,9 @@ struct SecurityConfig
     std::uint16_t listenPort = 0;
     double attemptsPerSecondPerIp = 32.0; ///< sustained handshake/admin datagrams per source IP
     double attemptBurstPerIp = 128.0;
-    double attemptsPerSecond = 4000.0; ///< the same over all sources
+    double attemptsPerSecond = 4000.0; ///< the same over all sources, for each kind (connects, admin)
     double attemptBurst = 8000.0;
-    std::size_t maxTrackedIps = 16384;  ///< cap of the per-IP table
+    std::size_t maxTrackedIps = 16384;  ///< entries of the per-IP table (allocated at start, rounded up to 4)
     std::size_t maxUsedTokens = 262144; ///< cap of the used-token table (entries leave when they expire)
 };
 
@@ -62,6 +68,14 @@ struct TokenCheck
     std::uint64_t expireTime = 0; ///< Unix seconds
 };
 
+/// What a datagram asks the gate for; each kind has its own server-wide budget.
+enum class AdmitKind : std::uint8_t
+{
+    Connect,  ///< a ConnectRequest: the per-IP and the server-wide connect budget
+    Response, ///< a ChallengeResponse whose cookie checked out: the per-IP budget only
+    Admin,    ///< an AdminRequest: the per-IP and the server-wide admin budget
+};
+
 class ConnectGate
 {
   public:
@@ -70,7 +84,7 @@ class ConnectGate
     const SecurityConfig& config() const { return m_config; }
 
     /// One handshake or admin datagram from `from` at `now` (seconds, monotonic): false when over a limit.
-    bool admit(const protocol::Address& from, double now);
+    bool admit(const protocol::Address& from, double now, AdmitKind kind);
     /// Checks a credential for a connect to `room` (the room's real name) from `from`. `openSession`: the
     /// address already has a session (a repeated handshake). `wallNow`: Unix seconds.
     TokenCheck check(const protocol::TokenCredentialFields& credential, std::string_view room,
@@ -82,7 +96,8 @@ class ConnectGate
     /// Forgets expired tokens and idle per-IP buckets; call about once a second.
     void sweep(double now, double wallNow);
 
-    std::size_t trackedIps() const { return m_buckets.size(); }
+    std::size_t trackedIps() const { return m_trackedIps; }
+    std::uint64_t evictedIps() const { return m_evictedIps; }
     std::size_t usedTokens() const { return m_used.size(); }
 
   private:
@@ -97,13 +112,27 @@ class ConnectGate
         std::uint64_t expireTime = 0;
     };
     using IpKey = std::array<std::uint8_t, 17>;
+    struct IpEntry
+    {
+        IpKey ip{};
+        Bucket bucket;
+        double lastSeen = 0.0;
+        bool used = false;
+    };
+    static constexpr std::size_t kWays = 4; ///< entries per set of the per-IP table
     static IpKey ipOf(const protocol::Address& address);
     static bool take(Bucket& bucket, double now, double rate, double burst);
     bool namesThisServer(const std::vector<std::string>& addresses) const;
+    /// The IP's entry, made (evicting the least recently seen of its set if need be) when it has none.
+    IpEntry& entryOf(const IpKey& ip, double now);
 
     SecurityConfig m_config;
-    Bucket m_global;
-    std::map<IpKey, Bucket> m_buckets;
+    Bucket m_globalConnect;
+    Bucket m_globalAdmin;
+    std::vector<IpEntry> m_ips; ///< sets of kWays entries
+    std::array<std::uint8_t, 16> m_hashKey{};
+    std::size_t m_trackedIps = 0;
+    std::uint64_t m_evictedIps = 0;
     std::map<std::array<std::uint8_t, 16>, Used> m_used;
     std::multiset<std::uint64_t> m_connectedClients; ///< token client ids with an open session
 };

@@ -31,6 +31,18 @@ struct RoomMetricsView
     std::uint64_t ticks = 0;                     ///< the room's tick (Room::tick())
 };
 
+/// What crossed the socket, as the socket saw it (before any check).
+struct SocketCounters
+{
+    std::uint64_t datagramsReceived = 0;
+    std::uint64_t bytesReceived = 0;
+    std::uint64_t datagramsSent = 0;
+    std::uint64_t bytesSent = 0;
+    std::uint64_t sendErrors = 0;         ///< datagrams the socket refused to send
+    std::uint64_t kernelDrops = 0;        ///< datagrams the kernel dropped for a full receive buffer
+    std::uint64_t receiveBufferBytes = 0; ///< the receive buffer the kernel granted
+};
+
 /// The Prometheus content type of renderPrometheus()'s text.
 inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4";
 
@@ -38,7 +50,7 @@ inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4
 std::string renderPrometheus(std::span<const RoomMetricsView> rooms);
 /// The Server's own counters (datagrams dropped before any room, admin requests by outcome), appended to the
 /// same page.
-std::string renderServerPrometheus(const ServerMetrics& host);
+std::string renderServerPrometheus(const ServerMetrics& server, const SocketCounters* socket = nullptr);
 
 /// Escapes a label value: backslash, double quote and line feed get a backslash.
 std::string escapeLabelValue(std::string_view value);

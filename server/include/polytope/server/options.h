@@ -9,12 +9,24 @@
 #include "polytope/server/connect_gate.h"
 #include "polytope/server/room_config.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace polytope::server
 {
+
+/// polytope-server's exit statuses (docs/OPERATIONS.md). 0: stopped by a signal after a clean shutdown, or
+/// --help / --list-scenes.
+inline constexpr int kExitStartFailed = 1; ///< did not start: a bad setting, file, port or scene
+/// Ran and stopped, but the final checkpoint (--checkpoint) was not written: the state since the last
+/// periodic checkpoint is lost, which whatever restarts the server should know.
+inline constexpr int kExitFinalCheckpointFailed = 3;
+
+/// Config files larger than this are refused unread. 1 MiB: a file with every setting and a long list of
+/// rooms is a few KiB; one a thousand times that is not a config file.
+inline constexpr std::size_t kMaxConfigFileBytes = 1u << 20;
 
 /// Everything polytope-server is configured with.
 struct ServerOptions
@@ -45,6 +57,15 @@ struct ServerOptions
 /// with an error naming the bad entry (empty name, duplicate).
 bool roomConfigs(const ServerOptions& options, std::vector<RoomConfig>& out, std::string& error);
 
+/// The start-up checks that look at the file system, after parseServerOptions and before anything opens:
+/// the checkpoint file can be written (probeCheckpointPath: its temporary file is created and removed, an
+/// existing checkpoint is not touched), the restore file is a regular file within kMaxCheckpointFileBytes,
+/// each room's scene is a built-in name, a regular scene file within kMaxSceneFileBytes, or a name with
+/// such a file in the scene directory, and the scene directory is a directory if it exists. Nothing is
+/// opened in a way that could block (regular_file.h). False with one line that starts with the flag:
+/// "--checkpoint '/proc/x.ckpt': cannot create the temporary file ...".
+bool checkServerFiles(const ServerOptions& options, std::string& error);
+
 /// The security settings ServerOptions describes (token key parsed, limits at their defaults); false with an
 /// error naming the flag.
 bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::string& error);
@@ -59,8 +80,10 @@ enum class OptionsStatus
 struct OptionsResult
 {
     OptionsStatus status = OptionsStatus::Run;
-    int exitCode = 0;    ///< 0 for Run and Exit; 1 for Error
-    std::string message; ///< help text, or an error naming the flag, config key or variable
+    int exitCode = 0;    ///< 0 for Run and Exit; kExitStartFailed for Error
+    /// Help text, or one line (printable ASCII: what the file or variable held is quoted escaped and cut
+    /// short) naming the flag, config key or variable.
+    std::string message;
 };
 
 /// One setting, as it can be given in each of the three places (documentation and tests).
@@ -72,7 +95,10 @@ struct OptionName
 };
 
 /// Parses argv (argv[0] is the program name), the config file and the POLYTOPE_* environment into `out`,
-/// which holds the defaults on entry. Never throws and never exits; on Error `out` may be partly written.
+/// which holds the defaults on entry. The config file is read as regular_file.h reads (a regular file of at
+/// most kMaxConfigFileBytes; a FIFO or a device is refused without blocking) and must be text. Every
+/// floating-point setting must be finite and within its range (options.cpp says why each). Never throws and
+/// never exits; on Error `out` may be partly written.
 OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOptions& out);
 
 /// The settings that parseServerOptions reads from all three places (not --config, --help, --list-scenes).

@@ -1,10 +1,11 @@
 // polytope-server: one room: a World, its fixed-tick loop, its input queue and what its clients see.
 //
 // Clients reach a room through the Server (server.h), which owns the connections (connection_table.h) and
-// the handshake (handshake.cpp): the Server calls join() when a handshake completes, receive() with each
-// datagram of a joined client, and update() with the current time. The room never reads a clock or touches
-// a socket; it sends through the Server's SendToSlot and asks it to close a connection through
-// CloseConnection.
+// the handshake (handshake.cpp): the Server calls admit() when a handshake completes (or is repeated),
+// receiveDatagram() with each datagram of a joined client, and update() with the current time, all from the
+// room's thread (room_host.h: the network thread never waits on a room). The room never reads a clock or
+// touches a socket; it sends through the Server's SendToSlot (sealed per connection) and SendToAddress, and
+// asks the Server to close a connection through CloseConnection.
 //
 // Per tick (update() runs the ticks that are due, at most maxCatchUpTicks at once):
 //   - the inputs queued for this tick are applied to the World, then the World steps;
@@ -22,6 +23,7 @@
 #include "polytope/server/room_metrics.h"
 #include "polytope/server/scene_file.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,32 +55,32 @@ class Room
   public:
     using SendToSlot = std::function<void(ClientSlot slot, std::span<const std::uint8_t> datagram)>;
     using CloseConnection = std::function<void(ClientSlot slot)>;
+    using SendToAddress = std::function<void(const protocol::Address& to, std::span<const std::uint8_t> datagram)>;
 
     /// Builds the scene named in config; returns nullptr and sets error when the config or scene is bad.
     /// `connections` is the Server's table, which outlives the room.
     static std::unique_ptr<Room> create(const RoomConfig& config, ConnectionTable& connections, SendToSlot send,
-                                        CloseConnection close, std::string& error);
+                                        SendToAddress sendPlain, CloseConnection close, std::string& error);
 
-    // ---- Called by the Server ----
-    /// True when another client may join.
-    bool hasSpace() const { return m_members.size() < static_cast<std::size_t>(m_config.maxClients); }
-    /// The connection in `slot` completed its handshake: it joins as a new client (asking for
-    /// `snapshotRateHz`, 0 for the default; a spectator owns no body). Returns the client id.
-    std::uint32_t join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now);
-    /// What ConnectAccepted tells the client in `slot` (joined).
-    protocol::SessionParameters sessionParameters(ClientSlot slot) const;
-    /// A datagram from the joined client in `slot` (decoded; its header acks already recorded).
-    void receive(ClientSlot slot, const protocol::DecodeResult& decoded, double now);
-    /// Counts the bytes of a datagram of one of its clients (accepted or not).
-    void countReceived(std::size_t bytes) { m_metrics.bytesIn += bytes; }
-    /// A datagram of one of its clients that was not accepted.
-    void countDropped(protocol::DropReason reason) { m_metrics.drops.add(reason); }
+    // ---- Called by the Server, on the room's thread ----
+    /// The connection in `slot` sent a valid ChallengeResponse with header sequence `sequence`: it joins as a
+    /// new client if it is not one yet (asking for `snapshotRateHz`, 0 for the default; a spectator owns no
+    /// body) and is sent ConnectAccepted (again, for a repeat: the first may have been lost).
+    void admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, std::uint16_t sequence,
+               double now);
+    /// A datagram (its plaintext; `wireBytes` as received) from the connection in `slot`: decoded, counted,
+    /// its header's sequence and acks recorded, and carried out.
+    void receiveDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes, double now);
+    /// A repeated ConnectRequest from the joined client in `slot`: its Challenge goes out on the connection.
+    void sendChallenge(ClientSlot slot, std::span<const std::uint8_t> cookie);
     /// A connect refused because the room is full.
     void countDenied() { ++m_metrics.clientsDenied; }
-    /// The client in `slot` fell silent: told so, and removed.
-    void timeOut(ClientSlot slot);
+    /// Clients silent for longer than clientTimeoutSeconds are told and removed.
+    void timeOutSilent(double now);
     /// Carries out an authenticated admin command (the Server checked the key).
     AdminResult admin(const protocol::AdminCommandFields& command, double now);
+    /// admin(), then the AdminReply to `from`.
+    void runAdmin(const protocol::AdminCommandFields& command, const protocol::Address& from, double now);
     /// Disconnects a client (admin kick). False when no such client.
     bool kick(std::uint32_t clientId);
     /// Runs the ticks that are due and sends due snapshots and catalogue entries.
@@ -147,12 +149,18 @@ class Room
         ClientReplication replication;
     };
 
-    Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, CloseConnection close);
+    Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, SendToAddress sendPlain,
+         CloseConnection close);
+    std::uint32_t join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now);
+    protocol::SessionParameters sessionParameters(ClientSlot slot) const;
+    void receive(ClientSlot slot, const protocol::DecodeResult& decoded, double now);
+    void timeOut(ClientSlot slot);
     /// Builds config.scene (a built-in name or a scene file) into `world`; a scene file's description comes
     /// back in `file` (nullptr for built-in scenes and buildScene).
     static bool buildWorld(const RoomConfig& config, physics::World& world, std::string& error,
                            std::shared_ptr<const SceneDescription>& file);
-    /// Takes the player rules (template, spawning, limits) of the scene now running.
+    /// Takes the player rules (template, spawning, limits) of the scene now running, and its identity from
+    /// m_world, which must hold the scene as built (room_scene.cpp).
     void adoptSceneRules(std::shared_ptr<const SceneDescription> file);
     Client* findClient(std::uint32_t clientId);
     const Client* findClient(std::uint32_t clientId) const;
@@ -175,6 +183,7 @@ class Room
     RoomConfig m_config;
     ConnectionTable& m_connections;
     SendToSlot m_send;
+    SendToAddress m_sendPlain;
     CloseConnection m_close;
     physics::World m_world;
     RoomMetrics m_metrics;
@@ -192,6 +201,8 @@ class Room
     std::uint32_t m_spawnCount = 0;
     SpawnFunction m_explicitSpawn; ///< the spawnPlayer the config came with (tests, benchmarks)
     std::shared_ptr<const SceneDescription> m_sceneFile; ///< the running scene's file, if any
+    /// BLAKE2b-256 of the running scene's World::saveState as built: its identity in checkpoints.
+    std::array<std::uint8_t, 32> m_sceneDigest{};
     bool m_paused = false;
     std::uint64_t m_stepBudget = 0; ///< ticks to run while paused (admin Step)
     double m_timeScale = 1.0;

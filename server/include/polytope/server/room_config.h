@@ -22,7 +22,12 @@ struct RoomConfig
     std::string room = "main";        ///< the room's name, 1..64 bytes; clients join a room by name
     std::uint16_t port = 7777;        ///< UDP port; 0 picks an ephemeral port
     std::string bindAddress = "0.0.0.0";
-    std::string scene = "default";    ///< built-in scene name, or a scene file path (scene_file.h)
+    /// A scene name (scene_file.h: a built-in name, or NAME for sceneDirectory/NAME.json) or, given by the
+    /// operator at start-up only, a scene file's path (containing '/' or ending in ".json").
+    std::string scene = "default";
+    /// Where scene names that are not built in find their files (admin load reads nothing else); relative
+    /// paths are from the working directory. A missing directory leaves only the built-in scenes.
+    std::string sceneDirectory = "scenes";
     /// When set, builds the world instead of the built-in scene (benchmarks, tests); `scene` is then only the
     /// name announced to clients. Returns false when the world refused a body.
     std::function<bool(physics::World&)> buildScene;

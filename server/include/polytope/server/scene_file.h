@@ -10,6 +10,7 @@
 
 #include "polytope/physics/shapes.h"
 #include "polytope/physics/world.h"
+#include "polytope/server/regular_file.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +22,10 @@
 namespace polytope::server
 {
 
-/// Files larger than this are refused before parsing.
+/// Files larger than this are refused before they are read. 16 MiB: the largest scene a file may list,
+/// kMaxSceneBodies bodies, takes about 150 bytes of JSON each written out in full (shape, position,
+/// orientation, velocities, material), 15 MB; anything larger is not a scene, and the server holds the text
+/// while parsing it.
 inline constexpr std::size_t kMaxSceneFileBytes = 16u * 1024u * 1024u;
 /// Most bodies a scene file may list (not counting a built-in scene's).
 inline constexpr std::size_t kMaxSceneBodies = 100000;
@@ -63,9 +67,41 @@ struct SceneDescription
 /// message with its position ("line 3, column 14: unknown field: colour").
 bool parseSceneJson(std::string_view json, SceneDescription& out, std::string& error);
 
-/// Reads the file at `path` (at most kMaxSceneFileBytes) and parses it like parseSceneJson. Errors start
-/// with the path.
+/// Reads the file at `path` (a regular file of at most kMaxSceneFileBytes, regular_file.h: a FIFO or a
+/// device is refused without blocking) and parses it like parseSceneJson. Errors start with the path.
 bool loadSceneFile(const std::string& path, SceneDescription& out, std::string& error);
+/// The same by `rules` (size cap, symbolic links). `status` says whether the file could be read at all (Ok:
+/// read, and `error` is then the parser's); `error` does not name the path, so that callers choose what to
+/// reveal of it.
+bool loadSceneFile(const std::string& path, const FileRules& rules, SceneDescription& out, FileStatus& status,
+                   std::string& error);
+
+// ---- Scene names -------------------------------------------------------------------------------------------
+// A scene name is what an admin `load` takes, and what --scene and --room take besides paths: a built-in
+// name (physics::parseSceneName: "stack10", "pile:500"), or else NAME for the file NAME.json in the scene
+// directory (RoomConfig::sceneDirectory). A name is never a path, so that a load cannot reach any file
+// outside that directory: 1..kMaxSceneNameBytes bytes of letters, digits, '_', '-', '.' and ':', starting
+// with a letter or a digit, without "..", and not ending in ".json" (which makes a path, isScenePath).
+
+inline constexpr std::size_t kMaxSceneNameBytes = 64;
+
+/// True when `text` is a scene name by the rules above.
+bool isSceneName(std::string_view text);
+
+/// True when `scene` is a path rather than a name: it contains '/' or ends in ".json". Only the operator
+/// gives paths (--scene, --room); they are read where they lead, as regular files of bounded size.
+bool isScenePath(std::string_view scene);
+
+/// The one answer for a scene name (or anything else) that leads to no scene, whatever is or is not on disk:
+/// "no scene 'X' in the scene directory or among the built-in scenes", X quoted by printableExcerpt.
+std::string unknownSceneMessage(std::string_view name);
+
+/// The file a scene name that is not built in stands for: `directory`/NAME.json.
+std::string sceneFileFor(const std::string& directory, std::string_view name);
+
+/// The rules a scene file named by a scene name is read by: regular files of at most kMaxSceneFileBytes, not
+/// symbolic links (whatever an operator places in the scene directory is read, but nothing it points to).
+inline constexpr FileRules kSceneDirectoryFileRules{kMaxSceneFileBytes, false};
 
 /// Builds `scene` into `world`: sets its gravity, builds the built-in scene (if any), adds every hull
 /// (the player template's too, so the catalogue is complete before any client joins; identical hulls

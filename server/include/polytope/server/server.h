@@ -11,9 +11,11 @@
 //   4. Any other datagram from a connection goes to the connection's room (room.h), after its header's
 //      sequence is recorded and the connection marked alive. Datagrams from unknown addresses are counted
 //      by the first room, as dropped.
-// update() runs every room's due ticks and times out silent connections. Like the rooms, the Server never
+// Each room runs behind a RoomHost (room_host.h): inline, update() runs every room's due ticks and times out
+// silent clients; after startRoomThreads(), each room runs on its own thread and receive() and update()
+// only hand work over, so that the network thread never waits for a tick. Like the rooms, the Server never
 // reads a clock or touches a socket: the owner (UdpServer in udp_server.h, or a test) passes the time and a
-// SendFunction.
+// SendFunction, which must be safe to call from several threads once the rooms have threads.
 //
 // Security (STANDARD.md §11): with a connect token a session's datagrams are sealed in both directions with
 // keys derived from the token's keys and the salt in the challenge cookie. Tokenless sessions exist only on
@@ -28,11 +30,14 @@
 #include "polytope/server/connection_table.h"
 #include "polytope/server/room.h"
 #include "polytope/server/room_config.h"
+#include "polytope/server/room_host.h"
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <span>
@@ -80,6 +85,7 @@ struct ServerMetrics
     std::uint64_t plainSessions = 0;  ///< tokenless sessions (--insecure)
     std::uint64_t datagramsSealed = 0;
     std::uint64_t datagramsOpened = 0;
+    std::uint64_t lateAfterClose = 0; ///< sealed datagrams from a session closed moments before (late goodbyes)
 };
 
 class Server
@@ -87,23 +93,36 @@ class Server
   public:
     static std::unique_ptr<Server> create(const ServerConfig& config, SendFunction send, std::string& error);
 
+    ~Server();
+
     void receive(const protocol::Address& from, std::span<const std::uint8_t> datagram, double now);
     void update(double now);
-    /// Tells every client the server is going away.
+    /// Tells every client the server is going away, and stops the rooms' threads.
     void shutdown();
+    /// Inline rooms: the time the next tick is due. With room threads: infinity (the rooms wake themselves).
     double nextUpdateTime() const;
+    /// From now on each room runs on a thread of its own, reading `clock` (the clock of `now`).
+    void startRoomThreads(std::function<double()> clock);
+    bool roomThreads() const { return !m_hosts.empty() && m_hosts.front()->threaded(); }
 
     std::size_t roomCount() const { return m_rooms.size(); }
+    /// A room itself: only while rooms have no threads (tests, tools; before startRoomThreads() or after
+    /// shutdown()). Otherwise read roomStatus().
     Room& room(std::size_t index) { return *m_rooms[index]; }
     const Room& room(std::size_t index) const { return *m_rooms[index]; }
+    /// A copy of a room's figures, safe to read from the network thread at any time.
+    RoomStatus roomStatus(std::size_t index) const { return m_hosts[index]->status(); }
     /// The room of that name (empty: the first), or nullptr.
     Room* findRoom(std::string_view name);
     std::size_t clientCount() const { return m_connections.size(); }
-    const ServerMetrics& metrics() const { return m_metrics; }
+    /// The Server's own counters (a copy: some are counted on the rooms' threads).
+    ServerMetrics metrics() const;
 
-    /// Every room's state (Room::saveState), named, in one buffer (see checkpoint.h for the file).
+    /// Every room's state (Room::saveState), named, in one buffer (see checkpoint.h for the file). With room
+    /// threads, each room saves between two of its ticks (this waits for them).
     void saveState(std::vector<std::uint8_t>& out) const;
-    /// Restores every room from saveState's buffer; the rooms must match by name. All or nothing.
+    /// Restores every room from saveState's buffer; the rooms must match by name. All or nothing. Only
+    /// before startRoomThreads().
     bool restoreState(std::span<const std::uint8_t> data, std::string& error);
 
     /// True when the connection at that address is sealed (tests, logs).
@@ -117,23 +136,30 @@ class Server
     void send(const protocol::Address& to, std::span<const std::uint8_t> datagram);
     /// Sends to a connection: sealed when it is sealed.
     void sendTo(ClientSlot slot, std::span<const std::uint8_t> datagram);
+    /// A room ended a client's session (on the room's thread): the slot is freed on the network thread.
     void closeConnection(ClientSlot slot);
+    /// Frees the slots the rooms' threads closed.
+    void collectClosed();
+    void freeSlot(ClientSlot slot);
+    /// True when a sealed session at `address` closed within the last few seconds.
+    bool closedLately(const protocol::Address& address, double now);
     void drop(const protocol::Address& from, protocol::DropReason reason, std::size_t bytes, const char* what);
     std::size_t roomIndex(const Room& room) const;
+    RoomHost& hostOf(const Room& room) { return *m_hosts[roomIndex(room)]; }
 
     // handshake.cpp
-    /// A handshake reply: to the connection in `slot` (sealed when it is), or plain to `to` when kNoSlot.
-    void reply(const protocol::Address& to, ClientSlot slot, std::span<const std::uint8_t> datagram);
     void handleConnectRequest(const protocol::Address& from, const protocol::wire::Packet& packet, std::size_t bytes,
                               double now);
     void handleChallengeResponse(const protocol::Address& from, const protocol::wire::Packet& packet,
                                  std::size_t bytes, double now);
-    /// Rate limits and the room a handshake datagram names; nullptr when it was dropped or denied.
-    Room* admitHandshake(const protocol::Address& from, ClientSlot slot, std::string_view roomName, std::size_t bytes,
-                         double now);
-    /// The connect token's checks; false when the datagram was dropped.
+    /// Rate limits, the connect token and the room a handshake datagram names; nullptr when it was dropped
+    /// or denied (`token`: the token's verdict, clientId 0 when tokenless).
+    Room* admitHandshake(const protocol::Address& from, ClientSlot slot, std::string_view roomName,
+                         const protocol::wire::TokenCredential* credential, AdmitKind kind, std::size_t bytes,
+                         double now, TokenCheck& token);
+    /// The connect token's checks for a connect to `roomName`; false when the datagram was dropped.
     bool checkToken(const protocol::Address& from, const protocol::wire::TokenCredential* credential, ClientSlot slot,
-                    const Room& room, std::size_t bytes, const char* what, TokenCheck& out);
+                    std::string_view roomName, std::size_t bytes, const char* what, TokenCheck& out);
 
     // admin.cpp
     void handleAdmin(const protocol::Address& from, const protocol::wire::Packet& packet, double now);
@@ -143,6 +169,16 @@ class Server
     SendFunction m_send;
     ConnectionTable m_connections;
     std::vector<std::unique_ptr<Room>> m_rooms;
+    std::vector<std::unique_ptr<RoomHost>> m_hosts; ///< one per room, same order
+    std::vector<std::size_t> m_roomConnections;     ///< connections per room (the network thread's count)
+    std::mutex m_closedMutex;
+    std::vector<ClientSlot> m_closed; ///< slots the rooms' threads closed, not yet freed
+    std::vector<ClientSlot> m_closedScratch;
+    static constexpr std::size_t kRecentlyClosedMax = 1024; ///< bounded: a flood of closes cannot grow it
+    std::deque<std::pair<protocol::Address, double>> m_recentlyClosed; ///< (address, when), oldest first
+    double m_lastNow = 0.0;
+    std::atomic<std::uint64_t> m_datagramsSealed{0}; ///< counted on the rooms' threads
+    std::atomic<std::uint64_t> m_sealOverheadBytes{0};
     ConnectCookies m_cookies;
     ConnectGate m_gate;
     double m_lastSweep = -1e9;

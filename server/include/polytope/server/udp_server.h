@@ -13,6 +13,9 @@
 namespace polytope::server
 {
 
+/// The network thread: it drains the socket (recvmmsg, in batches, until nothing is left) each time it is
+/// readable, hands every datagram to the Server at once, and never runs a tick: run() starts a thread per
+/// room (Server::startRoomThreads). Sends come from every thread (sendto(2)).
 class UdpServer
 {
 public:
@@ -28,23 +31,23 @@ public:
     bool open(const RoomConfig& config, std::string& error);
     /// The bound UDP port (useful when config.port was 0).
     std::uint16_t localPort() const;
-    /// Runs until stop() or SIGINT/SIGTERM (when handleSignals); returns after telling clients goodbye.
+    /// Runs until stop() or SIGINT/SIGTERM (when handleSignals); returns after telling clients goodbye and
+    /// stopping the rooms' threads.
     void run(bool handleSignals);
     /// Thread-safe: asks run() to finish.
     void stop();
 
     /// Valid after open(); use it only from the thread that runs run(), or before run() starts (restoring a
-    /// checkpoint), or after run() returned.
+    /// checkpoint), or after run() returned. While run() runs, the rooms are on their own threads: read them
+    /// through Server::roomStatus().
     Server& server();
     const Server& server() const;
-    /// The first room.
-    const Room& firstRoom() const;
-    /// Wall time of each update of all rooms that ran at least one tick. Same thread rule as server().
-    const TickTimeHistogram& tickTimes() const;
-    /// Datagrams the socket refused to send. Same thread rule as server().
+    /// What crossed the socket. Any thread.
+    SocketCounters socketCounters() const;
+    /// Datagrams the socket refused to send. Any thread.
     std::uint64_t sendErrors() const;
-    /// Called on the run() thread after every timed update, with the time of that update (seconds since
-    /// open()) and whether it ran a tick. Set it before run(). It may read server() and call stop().
+    /// Called on the run() thread about every 5 ms, with the time (seconds since open()) and whether some
+    /// room ticked since the last call. Set it before run(). It may read server() and call stop().
     void setLoopHook(std::function<void(double now, bool ticked)> hook);
 
 private:
