@@ -15,56 +15,17 @@ using namespace polytope;
 namespace
 {
 
-const protocol::Address kServer = protocol::Address::ipv4(10, 0, 0, 1, 7777);
 const protocol::Address kClient = protocol::Address::ipv4(10, 0, 0, 2, 5000);
 const server::ConnectCookies::Key kKey{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6,
                                        7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
 
-/// One server and one client over a simulated link, advanced in steps of 1/240 s.
-struct Link
+/// The room of these tests: the default scene at `snapshotRateHz`.
+server::RoomConfig linkRoom(int snapshotRateHz)
 {
-    Link(const protocol::NetworkConditions& conditions, int snapshotRateHz, std::uint64_t seed)
-        : net(conditions, seed)
-    {
-        server::RoomConfig config;
-        config.snapshotRateHz = snapshotRateHz;
-        std::string error;
-        server = test::makeServer(
-            config, [this](const protocol::Address& to, std::span<const std::uint8_t> d) { net.send(kServer, to, d, now); },
-            error, kKey);
-        REQUIRE(server);
-        client = std::make_unique<client::Client>(
-            client::ClientConfig{}, [this](std::span<const std::uint8_t> d) { net.send(kClient, kServer, d, now); });
-        client->connect(now);
-    }
-
-    void runUntil(double seconds)
-    {
-        while (now < seconds)
-        {
-            now += 1.0 / 240.0;
-            for (const protocol::SimulatedDatagram& d : net.receive(kServer, now))
-            {
-                server->receive(d.from, d.bytes, now);
-            }
-            server->update(now);
-            for (const protocol::SimulatedDatagram& d : net.receive(kClient, now))
-            {
-                client->receive(d.bytes, now);
-            }
-            client->update(now);
-            client::ReceivedSnapshot ignored;
-            while (client->popSnapshot(ignored))
-            {
-            }
-        }
-    }
-
-    double now = 0.0;
-    protocol::NetworkSimulator net;
-    std::unique_ptr<server::Server> server;
-    std::unique_ptr<client::Client> client;
-};
+    server::RoomConfig config;
+    config.snapshotRateHz = snapshotRateHz;
+    return config;
+}
 
 double percentile(std::vector<double> samples, double p)
 {
@@ -79,9 +40,14 @@ TEST_CASE("client RTT estimate: 50 ms each way gives about 100 ms plus the serve
     protocol::NetworkConditions conditions;
     conditions.latencySeconds = 0.05;
     // 60 Hz snapshots: an acknowledgement waits at most 1/60 s in the server; frames add up to 2/240 s.
-    Link link(conditions, 60, 7);
-    link.runUntil(5.0);
-    const client::Client& c = *link.client;
+    test::InProcessNetwork net;
+    net.simulate(conditions, 7);
+    net.frameSeconds = 1.0 / 240.0;
+    const auto server = test::makeServer(net, linkRoom(60), kKey);
+    client::Client& c = net.addClient(kClient);
+    c.connect(net.now());
+    const auto dropSnapshots = [&] { test::dropSnapshots(c); };
+    net.runUntil(5.0, dropSnapshots);
     REQUIRE(c.isConnected());
     CHECK(c.stats().rttSamples > 100);
     INFO("srtt " << c.rttSeconds() << " s, last " << c.lastRttSeconds() << " s, rttvar " << c.rttVariationSeconds());
@@ -101,8 +67,8 @@ TEST_CASE("client RTT estimate: 50 ms each way gives about 100 ms plus the serve
     SECTION("the estimate follows a change of latency")
     {
         conditions.latencySeconds = 0.1;
-        link.net.setConditions(conditions);
-        link.runUntil(10.0);
+        net.simulator()->setConditions(conditions);
+        net.runUntil(10.0, dropSnapshots);
         INFO("srtt " << c.rttSeconds() << " s");
         CHECK(c.rttSeconds() >= 0.199);
         CHECK(c.rttSeconds() <= 0.200 + 1.0 / 60.0 + 2.0 / 240.0 + 0.001);
@@ -115,9 +81,13 @@ TEST_CASE("client loss estimates: 10% loss each way is measured as about 10%", "
     conditions.latencySeconds = 0.03;
     conditions.jitterSeconds = 0.01;
     conditions.lossProbability = 0.10;
-    Link link(conditions, 60, 11);
-    link.runUntil(30.0);
-    const client::Client& c = *link.client;
+    test::InProcessNetwork net;
+    net.simulate(conditions, 11);
+    net.frameSeconds = 1.0 / 240.0;
+    const auto server = test::makeServer(net, linkRoom(60), kKey);
+    client::Client& c = net.addClient(kClient);
+    c.connect(net.now());
+    net.runUntil(30.0, [&] { test::dropSnapshots(c); });
     REQUIRE(c.isConnected());
     const client::ClientStats& s = c.stats();
     const double sentLoss =

@@ -20,7 +20,6 @@ using namespace polytope;
 namespace
 {
 
-const protocol::Address kServerAddress = protocol::Address::ipv4(10, 0, 0, 1, 7777);
 const protocol::Address kClientAddress = protocol::Address::ipv4(10, 0, 0, 2, 5000);
 const server::ConnectCookies::Key kCookieKey{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
@@ -56,7 +55,8 @@ void runScenario(std::uint64_t seed)
     conditions.latencySeconds = 0.07;
     conditions.jitterSeconds = 0.06;
     conditions.lossProbability = 0.05;
-    protocol::NetworkSimulator net(conditions, seed);
+    test::InProcessNetwork net;
+    net.simulate(conditions, seed);
 
     server::RoomConfig config;
     config.tickRateHz = 60;
@@ -65,11 +65,8 @@ void runScenario(std::uint64_t seed)
     config.buildScene = buildMovingScene;
     double now = 0.0;
     std::string error;
-    auto server = test::makeServer(
-        config, [&](const protocol::Address& to, std::span<const std::uint8_t> d) { net.send(kServerAddress, to, d, now); },
-        error, kCookieKey);
-    REQUIRE(server);
-    client::Client c({}, [&](std::span<const std::uint8_t> d) { net.send(kClientAddress, kServerAddress, d, now); });
+    const auto server = test::makeServer(net, config, kCookieKey);
+    client::Client& c = net.addClient(kClientAddress);
 
     // Record what arrives as well: the recording must replay to the same snapshots (see the recording tests).
     const std::string path =
@@ -92,16 +89,7 @@ void runScenario(std::uint64_t seed)
     for (int step = 1; now < measureUntil; ++step)
     {
         now = static_cast<double>(step) / stepsPerSecond;
-        for (const protocol::SimulatedDatagram& d : net.receive(kServerAddress, now))
-        {
-            server->receive(d.from, d.bytes, now);
-        }
-        server->update(now);
-        for (const protocol::SimulatedDatagram& d : net.receive(kClientAddress, now))
-        {
-            c.receive(d.bytes, now);
-        }
-        c.update(now);
+        net.frameAt(now);
         client::ReceivedSnapshot s;
         while (c.popSnapshot(s))
         {

@@ -10,7 +10,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <numeric>
 #include <set>
@@ -20,150 +19,85 @@ using namespace polytope;
 namespace
 {
 
-using test::kServerAddress;
 const server::ConnectCookies::Key kCookieKey{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
                                              17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
-
-/// One server and some clients joined by a NetworkSimulator; frame() advances everyone by 1/120 s.
-struct SimulatedSession
-{
-    explicit SimulatedSession(const protocol::NetworkConditions& conditions, server::RoomConfig config = {},
-                              std::uint64_t seed = 1)
-        : net(conditions, seed)
-    {
-        std::string error;
-        server = test::makeServer(
-            config,
-            [this](const protocol::Address& to, std::span<const std::uint8_t> d) { net.send(kServerAddress, to, d, now); },
-            error, kCookieKey);
-        REQUIRE(server);
-    }
-
-    client::Client& addClient(std::uint8_t host, client::ClientConfig config = {})
-    {
-        const protocol::Address address = protocol::Address::ipv4(10, 0, 0, host, 5000);
-        auto c = std::make_unique<client::Client>(
-            config, [this, address](std::span<const std::uint8_t> d) { net.send(address, kServerAddress, d, now); });
-        clients.emplace_back(address, std::move(c));
-        return *clients.back().second;
-    }
-
-    void frame()
-    {
-        now += 1.0 / 120.0;
-        for (const protocol::SimulatedDatagram& d : net.receive(kServerAddress, now))
-        {
-            server->receive(d.from, d.bytes, now);
-        }
-        server->update(now);
-        for (auto& [address, c] : clients)
-        {
-            for (const protocol::SimulatedDatagram& d : net.receive(address, now))
-            {
-                c->receive(d.bytes, now);
-            }
-            c->update(now);
-        }
-    }
-
-    void runUntil(double seconds)
-    {
-        while (now < seconds)
-        {
-            frame();
-        }
-    }
-
-    double now = 0.0;
-    protocol::NetworkSimulator net;
-    std::unique_ptr<server::Server> server;
-    std::vector<std::pair<protocol::Address, std::unique_ptr<client::Client>>> clients;
-};
-
-/// An aligned copy of a datagram, as a receive buffer holds it.
-struct Aligned
-{
-    explicit Aligned(std::span<const std::uint8_t> bytes) : storage(bytes.size() / 8 + 1), size(bytes.size())
-    {
-        std::memcpy(storage.data(), bytes.data(), bytes.size());
-    }
-    std::span<const std::uint8_t> view() const { return {reinterpret_cast<const std::uint8_t*>(storage.data()), size}; }
-    std::vector<std::uint64_t> storage;
-    std::size_t size;
-};
 
 } // namespace
 
 TEST_CASE("handshake: the server keeps no state before a valid challenge response", "[server][handshake]")
 {
-    std::vector<std::pair<protocol::Address, std::vector<std::uint8_t>>> sent;
-    std::string error;
-    auto server = test::makeServer(
-        server::RoomConfig{}, [&](const protocol::Address& to, std::span<const std::uint8_t> d) { sent.emplace_back(to, std::vector(d.begin(), d.end())); },
-        error, kCookieKey);
-    REQUIRE(server);
+    test::InProcessNetwork net;
+    net.recordServerSends();
+    const auto server = test::makeServer(net, {}, kCookieKey);
     protocol::PacketWriter writer;
     const auto alice = protocol::Address::ipv4(10, 0, 0, 2, 5000);
     const auto mallory = protocol::Address::ipv4(10, 0, 0, 66, 5000);
     server->update(0.0);
 
     // A request gets a challenge no larger than itself, and nothing else happens.
-    Aligned request(writer.connectRequest({}, "alice"));
+    const test::AlignedDatagram request(writer.connectRequest({}, "alice"));
     server->receive(alice, request.view(), 1.0);
-    REQUIRE(sent.size() == 1);
-    CHECK(sent[0].first == alice);
-    CHECK(sent[0].second.size() < request.size);
+    REQUIRE(net.serverSent().size() == 1);
+    CHECK(net.serverSent()[0].to == alice);
+    CHECK(net.serverSent()[0].datagram.size() < request.size());
     CHECK(server->clientCount() == 0);
-    Aligned challenge(sent[0].second);
+    const test::AlignedDatagram challenge = net.serverSent()[0].datagram;
     const protocol::DecodeResult decoded = protocol::decodePacket(challenge.view());
     REQUIRE(decoded.ok());
     REQUIRE(decoded.type() == protocol::wire::PacketType::Challenge);
     const auto* cookieVector = decoded.packet->message_as_Challenge()->cookie();
     std::vector<std::uint8_t> cookie(cookieVector->begin(), cookieVector->end());
-    sent.clear();
+    net.clearServerSent();
 
     SECTION("forged cookies are refused and counted")
     {
         auto forged = cookie;
         forged[10] ^= 1;
-        server->receive(alice, Aligned(writer.challengeResponse({}, forged, "alice")).view(), 1.5);
+        server->receive(alice, test::AlignedDatagram(writer.challengeResponse({}, forged, "alice")).view(),
+                        1.5);
         std::vector<std::uint8_t> zeros(protocol::kCookieBytes, 0);
-        server->receive(alice, Aligned(writer.challengeResponse({}, zeros, "alice")).view(), 1.5);
+        server->receive(alice, test::AlignedDatagram(writer.challengeResponse({}, zeros, "alice")).view(),
+                        1.5);
         CHECK(server->metrics().cookiesForged == 2);
         CHECK(server->metrics().drops[protocol::DropReason::BadCookie] == 2);
         CHECK(server->clientCount() == 0);
-        CHECK(sent.empty());
+        CHECK(net.serverSent().empty());
     }
     SECTION("a cookie echoed from another address or port is refused")
     {
-        server->receive(mallory, Aligned(writer.challengeResponse({}, cookie, "mallory")).view(), 1.5);
+        server->receive(mallory,
+                        test::AlignedDatagram(writer.challengeResponse({}, cookie, "mallory")).view(), 1.5);
         auto otherPort = alice;
         otherPort.port = 5001;
-        server->receive(otherPort, Aligned(writer.challengeResponse({}, cookie, "alice")).view(), 1.5);
+        server->receive(otherPort,
+                        test::AlignedDatagram(writer.challengeResponse({}, cookie, "alice")).view(), 1.5);
         CHECK(server->metrics().cookiesForged == 2);
         CHECK(server->clientCount() == 0);
-        CHECK(sent.empty());
+        CHECK(net.serverSent().empty());
     }
     SECTION("an expired cookie is refused, a fresh one accepted")
     {
-        server->receive(alice, Aligned(writer.challengeResponse({}, cookie, "alice")).view(), 1.0 + 6.5);
+        server->receive(alice, test::AlignedDatagram(writer.challengeResponse({}, cookie, "alice")).view(),
+                        1.0 + 6.5);
         CHECK(server->metrics().cookiesExpired == 1);
         CHECK(server->clientCount() == 0);
-        CHECK(sent.empty());
-        server->receive(alice, Aligned(writer.challengeResponse({}, cookie, "alice")).view(), 1.0 + 4.0);
+        CHECK(net.serverSent().empty());
+        server->receive(alice, test::AlignedDatagram(writer.challengeResponse({}, cookie, "alice")).view(),
+                        1.0 + 4.0);
         CHECK(server->clientCount() == 1);
-        REQUIRE(sent.size() == 1);
-        Aligned accepted(sent[0].second);
+        REQUIRE(net.serverSent().size() == 1);
+        const test::AlignedDatagram& accepted = net.serverSent()[0].datagram;
         const protocol::DecodeResult r = protocol::decodePacket(accepted.view());
         REQUIRE(r.ok());
         REQUIRE(r.type() == protocol::wire::PacketType::ConnectAccepted);
-        CHECK(accepted.size < request.size);
+        CHECK(accepted.size() < request.size());
         const protocol::SessionParameters p = protocol::readSessionParameters(*r.packet->message_as_ConnectAccepted());
         CHECK(p.clientId == 1);
         CHECK(p.maxBaselineAgeTicks == server->room(0).config().maxBaselineAgeTicks);
         CHECK(p.position.stepsPerMetre == server->room(0).config().quantization.stepsPerMetre);
         // The same response again (the accept may have been lost) gets the same session.
-        server->receive(alice, Aligned(writer.challengeResponse({}, cookie, "alice")).view(), 1.0 + 4.1);
+        server->receive(alice, test::AlignedDatagram(writer.challengeResponse({}, cookie, "alice")).view(),
+                        1.0 + 4.1);
         CHECK(server->clientCount() == 1);
         CHECK(server->room(0).metrics().clientsAccepted == 1);
     }
@@ -171,7 +105,8 @@ TEST_CASE("handshake: the server keeps no state before a valid challenge respons
     {
         server::ConnectCookies other(2.0);
         const auto foreign = other.issue(alice, 1.0);
-        server->receive(alice, Aligned(writer.challengeResponse({}, foreign, "alice")).view(), 1.5);
+        server->receive(alice, test::AlignedDatagram(writer.challengeResponse({}, foreign, "alice")).view(),
+                        1.5);
         CHECK(server->metrics().cookiesForged == 1);
         CHECK(server->clientCount() == 0);
     }
@@ -185,8 +120,10 @@ TEST_CASE("a client at 5% loss and 100 +- 30 ms jitter decodes only correct snap
     conditions.lossProbability = 0.05;
     server::RoomConfig config;
     config.snapshotRateHz = 60;
-    SimulatedSession sim(conditions, config, 42);
-    client::Client& c = sim.addClient(2);
+    test::InProcessNetwork net;
+    net.simulate(conditions, 42);
+    const auto server = test::makeServer(net, config, kCookieKey);
+    client::Client& c = net.addClient(2);
     c.connect(0.0);
 
     std::size_t compared = 0, mismatched = 0;
@@ -194,15 +131,15 @@ TEST_CASE("a client at 5% loss and 100 +- 30 ms jitter decodes only correct snap
     bool increasing = true;
     std::set<std::uint32_t> moved;
     std::map<std::uint32_t, float> firstHeight;
-    while (sim.now < 10.0)
+    while (net.now() < 10.0)
     {
-        sim.frame();
+        net.frame();
         client::ReceivedSnapshot s;
         while (c.popSnapshot(s))
         {
             increasing = increasing && s.tick > lastTick;
             lastTick = s.tick;
-            const protocol::SnapshotFrame* truth = sim.server->room(0).history().find(s.tick);
+            const protocol::SnapshotFrame* truth = server->room(0).history().find(s.tick);
             REQUIRE(truth != nullptr);
             const bool same = s.quantized.size() == truth->bodies.size() &&
                               std::equal(s.quantized.begin(), s.quantized.end(), truth->bodies.begin());
@@ -229,10 +166,10 @@ TEST_CASE("a client at 5% loss and 100 +- 30 ms jitter decodes only correct snap
     const auto& errors = c.stats().sliceErrors;
     CHECK(std::accumulate(errors.begin(), errors.end(), std::uint64_t{0}) == 0);
     // Full snapshots only until the first one is acknowledged, about one round trip (~0.2 s, 12 ticks) later.
-    CHECK(sim.server->room(0).metrics().fullSnapshots < 30);
-    CHECK(sim.server->room(0).metrics().snapshotEncodeErrors == 0);
-    INFO("server sent " << sim.server->room(0).metrics().snapshotsSent << " snapshots, skipped "
-                        << sim.server->room(0).metrics().snapshotsSkipped);
+    CHECK(server->room(0).metrics().fullSnapshots < 30);
+    CHECK(server->room(0).metrics().snapshotEncodeErrors == 0);
+    INFO("server sent " << server->room(0).metrics().snapshotsSent << " snapshots, skipped "
+                        << server->room(0).metrics().snapshotsSkipped);
 }
 
 TEST_CASE("the shape catalogue arrives reliably under loss and follows removals and new bodies",
@@ -242,16 +179,18 @@ TEST_CASE("the shape catalogue arrives reliably under loss and follows removals 
     conditions.latencySeconds = 0.05;
     conditions.jitterSeconds = 0.02;
     conditions.lossProbability = 0.25;
-    SimulatedSession sim(conditions, {}, 9);
-    client::Client& c = sim.addClient(2);
+    test::InProcessNetwork net;
+    net.simulate(conditions, 9);
+    const auto server = test::makeServer(net, {}, kCookieKey);
+    client::Client& c = net.addClient(2);
     c.connect(0.0);
-    sim.runUntil(4.0);
+    net.runUntil(4.0);
     REQUIRE(c.isConnected());
 
     auto serverCatalogue = [&]
     {
         std::map<std::uint32_t, std::pair<std::uint32_t, protocol::wire::ShapeKind>> out;
-        sim.server->room(0).world().forEachBody(
+        server->room(0).world().forEachBody(
             [&](const physics::BodyState& b)
             { out[b.id.index] = {b.id.generation, static_cast<protocol::wire::ShapeKind>(b.shape.type)}; });
         return out;
@@ -266,11 +205,11 @@ TEST_CASE("the shape catalogue arrives reliably under loss and follows removals 
         return out;
     };
     CHECK(clientCatalogue() == serverCatalogue());
-    CHECK(sim.server->room(0).metrics().catalogueEntriesResent > 0); // 25% loss: some had to be resent
+    CHECK(server->room(0).metrics().catalogueEntriesResent > 0); // 25% loss: some had to be resent
 
     // Remove three bodies and add a sphere (which reuses a freed slot with a new generation).
     std::vector<physics::BodyId> victims;
-    sim.server->room(0).world().forEachBody(
+    server->room(0).world().forEachBody(
         [&](const physics::BodyState& b)
         {
             if (b.type == physics::BodyType::Dynamic && victims.size() < 3)
@@ -281,14 +220,14 @@ TEST_CASE("the shape catalogue arrives reliably under loss and follows removals 
     REQUIRE(victims.size() == 3);
     for (const physics::BodyId id : victims)
     {
-        REQUIRE(sim.server->room(0).world().destroyBody(id) == physics::WorldStatus::Ok);
+        REQUIRE(server->room(0).world().destroyBody(id) == physics::WorldStatus::Ok);
     }
     physics::BodyDesc sphere;
     sphere.shape = physics::Shape::makeSphere(0.75f);
     sphere.transform.p = {0.0f, 8.0f, 0.0f};
-    const physics::BodyId added = sim.server->room(0).world().createBody(sphere).id;
+    const physics::BodyId added = server->room(0).world().createBody(sphere).id;
     REQUIRE_FALSE(added.isNull());
-    sim.runUntil(8.0);
+    net.runUntil(8.0);
     CHECK(clientCatalogue() == serverCatalogue());
     REQUIRE(c.catalogue().count(added.index) == 1);
     CHECK(c.catalogue().at(added.index).extent[0] == 0.75f);
@@ -298,7 +237,7 @@ TEST_CASE("the shape catalogue arrives reliably under loss and follows removals 
         latest = std::move(s);
     }
     REQUIRE(latest.tick > 0);
-    CHECK(latest.bodies.size() == sim.server->room(0).world().bodyCount());
+    CHECK(latest.bodies.size() == server->room(0).world().bodyCount());
     for (const client::SnapshotBody& b : latest.bodies)
     {
         for (const physics::BodyId id : victims)
@@ -314,20 +253,22 @@ TEST_CASE("inputs under loss arrive exactly once and are applied at their tick",
     conditions.latencySeconds = 0.05;
     conditions.jitterSeconds = 0.03;
     conditions.lossProbability = 0.2;
-    SimulatedSession sim(conditions, {}, 5);
+    test::InProcessNetwork net;
+    net.simulate(conditions, 5);
+    const auto server = test::makeServer(net, {}, kCookieKey);
     std::vector<server::AppliedInput> applied;
-    sim.server->room(0).setInputObserver([&](const server::AppliedInput& a) { applied.push_back(a); });
-    client::Client& c = sim.addClient(2);
+    server->room(0).setInputObserver([&](const server::AppliedInput& a) { applied.push_back(a); });
+    client::Client& c = net.addClient(2);
     c.connect(0.0);
-    sim.runUntil(1.0);
+    net.runUntil(1.0);
     REQUIRE(c.isConnected());
 
     // A client may push only what it owns: the ball the default scene gives each player.
-    const std::vector<physics::BodyId> targets = sim.server->room(0).ownedBodies(c.clientId());
+    const std::vector<physics::BodyId> targets = server->room(0).ownedBodies(c.clientId());
     REQUIRE(targets.size() == 1);
     std::map<std::uint32_t, protocol::InputCommand> sentInputs;
     int frame = 0;
-    while (sim.now < 6.0)
+    while (net.now() < 6.0)
     {
         if (frame % 6 == 0 && sentInputs.size() < 120)
         {
@@ -345,10 +286,10 @@ TEST_CASE("inputs under loss arrive exactly once and are applied at their tick",
             in.sequence = sequence;
             sentInputs[sequence] = in;
         }
-        sim.frame();
+        net.frame();
         ++frame;
     }
-    sim.runUntil(8.0);
+    net.runUntil(8.0);
     std::map<std::uint32_t, int> times;
     for (const server::AppliedInput& a : applied)
     {
@@ -363,7 +304,7 @@ TEST_CASE("inputs under loss arrive exactly once and are applied at their tick",
     {
         CHECK(count == 1);
     }
-    const server::RoomMetrics& m = sim.server->room(0).metrics();
+    const server::RoomMetrics& m = server->room(0).metrics();
     CHECK(m.inputsLate == 0);
     CHECK(m.inputsApplied == sentInputs.size());
     CHECK(m.inputsDuplicate > 0); // resends of inputs whose acknowledgement was lost or not yet back
@@ -391,24 +332,26 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
         out = r.id;
         return r.status == physics::WorldStatus::Ok;
     };
-    SimulatedSession sim(conditions, config, 9);
-    client::Client& c = sim.addClient(2);
+    test::InProcessNetwork net;
+    net.simulate(conditions, 9);
+    const auto server = test::makeServer(net, config, kCookieKey);
+    client::Client& c = net.addClient(2);
     c.connect(0.0);
-    sim.runUntil(1.0);
+    net.runUntil(1.0);
     REQUIRE(c.isConnected());
-    const physics::BodyId own = sim.server->room(0).ownedBodies(c.clientId()).at(0);
+    const physics::BodyId own = server->room(0).ownedBodies(c.clientId()).at(0);
 
-    const std::uint64_t bytesAtStart = sim.server->room(0).metrics().bytesOut;
-    const double start = sim.now;
+    const std::uint64_t bytesAtStart = server->room(0).metrics().bytesOut;
+    const double start = net.now();
     std::size_t compared = 0, mismatched = 0, ownFresh = 0, lagging = 0;
-    while (sim.now < 9.0)
+    while (net.now() < 9.0)
     {
-        sim.frame();
+        net.frame();
         client::ReceivedSnapshot s;
         while (c.popSnapshot(s))
         {
             // The client decodes exactly what it was sent ...
-            const protocol::SnapshotFrame* sent = sim.server->room(0).sentFrame(c.clientId(), s.tick);
+            const protocol::SnapshotFrame* sent = server->room(0).sentFrame(c.clientId(), s.tick);
             REQUIRE(sent != nullptr);
             mismatched += std::equal(s.quantized.begin(), s.quantized.end(), sent->bodies.begin(),
                                      sent->bodies.end())
@@ -416,7 +359,7 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
                               : 1;
             ++compared;
             // ... where its own body is always current, while others may lag behind the truth.
-            const protocol::SnapshotFrame* truth = sim.server->room(0).history().find(s.tick);
+            const protocol::SnapshotFrame* truth = server->room(0).history().find(s.tick);
             REQUIRE(truth != nullptr);
             for (const protocol::QuantizedBody& b : s.quantized)
             {
@@ -434,17 +377,17 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
             }
         }
     }
-    const double seconds = sim.now - start;
-    const double kbps = static_cast<double>(sim.server->room(0).metrics().bytesOut - bytesAtStart) * 8.0 / 1000.0 / seconds;
+    const double seconds = net.now() - start;
+    const double kbps = static_cast<double>(server->room(0).metrics().bytesOut - bytesAtStart) * 8.0 / 1000.0 / seconds;
     INFO("sent " << kbps << " kbps to a client with a 48 kbps budget; " << compared << " snapshots, "
-                 << sim.server->room(0).metrics().bodiesDeferred << " bodies deferred");
+                 << server->room(0).metrics().bodiesDeferred << " bodies deferred");
     CHECK(kbps <= 48.0 * 1.05);
     CHECK(kbps >= 30.0); // and it uses what it is given
     CHECK(compared > 100);
     CHECK(mismatched == 0);
     CHECK(ownFresh == compared);
     CHECK(lagging > 0); // the budget really did bind
-    CHECK(sim.server->room(0).metrics().budgetLimitedSnapshots > 0);
+    CHECK(server->room(0).metrics().budgetLimitedSnapshots > 0);
 }
 
 TEST_CASE("the server's state equals a local replay of the inputs it applied, bit for bit", "[server][netcode]")
@@ -453,29 +396,31 @@ TEST_CASE("the server's state equals a local replay of the inputs it applied, bi
     conditions.latencySeconds = 0.05;
     conditions.jitterSeconds = 0.02;
     conditions.lossProbability = 0.1;
-    SimulatedSession sim(conditions, {}, 21);
-    client::Client& c = sim.addClient(2);
+    test::InProcessNetwork net;
+    net.simulate(conditions, 21);
+    const auto server = test::makeServer(net, {}, kCookieKey);
+    client::Client& c = net.addClient(2);
     c.connect(0.0);
-    sim.runUntil(1.0);
+    net.runUntil(1.0);
     REQUIRE(c.isConnected());
-    const physics::BodyId own = sim.server->room(0).ownedBodies(c.clientId()).at(0);
+    const physics::BodyId own = server->room(0).ownedBodies(c.clientId()).at(0);
 
     // The world as it was before the first tick recorded, and every input applied from then on.
     std::vector<std::uint8_t> startState;
     std::uint64_t startTick = 0;
-    sim.server->room(0).setPreStepHook(
+    server->room(0).setPreStepHook(
         [&](std::uint64_t tick)
         {
             if (startState.empty())
             {
-                sim.server->room(0).world().saveState(startState);
+                server->room(0).world().saveState(startState);
                 startTick = tick;
             }
         });
     std::vector<server::AppliedInput> applied;
-    sim.server->room(0).setInputObserver([&](const server::AppliedInput& a) { applied.push_back(a); });
+    server->room(0).setInputObserver([&](const server::AppliedInput& a) { applied.push_back(a); });
     int frame = 0;
-    while (sim.now < 5.0)
+    while (net.now() < 5.0)
     {
         if (frame % 4 == 0)
         {
@@ -487,7 +432,7 @@ TEST_CASE("the server's state equals a local replay of the inputs it applied, bi
             in.vector = {0.3f * static_cast<float>(frame % 7) - 1.0f, 2.0f, -0.5f};
             c.sendInput(in);
         }
-        sim.frame();
+        net.frame();
         ++frame;
     }
     REQUIRE(!startState.empty());
@@ -499,7 +444,7 @@ TEST_CASE("the server's state equals a local replay of the inputs it applied, bi
     REQUIRE(replay.restoreState(startState) == physics::RestoreStatus::Ok);
     std::size_t next = 0;
     const float dt = 1.0f / 60.0f;
-    for (std::uint64_t tick = startTick; tick <= sim.server->room(0).tick(); ++tick)
+    for (std::uint64_t tick = startTick; tick <= server->room(0).tick(); ++tick)
     {
         for (; next < applied.size() && applied[next].appliedTick == tick; ++next)
         {
@@ -529,5 +474,5 @@ TEST_CASE("the server's state equals a local replay of the inputs it applied, bi
         replay.step(dt);
     }
     CHECK(next == applied.size());
-    CHECK(replay.stateHash() == sim.server->room(0).world().stateHash());
+    CHECK(replay.stateHash() == server->room(0).world().stateHash());
 }

@@ -193,6 +193,7 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
         {"--public-address", "game.example.com:7800"},
         {"--connect-rate-per-ip", "100"},
         {"--connect-rate", "9000"},
+        {"--scene-dir", "/srv/scenes"},
     };
     const auto check = [](const ServerOptions& o)
     {
@@ -218,6 +219,7 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
         CHECK(o.publicAddresses == std::vector<std::string>{"game.example.com:7800"});
         CHECK(o.connectRatePerIp == 100.0);
         CHECK(o.connectRate == 9000.0);
+        CHECK(o.server.sceneDirectory == "/srv/scenes");
     };
 
     const std::vector<OptionName> names = serverOptionNames();

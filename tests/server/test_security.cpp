@@ -7,9 +7,11 @@
 #include "polytope/protocol/admin_auth.h"
 #include "polytope/protocol/seal.h"
 #include "polytope/protocol/token.h"
-#include "polytope/server/server.h"
 #include "polytope/server/metrics_text.h"
 #include "polytope/server/scene_file.h"
+#include "polytope/server/server.h"
+#include "support/in_process.h"
+#include "support/raw_peer.h"
 
 #include <catch2/catch.hpp>
 #include <spdlog/sinks/ringbuffer_sink.h>
@@ -29,9 +31,8 @@ namespace wire = protocol::wire;
 namespace
 {
 
-constexpr double kWallTime = 1.8e9; // Unix seconds the Server's wall clock reads (token expiry)
-constexpr std::uint16_t kPort = 7777;
-const protocol::Address kServer = protocol::Address::ipv4(10, 0, 0, 1, kPort);
+using test::kWallTime;                // Unix seconds the Server's wall clock starts at (token expiry)
+constexpr std::uint16_t kPort = 7777; // test::kServerAddress's
 
 protocol::TokenKey testKey(std::uint8_t seed)
 {
@@ -42,24 +43,6 @@ protocol::TokenKey testKey(std::uint8_t seed)
     }
     return key;
 }
-
-/// A datagram copied to 8-byte-aligned storage, as a socket's receive buffer is.
-struct Aligned
-{
-    explicit Aligned(std::span<const std::uint8_t> bytes) : storage(bytes.size() / 8 + 1), size(bytes.size())
-    {
-        if (!bytes.empty())
-        {
-            std::memcpy(storage.data(), bytes.data(), bytes.size());
-        }
-    }
-    std::span<const std::uint8_t> view() const
-    {
-        return {reinterpret_cast<const std::uint8_t*>(storage.data()), size};
-    }
-    std::vector<std::uint64_t> storage;
-    std::size_t size;
-};
 
 server::RoomConfig roomConfig(const std::string& name)
 {
@@ -104,199 +87,51 @@ protocol::TokenCredentialFields credentialOf(const protocol::ConnectToken& token
     return credential;
 }
 
-/// What must not change when a bad datagram arrives.
-struct HostState
+/// A server with the rooms "main" and "arena", admin key "admin-secret" and `security`, on `net`, whose
+/// wall clock advances with its frames (1/120 s); every datagram it sends is logged.
+std::unique_ptr<server::Server> startServer(test::InProcessNetwork& net,
+                                            server::SecurityConfig security = secureConfig())
 {
-    std::size_t clients = 0;
-    std::vector<std::uint64_t> hashes;
-    std::vector<std::uint64_t> ticks;
-    std::vector<std::uint64_t> inputsApplied;
-    std::vector<std::size_t> bodies;
-    bool operator==(const HostState&) const = default;
-};
+    server::ServerConfig config;
+    config.rooms = {roomConfig("main"), roomConfig("arena")};
+    config.adminKey = "admin-secret";
+    config.security = std::move(security);
+    net.advanceWallClock = true;
+    net.recordServerSends();
+    return test::makeServer(net, config);
+}
 
-struct Rig
+/// The value /metrics shows for a reason: the host's series plus every room's.
+std::uint64_t droppedInMetrics(const server::Server& host, protocol::DropReason reason)
 {
-    explicit Rig(server::SecurityConfig security = secureConfig())
+    const std::string name = protocol::dropReasonName(reason);
+    std::uint64_t total = 0;
+    const auto sum = [&](const std::string& text, const std::string& series)
     {
-        server::ServerConfig config;
-        config.rooms = {roomConfig("main"), roomConfig("arena")};
-        config.adminKey = "admin-secret";
-        config.security = std::move(security);
-        config.wallClock = [this] { return wallTime; };
-        std::string error;
-        host = server::Server::create(
-            config,
-            [this](const protocol::Address& to, std::span<const std::uint8_t> d)
-            { sent.emplace_back(to, std::vector<std::uint8_t>(d.begin(), d.end())); },
-            error);
-        INFO(error);
-        REQUIRE(host);
-    }
-
-    void deliver(const protocol::Address& from, std::span<const std::uint8_t> datagram)
-    {
-        const Aligned aligned(datagram);
-        host->receive(from, aligned.view(), now);
-    }
-
-    void run(double seconds)
-    {
-        const double end = now + seconds;
-        while (now < end)
+        std::size_t at = 0;
+        while ((at = text.find(series, at)) != std::string::npos)
         {
-            now += 1.0 / 120.0;
-            wallTime += 1.0 / 120.0;
-            host->update(now);
-        }
-    }
-
-    HostState state() const
-    {
-        HostState s;
-        s.clients = host->clientCount();
-        for (std::size_t i = 0; i < host->roomCount(); ++i)
-        {
-            const server::Room& room = host->room(i);
-            s.hashes.push_back(room.world().stateHash());
-            s.ticks.push_back(room.tick());
-            s.inputsApplied.push_back(room.metrics().inputsApplied);
-            s.bodies.push_back(room.world().bodyCount());
-        }
-        return s;
-    }
-
-    std::uint64_t dropped(protocol::DropReason reason) const
-    {
-        std::uint64_t count = host->metrics().drops[reason];
-        for (std::size_t i = 0; i < host->roomCount(); ++i)
-        {
-            count += host->room(i).metrics().drops[reason];
-        }
-        return count;
-    }
-
-    /// The value /metrics shows for a reason: the host's series plus every room's.
-    std::uint64_t droppedInMetrics(protocol::DropReason reason) const
-    {
-        const std::string name = protocol::dropReasonName(reason);
-        std::uint64_t total = 0;
-        const auto sum = [&](const std::string& text, const std::string& series)
-        {
-            std::size_t at = 0;
-            while ((at = text.find(series, at)) != std::string::npos)
+            const std::size_t label = text.find("reason=\"" + name + "\"}", at);
+            const std::size_t eol = text.find('\n', at);
+            if (label != std::string::npos && label < eol)
             {
-                const std::size_t label = text.find("reason=\"" + name + "\"}", at);
-                const std::size_t eol = text.find('\n', at);
-                if (label != std::string::npos && label < eol)
-                {
-                    total +=
-                        std::stoull(text.substr(text.rfind(' ', eol) + 1, eol - text.rfind(' ', eol) - 1));
-                }
-                at = eol;
+                total += std::stoull(text.substr(text.rfind(' ', eol) + 1, eol - text.rfind(' ', eol) - 1));
             }
-        };
-        sum(server::renderServerPrometheus(host->metrics()), "polytope_host_datagrams_dropped_total{");
-        std::vector<server::RoomMetricsView> views;
-        for (std::size_t i = 0; i < host->roomCount(); ++i)
-        {
-            server::RoomMetricsView view;
-            view.room = host->room(i).config().room;
-            view.metrics = &host->room(i).metrics();
-            views.push_back(view);
+            at = eol;
         }
-        sum(server::renderPrometheus(views), "polytope_datagrams_dropped_total{");
-        return total;
-    }
-
-    std::vector<std::vector<std::uint8_t>> sentTo(const protocol::Address& to) const
+    };
+    sum(server::renderServerPrometheus(host.metrics()), "polytope_host_datagrams_dropped_total{");
+    std::vector<server::RoomMetricsView> views;
+    for (std::size_t i = 0; i < host.roomCount(); ++i)
     {
-        std::vector<std::vector<std::uint8_t>> out;
-        for (const auto& [address, bytes] : sent)
-        {
-            if (address == to)
-            {
-                out.push_back(bytes);
-            }
-        }
-        return out;
+        server::RoomMetricsView view;
+        view.room = host.room(i).config().room;
+        view.metrics = &host.room(i).metrics();
+        views.push_back(view);
     }
-
-    std::unique_ptr<server::Server> host;
-    std::vector<std::pair<protocol::Address, std::vector<std::uint8_t>>> sent;
-    double now = 0.0;
-    double wallTime = kWallTime;
-};
-
-/// A hand-driven client: does the handshake itself and can then seal anything, well formed or not.
-struct Peer
-{
-    Peer(protocol::Address at, protocol::ConnectToken connectToken)
-        : address(at), token(std::move(connectToken)), credential(credentialOf(token))
-    {
-    }
-
-    /// The handshake into `room`; true when a sealed ConnectAccepted came back.
-    bool join(Rig& rig, std::string_view room = {})
-    {
-        const std::size_t before = rig.sent.size();
-        rig.deliver(address, writer.connectRequest({}, "peer", room, &credential));
-        const auto replies = rig.sentTo(address);
-        if (rig.sent.size() == before || replies.empty())
-        {
-            return false;
-        }
-        const Aligned challenge(replies.back());
-        const protocol::DecodeResult decoded = protocol::decodePacket(challenge.view());
-        if (!decoded.ok() || decoded.type() != wire::PacketType::Challenge)
-        {
-            return false;
-        }
-        const auto* cookie = decoded.packet->message_as_Challenge()->cookie();
-        cookieBytes.assign(cookie->begin(), cookie->end());
-        channel = protocol::SealedChannel(
-            protocol::deriveSessionKeys(token.clientToServerKey, token.serverToClientKey,
-                                        std::span<const std::uint8_t, protocol::kSessionSaltBytes>(
-                                            cookieBytes.data(), protocol::kSessionSaltBytes),
-                                        false));
-        rig.deliver(address,
-                    writer.challengeResponse({1, 0, 0, 0}, cookieBytes, "peer", room, 0, false, &credential));
-        const auto accepted = rig.sentTo(address);
-        std::span<const std::uint8_t> plain;
-        if (accepted.empty() || !protocol::isSealed(accepted.back()) ||
-            channel.open(accepted.back(), plain) != protocol::OpenError::None)
-        {
-            return false;
-        }
-        const protocol::DecodeResult reply = protocol::decodePacket(plain);
-        if (!reply.ok() || reply.type() != wire::PacketType::ConnectAccepted)
-        {
-            return false;
-        }
-        session = protocol::readSessionParameters(*reply.packet->message_as_ConnectAccepted());
-        return true;
-    }
-
-    std::vector<std::uint8_t> seal(std::span<const std::uint8_t> plain)
-    {
-        const auto sealed = channel.seal(plain);
-        return {sealed.begin(), sealed.end()};
-    }
-
-    void sendInputs(Rig& rig, std::span<const protocol::InputCommand> inputs)
-    {
-        rig.deliver(address, seal(writer.clientInput({++sequence, 0, 0, 0}, inputs)));
-    }
-
-    protocol::Address address;
-    protocol::ConnectToken token;
-    protocol::TokenCredentialFields credential;
-    protocol::SealedChannel channel;
-    protocol::PacketWriter writer;
-    std::vector<std::uint8_t> cookieBytes;
-    protocol::SessionParameters session;
-    std::uint16_t sequence = 1;
-};
+    sum(server::renderPrometheus(views), "polytope_datagrams_dropped_total{");
+    return total;
+}
 
 /// Captures log lines (at debug level) for the life of the object.
 struct LogCapture
@@ -326,40 +161,44 @@ struct LogCapture
 
 /// Checks the three promises for a bad datagram: counted under `reason` (counters and /metrics), logged at
 /// debug level, and nothing else changed.
-void expectDropped(Rig& rig, const LogCapture& log, protocol::DropReason reason, std::uint64_t countBefore,
-                   std::uint64_t metricsBefore, const HostState& stateBefore, std::uint64_t expected = 1)
+void expectDropped(const server::Server& host, const LogCapture& log, protocol::DropReason reason,
+                   std::uint64_t countBefore, std::uint64_t metricsBefore,
+                   const test::ServerState& stateBefore, std::uint64_t expected = 1)
 {
     INFO("reason " << protocol::dropReasonName(reason));
     std::string counts;
     for (std::size_t i = 0; i < protocol::kDropReasonCount; ++i)
     {
         const auto r = static_cast<protocol::DropReason>(i);
-        if (rig.dropped(r) != 0)
+        if (test::droppedCount(host, r) != 0)
         {
-            counts += std::string(protocol::dropReasonName(r)) + "=" + std::to_string(rig.dropped(r)) + " ";
+            counts += std::string(protocol::dropReasonName(r)) + "=" +
+                      std::to_string(test::droppedCount(host, r)) + " ";
         }
     }
     INFO("drops: " << counts);
-    CHECK(rig.dropped(reason) == countBefore + expected);
-    CHECK(rig.droppedInMetrics(reason) == metricsBefore + expected);
+    CHECK(test::droppedCount(host, reason) == countBefore + expected);
+    CHECK(droppedInMetrics(host, reason) == metricsBefore + expected);
     CHECK(log.mentions(protocol::dropReasonName(reason)));
-    CHECK(rig.state() == stateBefore);
+    CHECK(test::serverState(host) == stateBefore);
 }
 
 /// Runs `bad` and checks it was dropped under `reason` with no other effect, and that nothing was sent
 /// in reply when `silent`.
-template <class Fn> void checkDrop(Rig& rig, protocol::DropReason reason, Fn&& bad, bool silent = true)
+template <class Fn>
+void checkDrop(test::InProcessNetwork& net, protocol::DropReason reason, Fn&& bad, bool silent = true)
 {
+    const server::Server& host = *net.server;
     const LogCapture log;
-    const std::uint64_t before = rig.dropped(reason);
-    const std::uint64_t metricsBefore = rig.droppedInMetrics(reason);
-    const HostState state = rig.state();
-    const std::size_t sentBefore = rig.sent.size();
+    const std::uint64_t before = test::droppedCount(host, reason);
+    const std::uint64_t metricsBefore = droppedInMetrics(host, reason);
+    const test::ServerState state = test::serverState(host);
+    const std::size_t sentBefore = net.serverSent().size();
     bad();
-    expectDropped(rig, log, reason, before, metricsBefore, state);
+    expectDropped(host, log, reason, before, metricsBefore, state);
     if (silent)
     {
-        CHECK(rig.sent.size() == sentBefore);
+        CHECK(net.serverSent().size() == sentBefore);
     }
 }
 
@@ -367,50 +206,41 @@ template <class Fn> void checkDrop(Rig& rig, protocol::DropReason reason, Fn&& b
 
 TEST_CASE("security: a client with a connect token gets a sealed session and decodes snapshots", "[security]")
 {
-    Rig rig;
+    test::InProcessNetwork net;
+    net.order = test::FrameOrder::DeliverThenUpdate; // what the client sent, then what it was sent, then run
+    const auto host = startServer(net);
     const protocol::Address clientAddress = protocol::Address::ipv4(10, 0, 0, 2, 40000);
     client::ClientConfig config;
     config.token = makeToken(42);
-    std::deque<std::vector<std::uint8_t>> toServer;
-    client::Client client(config, [&](std::span<const std::uint8_t> d)
-                          { toServer.emplace_back(d.begin(), d.end()); });
-    client.connect(rig.now);
-    std::size_t delivered = 0;
+    client::Client& client = net.addClient(clientAddress, config);
     std::size_t sealedToClient = 0;
     std::size_t plainToClient = 0;
+    net.onDeliverToClient = [&](const protocol::Address&, std::span<const std::uint8_t> bytes)
+    { ++(protocol::isSealed(bytes) ? sealedToClient : plainToClient); };
+    client.connect(net.now());
     std::uint64_t snapshots = 0;
     client::ReceivedSnapshot snapshot;
     for (int frame = 0; frame < 240; ++frame)
     {
-        while (!toServer.empty())
-        {
-            rig.deliver(clientAddress, toServer.front());
-            toServer.pop_front();
-        }
-        for (; delivered < rig.sent.size(); ++delivered)
-        {
-            const auto& [to, bytes] = rig.sent[delivered];
-            REQUIRE(to == clientAddress);
-            ++(protocol::isSealed(bytes) ? sealedToClient : plainToClient);
-            const Aligned aligned(bytes);
-            client.receive(aligned.view(), rig.now);
-        }
-        rig.run(1.0 / 120.0);
-        client.update(rig.now);
+        net.frame();
         while (client.popSnapshot(snapshot))
         {
             ++snapshots;
         }
     }
+    for (const test::SentDatagram& sent : net.serverSent())
+    {
+        REQUIRE(sent.to == clientAddress);
+    }
     REQUIRE(client.isConnected());
-    CHECK(rig.host->isSealed(clientAddress));
-    CHECK(rig.host->metrics().sealedSessions == 1);
+    CHECK(host->isSealed(clientAddress));
+    CHECK(host->metrics().sealedSessions == 1);
     CHECK(plainToClient == 1);  // the Challenge: the only plain datagram of a token session
     CHECK(sealedToClient > 30); // ConnectAccepted, catalogue, 2 s of snapshots
     CHECK(snapshots > 30);
     CHECK(client.stats().drops.total() == 0);
-    CHECK(rig.dropped(protocol::DropReason::BadSeal) == 0);
-    CHECK(rig.host->metrics().datagramsOpened > 10); // the client's acks and keep-alives, sealed
+    CHECK(test::droppedCount(*host, protocol::DropReason::BadSeal) == 0);
+    CHECK(host->metrics().datagramsOpened > 10); // the client's acks and keep-alives, sealed
 }
 
 TEST_CASE(
@@ -418,158 +248,162 @@ TEST_CASE(
     "without a reply",
     "[security]")
 {
-    Rig rig;
+    test::InProcessNetwork net;
+    const auto host = startServer(net);
     protocol::PacketWriter writer;
     const protocol::Address from = protocol::Address::ipv4(10, 0, 0, 3, 40000);
 
     SECTION("no token")
     {
-        checkDrop(rig, protocol::DropReason::NoToken,
-                  [&] { rig.deliver(from, writer.connectRequest({}, "x", "")); });
+        checkDrop(net, protocol::DropReason::NoToken,
+                  [&] { net.deliver(from, writer.connectRequest({}, "x", "")); });
     }
     SECTION("made with another key")
     {
         const auto credential = credentialOf(makeToken(7, {}, "203.0.113.5:7777", 60, testKey(99)));
-        checkDrop(rig, protocol::DropReason::BadToken,
-                  [&] { rig.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
+        checkDrop(net, protocol::DropReason::BadToken,
+                  [&] { net.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
     }
     SECTION("tampered")
     {
         auto credential = credentialOf(makeToken(7));
         credential.sealed[credential.sealed.size() / 2] ^= 0x20;
-        checkDrop(rig, protocol::DropReason::BadToken,
-                  [&] { rig.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
+        checkDrop(net, protocol::DropReason::BadToken,
+                  [&] { net.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
         credential = credentialOf(makeToken(7));
         credential.expireTime += 3600; // bound into the ciphertext: a longer life cannot be forged
-        checkDrop(rig, protocol::DropReason::BadToken,
-                  [&] { rig.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
+        checkDrop(net, protocol::DropReason::BadToken,
+                  [&] { net.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
     }
     SECTION("expired")
     {
         const auto credential =
             credentialOf(makeToken(7, {}, "203.0.113.5:7777", 30, testKey(1), kWallTime - 100));
-        checkDrop(rig, protocol::DropReason::TokenExpired,
-                  [&] { rig.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
+        checkDrop(net, protocol::DropReason::TokenExpired,
+                  [&] { net.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
     }
     SECTION("for another server's port")
     {
         const auto credential = credentialOf(makeToken(7, {}, "203.0.113.5:7778"));
-        checkDrop(rig, protocol::DropReason::TokenRefused,
-                  [&] { rig.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
+        checkDrop(net, protocol::DropReason::TokenRefused,
+                  [&] { net.deliver(from, writer.connectRequest({}, "x", "", &credential)); });
     }
     SECTION("for another room")
     {
         const auto credential = credentialOf(makeToken(7, {"arena"}));
-        checkDrop(rig, protocol::DropReason::TokenRefused,
-                  [&] { rig.deliver(from, writer.connectRequest({}, "x", "main", &credential)); });
+        checkDrop(net, protocol::DropReason::TokenRefused,
+                  [&] { net.deliver(from, writer.connectRequest({}, "x", "main", &credential)); });
         // ... and the room it names is open to it.
-        Peer peer(from, makeToken(8, {"arena"}));
-        CHECK(peer.join(rig, "arena"));
+        test::RawPeer peer(net, from, makeToken(8, {"arena"}));
+        CHECK(peer.join("arena"));
         CHECK(peer.session.room == "arena");
     }
     SECTION("used already, from another address")
     {
         const protocol::ConnectToken token = makeToken(7);
-        Peer first(from, token);
-        REQUIRE(first.join(rig));
-        Peer thief(protocol::Address::ipv4(10, 0, 0, 66, 40000), token);
+        test::RawPeer first(net, from, token);
+        REQUIRE(first.join());
+        test::RawPeer thief(net, protocol::Address::ipv4(10, 0, 0, 66, 40000), token);
         checkDrop(
-            rig, protocol::DropReason::TokenReused,
-            [&] { rig.deliver(thief.address, thief.writer.connectRequest({}, "x", "", &thief.credential)); });
+            net, protocol::DropReason::TokenReused,
+            [&]
+            { net.deliver(thief.address(), thief.writer.connectRequest({}, "x", "", &thief.credential)); });
         // Its client id has a session: another token for the same client is refused while it lasts.
-        Peer twin(protocol::Address::ipv4(10, 0, 0, 67, 40000), makeToken(7));
-        checkDrop(rig, protocol::DropReason::TokenReused,
-                  [&]
-                  { rig.deliver(twin.address, twin.writer.connectRequest({}, "x", "", &twin.credential)); });
+        test::RawPeer twin(net, protocol::Address::ipv4(10, 0, 0, 67, 40000), makeToken(7));
+        checkDrop(
+            net, protocol::DropReason::TokenReused,
+            [&] { net.deliver(twin.address(), twin.writer.connectRequest({}, "x", "", &twin.credential)); });
         // The first session's own address may repeat its handshake (its ConnectAccepted can be lost).
-        const std::size_t before = rig.sent.size();
-        rig.deliver(from, first.writer.challengeResponse({2, 0, 0, 0}, first.cookieBytes, "peer", "", 0,
-                                                         false, &first.credential));
-        REQUIRE(rig.sent.size() == before + 1);
+        const std::size_t before = net.serverSent().size();
+        net.deliver(from, first.writer.challengeResponse({2, 0, 0, 0}, first.cookie, "peer", "", 0, false,
+                                                         &first.credential));
+        REQUIRE(net.serverSent().size() == before + 1);
         std::span<const std::uint8_t> plain;
-        CHECK(first.channel.open(rig.sent.back().second, plain) == protocol::OpenError::None);
+        CHECK(first.channel.open(net.serverSent().back().datagram.view(), plain) ==
+              protocol::OpenError::None);
     }
 }
 
 TEST_CASE("security: replayed, tampered, plain and spoofed datagrams of a sealed session are dropped",
           "[security]")
 {
-    Rig rig;
-    Peer peer(protocol::Address::ipv4(10, 0, 0, 4, 40000), makeToken(11));
-    REQUIRE(peer.join(rig));
-    rig.run(0.5);
-    const protocol::InputCommand push{
-        rig.host->room(0).tick() + 30, 1, 0, 0, wire::InputKind::Force, {0.0f, 0.0f, 0.0f}};
-    const auto owned = rig.host->room(0).ownedBodies(peer.session.clientId);
+    test::InProcessNetwork net;
+    const auto host = startServer(net);
+    test::RawPeer peer(net, protocol::Address::ipv4(10, 0, 0, 4, 40000), makeToken(11));
+    REQUIRE(peer.join());
+    net.run(0.5);
+    const protocol::InputCommand push{host->room(0).tick() + 30, 1, 0, 0, wire::InputKind::Force,
+                                      {0.0f, 0.0f, 0.0f}};
+    const auto owned = host->room(0).ownedBodies(peer.session.clientId);
     REQUIRE(owned.size() == 1);
     protocol::InputCommand input = push;
     input.bodyId = owned[0].index;
     input.bodyGeneration = owned[0].generation;
     input.vector = {10.0f, 0.0f, 0.0f};
     const std::vector<std::uint8_t> sealed =
-        peer.seal(peer.writer.clientInput({++peer.sequence, 0, 0, 0}, {&input, 1}));
-    rig.deliver(peer.address, sealed);
-    REQUIRE(rig.host->room(0).metrics().inputsReceived == 1);
+        peer.seal(peer.writer.clientInput({++peer.sequence(), 0, 0, 0}, {&input, 1}));
+    net.deliver(peer.address(), sealed);
+    REQUIRE(host->room(0).metrics().inputsReceived == 1);
 
     SECTION("replayed")
     {
-        checkDrop(rig, protocol::DropReason::Replayed, [&] { rig.deliver(peer.address, sealed); });
+        checkDrop(net, protocol::DropReason::Replayed, [&] { net.deliver(peer.address(), sealed); });
     }
     SECTION("every bit flipped, one at a time")
     {
         const LogCapture log;
-        const std::uint64_t before = rig.dropped(protocol::DropReason::BadSeal);
-        const std::uint64_t metricsBefore = rig.droppedInMetrics(protocol::DropReason::BadSeal);
-        const HostState state = rig.state();
+        const std::uint64_t before = test::droppedCount(*host, protocol::DropReason::BadSeal);
+        const std::uint64_t metricsBefore = droppedInMetrics(*host, protocol::DropReason::BadSeal);
+        const test::ServerState state = test::serverState(*host);
         std::uint64_t flips = 0;
-        const std::size_t bytes = peer.seal(peer.writer.keepAlive({++peer.sequence, 0, 0, 0}, 1.0)).size();
+        const std::size_t bytes = peer.seal(peer.writer.keepAlive({++peer.sequence(), 0, 0, 0}, 1.0)).size();
         // Past the magic (still "sealed"). The sequence's top bytes only: a flip low in it could name an
         // older datagram (replayed) instead of a forged one.
         for (std::size_t bit = 8 * 8; bit < bytes * 8; bit += 3)
         {
             std::vector<std::uint8_t> tampered =
-                peer.seal(peer.writer.keepAlive({++peer.sequence, 0, 0, 0}, 1.0));
+                peer.seal(peer.writer.keepAlive({++peer.sequence(), 0, 0, 0}, 1.0));
             REQUIRE(tampered.size() == bytes);
             tampered[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
-            rig.deliver(peer.address, tampered);
+            net.deliver(peer.address(), tampered);
             ++flips;
         }
-        expectDropped(rig, log, protocol::DropReason::BadSeal, before, metricsBefore, state, flips);
+        expectDropped(*host, log, protocol::DropReason::BadSeal, before, metricsBefore, state, flips);
     }
     SECTION("plain from the session's address (spoofed source)")
     {
         protocol::PacketWriter forger;
-        checkDrop(rig, protocol::DropReason::Unsealed,
+        checkDrop(net, protocol::DropReason::Unsealed,
                   [&] {
-                      rig.deliver(peer.address, forger.clientInput({500, 0, 0, 0}, {&input, 1}));
+                      net.deliver(peer.address(), forger.clientInput({500, 0, 0, 0}, {&input, 1}));
                   });
-        checkDrop(rig, protocol::DropReason::Unsealed,
+        checkDrop(net, protocol::DropReason::Unsealed,
                   [&] {
-                      rig.deliver(peer.address,
+                      net.deliver(peer.address(),
                                   forger.disconnect({501, 0, 0, 0}, wire::DisconnectReason::ClientQuit));
                   });
-        CHECK(rig.host->isSealed(peer.address));
+        CHECK(host->isSealed(peer.address()));
     }
     SECTION("the session's sealed datagram from another address")
     {
         const std::vector<std::uint8_t> fresh =
-            peer.seal(peer.writer.keepAlive({++peer.sequence, 0, 0, 0}, 1.0));
-        checkDrop(rig, protocol::DropReason::BadSeal,
-                  [&] { rig.deliver(protocol::Address::ipv4(10, 0, 0, 5, 40000), fresh); });
+            peer.seal(peer.writer.keepAlive({++peer.sequence(), 0, 0, 0}, 1.0));
+        checkDrop(net, protocol::DropReason::BadSeal,
+                  [&] { net.deliver(protocol::Address::ipv4(10, 0, 0, 5, 40000), fresh); });
         // Still fresh for the real session: the spoofed copy moved nothing.
-        const std::uint64_t opened = rig.host->metrics().datagramsOpened;
-        rig.deliver(peer.address, fresh);
-        CHECK(rig.host->metrics().datagramsOpened == opened + 1);
+        const std::uint64_t opened = host->metrics().datagramsOpened;
+        net.deliver(peer.address(), fresh);
+        CHECK(host->metrics().datagramsOpened == opened + 1);
     }
     SECTION("a challenge response with a cookie issued to another address")
     {
-        Peer other(protocol::Address::ipv4(10, 0, 0, 6, 40000), makeToken(12));
-        checkDrop(rig, protocol::DropReason::BadCookie,
+        test::RawPeer other(net, protocol::Address::ipv4(10, 0, 0, 6, 40000), makeToken(12));
+        checkDrop(net, protocol::DropReason::BadCookie,
                   [&]
                   {
-                      rig.deliver(other.address,
-                                  other.writer.challengeResponse({1, 0, 0, 0}, peer.cookieBytes, "x", "", 0,
-                                                                 false, &other.credential));
+                      net.deliver(other.address(),
+                                  other.writer.challengeResponse({1, 0, 0, 0}, peer.cookie, "x", "", 0, false,
+                                                                 &other.credential));
                   });
     }
 }
@@ -580,14 +414,16 @@ TEST_CASE("security: a restarted server never reuses a session's keys", "[securi
     // different keys: each challenge carries a fresh salt, so nothing sealed by one opens in the other.
     const protocol::ConnectToken token = makeToken(21);
     const protocol::Address address = protocol::Address::ipv4(10, 0, 0, 7, 40000);
-    Rig before;
-    Peer first(address, token);
-    REQUIRE(first.join(before));
+    test::InProcessNetwork before;
+    const auto firstHost = startServer(before);
+    test::RawPeer first(before, address, token);
+    REQUIRE(first.join());
     const std::vector<std::uint8_t> fromFirst = first.seal(first.writer.keepAlive({5, 0, 0, 0}, 1.0));
-    Rig after;
-    Peer second(address, token);
-    REQUIRE(second.join(after));
-    CHECK(first.cookieBytes != second.cookieBytes);
+    test::InProcessNetwork after;
+    const auto secondHost = startServer(after);
+    test::RawPeer second(after, address, token);
+    REQUIRE(second.join());
+    CHECK(first.cookie != second.cookie);
     const std::vector<std::uint8_t> fromSecond = second.seal(second.writer.keepAlive({5, 0, 0, 0}, 1.0));
     // Same plaintext, same sequence (0 after the handshake in both): different bytes, so different keys.
     CHECK(fromFirst != fromSecond);
@@ -601,34 +437,35 @@ TEST_CASE("security: connection attempts over the per-address and overall limits
     security.attemptBurstPerIp = 20.0;
     security.attemptsPerSecond = 100.0;
     security.attemptBurst = 50.0;
-    Rig rig(security);
+    test::InProcessNetwork net;
+    const auto host = startServer(net, security);
     protocol::PacketWriter writer;
     const auto credential = credentialOf(makeToken(31));
     // One IP, changing ports: the limit is per IP.
     for (int i = 0; i < 100; ++i)
     {
-        rig.deliver(protocol::Address::ipv4(10, 0, 1, 1, static_cast<std::uint16_t>(40000 + i)),
+        net.deliver(protocol::Address::ipv4(10, 0, 1, 1, static_cast<std::uint16_t>(40000 + i)),
                     writer.connectRequest({}, "x", "", &credential));
     }
-    CHECK(rig.host->metrics().challengesSent == 20);
-    CHECK(rig.dropped(protocol::DropReason::RateLimited) == 80);
+    CHECK(host->metrics().challengesSent == 20);
+    CHECK(test::droppedCount(*host, protocol::DropReason::RateLimited) == 80);
     // Many IPs: the overall burst (50, of which 20 are spent) caps them together.
     for (int i = 0; i < 100; ++i)
     {
-        rig.deliver(protocol::Address::ipv4(10, 0, 2, static_cast<std::uint8_t>(i), 40000),
+        net.deliver(protocol::Address::ipv4(10, 0, 2, static_cast<std::uint8_t>(i), 40000),
                     writer.connectRequest({}, "x", "", &credential));
     }
-    CHECK(rig.host->metrics().challengesSent == 50);
-    CHECK(rig.dropped(protocol::DropReason::RateLimited) == 150);
+    CHECK(host->metrics().challengesSent == 50);
+    CHECK(test::droppedCount(*host, protocol::DropReason::RateLimited) == 150);
     // One second later each bucket has refilled by its rate.
-    rig.run(1.0);
+    net.run(1.0);
     for (int i = 0; i < 30; ++i)
     {
-        rig.deliver(protocol::Address::ipv4(10, 0, 1, 1, 40000),
+        net.deliver(protocol::Address::ipv4(10, 0, 1, 1, 40000),
                     writer.connectRequest({}, "x", "", &credential));
     }
-    CHECK(rig.host->metrics().challengesSent == 60);
-    CHECK(rig.host->gate().trackedIps() <= 101);
+    CHECK(host->metrics().challengesSent == 60);
+    CHECK(host->gate().trackedIps() <= 101);
 }
 
 TEST_CASE("security: an --insecure server takes tokenless clients, unencrypted, and still checks tokens",
@@ -636,15 +473,16 @@ TEST_CASE("security: an --insecure server takes tokenless clients, unencrypted, 
 {
     server::SecurityConfig security = secureConfig();
     security.insecure = true;
-    Rig rig(security);
+    test::InProcessNetwork net;
+    const auto host = startServer(net, security);
     protocol::PacketWriter writer;
     const protocol::Address plain = protocol::Address::ipv4(10, 0, 0, 8, 40000);
-    rig.deliver(plain, writer.connectRequest({}, "x", ""));
-    REQUIRE(rig.sentTo(plain).size() == 1);
-    Peer peer(protocol::Address::ipv4(10, 0, 0, 9, 40000), makeToken(41));
-    REQUIRE(peer.join(rig));
-    CHECK(rig.host->isSealed(peer.address));
-    CHECK_FALSE(rig.host->isSealed(plain));
+    net.deliver(plain, writer.connectRequest({}, "x", ""));
+    REQUIRE(net.serverSentTo(plain).size() == 1);
+    test::RawPeer peer(net, protocol::Address::ipv4(10, 0, 0, 9, 40000), makeToken(41));
+    REQUIRE(peer.join());
+    CHECK(host->isSealed(peer.address()));
+    CHECK_FALSE(host->isSealed(plain));
 
     server::SecurityConfig none;
     std::string error;
@@ -654,10 +492,11 @@ TEST_CASE("security: an --insecure server takes tokenless clients, unencrypted, 
 
 TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
 {
-    Rig rig;
-    Peer peer(protocol::Address::ipv4(10, 0, 0, 10, 40000), makeToken(51));
-    REQUIRE(peer.join(rig));
-    rig.run(0.25);
+    test::InProcessNetwork net;
+    const auto host = startServer(net);
+    test::RawPeer peer(net, protocol::Address::ipv4(10, 0, 0, 10, 40000), makeToken(51));
+    REQUIRE(peer.join());
+    net.run(0.25);
     const protocol::Address stranger = protocol::Address::ipv4(192, 0, 2, 1, 50000);
     protocol::PacketWriter writer;
     const auto credential = credentialOf(makeToken(52));
@@ -668,9 +507,9 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
     {
         std::mt19937_64 rng(5);
         const LogCapture log;
-        const HostState state = rig.state();
-        const std::size_t sentBefore = rig.sent.size();
-        const std::uint64_t dropsBefore = rig.host->metrics().drops.total();
+        const test::ServerState state = test::serverState(*host);
+        const std::size_t sentBefore = net.serverSent().size();
+        const std::uint64_t dropsBefore = host->metrics().drops.total();
         for (int i = 0; i < 2000; ++i)
         {
             std::vector<std::uint8_t> junk(rng() % 1300);
@@ -678,12 +517,12 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
             {
                 b = static_cast<std::uint8_t>(rng());
             }
-            rig.deliver(stranger, junk);
-            rig.deliver(peer.address, junk); // a session's address too: never reaches its room
+            net.deliver(stranger, junk);
+            net.deliver(peer.address(), junk); // a session's address too: never reaches its room
         }
-        CHECK(rig.host->metrics().drops.total() == dropsBefore + 4000);
-        CHECK(rig.state() == state);
-        CHECK(rig.sent.size() == sentBefore);
+        CHECK(host->metrics().drops.total() == dropsBefore + 4000);
+        CHECK(test::serverState(*host) == state);
+        CHECK(net.serverSent().size() == sentBefore);
         CHECK(log.mentions("bad_identifier"));
     }
     SECTION("truncated")
@@ -697,14 +536,14 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
         for (const auto& [size, reason] : cases)
         {
             INFO(size);
-            checkDrop(rig, reason, [&] { rig.deliver(stranger, std::span(valid.data(), size)); });
+            checkDrop(net, reason, [&] { net.deliver(stranger, std::span(valid.data(), size)); });
         }
     }
     SECTION("oversized")
     {
         std::vector<std::uint8_t> big(valid);
         big.resize(protocol::kMaxDatagramBytes + 1, 0);
-        checkDrop(rig, protocol::DropReason::TooLarge, [&] { rig.deliver(stranger, big); });
+        checkDrop(net, protocol::DropReason::TooLarge, [&] { net.deliver(stranger, big); });
     }
     SECTION("wrong protocol id or version")
     {
@@ -719,20 +558,20 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
                                              builder.GetBufferPointer() + builder.GetSize());
         };
         checkDrop(
-            rig, protocol::DropReason::WrongProtocol,
-            [&] { rig.deliver(stranger, patched(protocol::kProtocolId ^ 1u, protocol::kProtocolVersion)); });
-        checkDrop(rig, protocol::DropReason::WrongVersion,
-                  [&] { rig.deliver(stranger, patched(protocol::kProtocolId, 3)); });
+            net, protocol::DropReason::WrongProtocol,
+            [&] { net.deliver(stranger, patched(protocol::kProtocolId ^ 1u, protocol::kProtocolVersion)); });
+        checkDrop(net, protocol::DropReason::WrongVersion,
+                  [&] { net.deliver(stranger, patched(protocol::kProtocolId, 3)); });
         // Inside a sealed session too.
-        checkDrop(rig, protocol::DropReason::WrongVersion,
-                  [&] { rig.deliver(peer.address, peer.seal(patched(protocol::kProtocolId, 3))); });
+        checkDrop(net, protocol::DropReason::WrongVersion,
+                  [&] { net.deliver(peer.address(), peer.seal(patched(protocol::kProtocolId, 3))); });
     }
     SECTION("bad FlatBuffers offsets")
     {
         std::vector<std::uint8_t> bad(valid);
         const std::uint32_t outside = static_cast<std::uint32_t>(bad.size() + 64);
         std::memcpy(bad.data(), &outside, 4); // the root offset points past the end
-        checkDrop(rig, protocol::DropReason::Malformed, [&] { rig.deliver(stranger, bad); });
+        checkDrop(net, protocol::DropReason::Malformed, [&] { net.deliver(stranger, bad); });
         std::vector<std::uint8_t> inner(valid);
         std::uint32_t root = 0;
         std::memcpy(&root, inner.data(), 4);
@@ -740,7 +579,7 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
         std::memcpy(&vtable, inner.data() + root, 4);
         vtable = -0x7ff0; // the root table's vtable far outside the buffer
         std::memcpy(inner.data() + root, &vtable, 4);
-        checkDrop(rig, protocol::DropReason::Malformed, [&] { rig.deliver(stranger, inner); });
+        checkDrop(net, protocol::DropReason::Malformed, [&] { net.deliver(stranger, inner); });
     }
     SECTION("deep nesting in a scene file")
     {
@@ -761,36 +600,36 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
         {
             // PacketWriter would write them; decodePacket refuses them on arrival.
             protocol::InputCommand input{
-                rig.host->room(0).tick() + 10, 100, 1, 1, wire::InputKind::Force, {bad, 0.0f, 0.0f}};
+                host->room(0).tick() + 10, 100, 1, 1, wire::InputKind::Force, {bad, 0.0f, 0.0f}};
             flatbuffers::FlatBufferBuilder builder;
             const wire::Input in(input.tick, input.sequence, input.bodyId, input.bodyGeneration,
                                  wire::Vec3f(bad, 0.0f, 0.0f), input.kind);
             const auto inputs = builder.CreateVectorOfStructs(&in, 1);
             const wire::PacketHeader header(protocol::kProtocolId, protocol::kProtocolVersion,
-                                            wire::PacketType::ClientInput, 0, ++peer.sequence, 0, 0);
+                                            wire::PacketType::ClientInput, 0, ++peer.sequence(), 0, 0);
             wire::FinishPacketBuffer(builder,
                                      wire::CreatePacket(builder, &header, wire::Message::ClientInput,
                                                         wire::CreateClientInput(builder, inputs).Union()));
             const std::span<const std::uint8_t> plain(builder.GetBufferPointer(), builder.GetSize());
-            checkDrop(rig, protocol::DropReason::InvalidField,
-                      [&] { rig.deliver(peer.address, peer.seal(plain)); });
+            checkDrop(net, protocol::DropReason::InvalidField,
+                      [&] { net.deliver(peer.address(), peer.seal(plain)); });
         }
     }
     SECTION("ids out of range, and bodies the client does not own")
     {
-        const server::Room& room = rig.host->room(0);
+        const server::Room& room = host->room(0);
         const std::uint64_t notOwned = room.metrics().inputsNotOwned;
-        const HostState state = rig.state();
+        const test::ServerState state = test::serverState(*host);
         const protocol::InputCommand outOfRange{
             room.tick() + 10, 1, 4000000000u, 1, wire::InputKind::Impulse, {0.0f, 50.0f, 0.0f}};
         const protocol::InputCommand someoneElses{
             room.tick() + 10, 2, 1, 1, wire::InputKind::Impulse, {0.0f, 50.0f, 0.0f}};
-        peer.sendInputs(rig, std::vector{outOfRange, someoneElses});
+        peer.sendInputs(std::vector{outOfRange, someoneElses});
         CHECK(room.metrics().inputsNotOwned == notOwned + 2);
-        CHECK(rig.state() == state);
+        CHECK(test::serverState(*host) == state);
         // And they stay out of the simulation when it runs on.
         const std::uint64_t applied = room.metrics().inputsApplied;
-        rig.run(0.5);
+        net.run(0.5);
         CHECK(room.metrics().inputsApplied == applied);
     }
     SECTION("admin commands without the key")
@@ -798,16 +637,16 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
         protocol::AdminCommandFields command;
         command.op = wire::AdminOp::Pause;
         command.nonce = 9;
-        command.time = rig.wallTime;
+        command.time = net.wallTime;
         const std::vector<std::uint8_t> bytes = protocol::encodeAdminCommand(command);
         const protocol::AdminMacKey wrongKey = protocol::deriveAdminMacKey("not-the-key");
         const auto mac = protocol::adminMac(wrongKey, bytes);
-        const HostState state = rig.state();
-        const std::size_t sentBefore = rig.sent.size();
-        rig.deliver(stranger, writer.adminRequest({}, bytes, mac));
-        CHECK(rig.host->metrics().adminBadMac == 1);
-        CHECK_FALSE(rig.host->room(0).paused());
-        CHECK(rig.state() == state);
-        CHECK(rig.sent.size() == sentBefore);
+        const test::ServerState state = test::serverState(*host);
+        const std::size_t sentBefore = net.serverSent().size();
+        net.deliver(stranger, writer.adminRequest({}, bytes, mac));
+        CHECK(host->metrics().adminBadMac == 1);
+        CHECK_FALSE(host->room(0).paused());
+        CHECK(test::serverState(*host) == state);
+        CHECK(net.serverSent().size() == sentBefore);
     }
 }

@@ -8,9 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstring>
-#include <deque>
-#include <map>
+#include <chrono>
 #include <thread>
 
 using namespace polytope;
@@ -21,20 +19,15 @@ using test::makeServer;
 TEST_CASE("a client connects, receives whole snapshots at the snapshot rate and sees bodies fall", "[server]")
 {
     InProcessNetwork net;
+    net.order = test::FrameOrder::UpdateThenDeliver;
     auto server = makeServer(net);
-    const auto address = protocol::Address::ipv4(10, 0, 0, 2, 5000);
-    client::Client c({}, net.clientSend(address));
-    net.attach(address, c);
+    client::Client& c = net.addClient(2);
 
-    double now = 0.0;
-    c.connect(now);
+    c.connect(0.0);
     std::vector<client::ReceivedSnapshot> snapshots;
     for (int frame = 0; frame < 120; ++frame) // two seconds at 60 Hz
     {
-        now = frame / 60.0;
-        server->update(now);
-        c.update(now);
-        net.pump(now);
+        net.frameAt(frame / 60.0);
         client::ReceivedSnapshot s;
         while (c.popSnapshot(s))
         {
@@ -107,23 +100,16 @@ TEST_CASE("a silent client is dropped after the time-out and a full server denie
 TEST_CASE("a client that keeps alive stays and one that leaves is removed at once", "[server]")
 {
     InProcessNetwork net;
+    net.order = test::FrameOrder::UpdateThenDeliver;
     auto server = makeServer(net);
-    const auto a = protocol::Address::ipv4(10, 0, 0, 2, 5000);
-    client::Client c({}, net.clientSend(a));
-    net.attach(a, c);
+    client::Client& c = net.addClient(2);
     c.connect(0.0);
-    double now = 0.0;
     for (int frame = 0; frame < 60 * 15; ++frame)
     {
-        now = frame / 60.0;
-        server->update(now);
-        c.update(now);
-        net.pump(now);
-        client::ReceivedSnapshot s;
-        while (c.popSnapshot(s))
-        {
-        }
+        net.frameAt(frame / 60.0);
+        test::dropSnapshots(c);
     }
+    const double now = net.now();
     CHECK(c.isConnected());
     CHECK(server->clientCount() == 1);
     c.disconnect(now);
@@ -147,10 +133,7 @@ TEST_CASE("bad datagrams are dropped and counted by reason, and change nothing e
     server->receive(stranger, {bytes, 100}, 0.0);
     protocol::PacketWriter writer;
     // A keep-alive from someone with no session.
-    const auto keepAlive = writer.keepAlive({}, 1.0);
-    std::vector<std::uint64_t> aligned(keepAlive.size() / 8 + 1);
-    std::memcpy(aligned.data(), keepAlive.data(), keepAlive.size());
-    server->receive(stranger, {reinterpret_cast<const std::uint8_t*>(aligned.data()), keepAlive.size()}, 0.0);
+    net.deliver(stranger, writer.keepAlive({}, 1.0));
 
     const auto& drops = server->metrics().drops;
     CHECK(drops[protocol::DropReason::TooShort] == 1);
@@ -221,7 +204,7 @@ TEST_CASE("end to end over loopback UDP with the UdpServer and a UdpClient", "[s
         fell = fell || (first[i].shape != protocol::wire::ShapeKind::Plane && last[i].position[1] < first[i].position[1] - 0.5f);
     }
     CHECK(fell);
-    CHECK(udpServer.firstRoom().metrics().clientsAccepted == 1);
+    CHECK(udpServer.server().room(0).metrics().clientsAccepted == 1);
 }
 
 TEST_CASE("a client with no server answering gives up after its connect time-out", "[server][udp]")
@@ -279,5 +262,5 @@ TEST_CASE("stopping the UDP server drains: clients are told and run() returns at
         udpClient.poll(0.01);
     }
     CHECK(udpClient.client().state() == client::ClientState::ServerClosed);
-    CHECK(udpServer.firstRoom().clientCount() == 0);
+    CHECK(udpServer.server().room(0).clientCount() == 0);
 }

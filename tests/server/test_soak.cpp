@@ -14,12 +14,12 @@
 #include "polytope/protocol/network_simulator.h"
 #include "polytope/protocol/token.h"
 #include "polytope/server/server.h"
+#include "support/in_process.h"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
@@ -30,8 +30,7 @@ using namespace polytope;
 namespace
 {
 
-constexpr std::uint16_t kPort = 7777;
-const protocol::Address kServer = protocol::Address::ipv4(10, 0, 0, 1, kPort);
+constexpr std::uint16_t kPort = 7777; // test::kServerAddress's
 constexpr double kFrame = 1.0 / 120.0;
 constexpr double kWallStart = 1.8e9;
 
@@ -91,7 +90,7 @@ struct Slot
 class Soak
 {
   public:
-    explicit Soak(const SoakConfig& config) : m_config(config), m_random(config.seed), m_net({}, config.seed)
+    explicit Soak(const SoakConfig& config) : m_config(config), m_random(config.seed)
     {
         protocol::NetworkConditions conditions;
         conditions.latencySeconds = 0.05;
@@ -103,7 +102,8 @@ class Soak
         {
             conditions.blackouts.push_back({t, t + config.blackoutLength});
         }
-        m_net.setConditions(conditions);
+        m_net.simulate(conditions, config.seed);
+        m_net.frameSeconds = kFrame;
         m_key.fill(0x5C);
         server::ServerConfig host;
         server::RoomConfig room;
@@ -114,22 +114,13 @@ class Soak
         host.security.tokenKey = m_key;
         host.security.listenPort = kPort;
         host.cookieKey = server::ConnectCookies::Key{4, 4, 4};
-        host.wallClock = [this] { return kWallStart + m_now; };
-        std::string error;
-        m_host = server::Server::create(
-            host,
-            [this](const protocol::Address& to, std::span<const std::uint8_t> d)
-            { m_net.send(kServer, to, d, m_now); },
-            error);
-        INFO(error);
-        REQUIRE(m_host);
+        host.wallClock = [this] { return kWallStart + m_net.now(); };
+        m_host = test::makeServer(m_net, host);
         server::Room& main = m_host->room(0);
         // The replica: a second Server with the same configuration, keys and clocks, fed in lockstep exactly
         // the datagrams this one receives and the same update() calls. Nothing is stored, so memory stays
         // flat however long the soak runs.
-        m_replica = server::Server::create(
-            host, [](const protocol::Address&, std::span<const std::uint8_t>) {}, error);
-        REQUIRE(m_replica);
+        m_replica = test::makeServer(host, [](const protocol::Address&, std::span<const std::uint8_t>) {});
         m_replica->room(0).setInputObserver([this](const server::AppliedInput&) { ++m_report.replayInputsApplied; });
         main.setInputObserver([this](const server::AppliedInput& a) { onApplied(a); });
         m_slots.resize(static_cast<std::size_t>(config.clients));
@@ -141,7 +132,7 @@ class Soak
 
     SoakReport run()
     {
-        while (m_now < m_config.seconds)
+        while (m_net.now() < m_config.seconds)
         {
             frame();
         }
@@ -154,23 +145,20 @@ class Soak
         }
         m_report.finalHash = m_host->room(0).world().stateHash();
         m_report.serverDrops = m_host->room(0).metrics().drops.total() + m_host->metrics().drops.total();
-        m_report.blackouts = static_cast<int>(m_net.conditions().blackouts.size());
+        m_report.blackouts = static_cast<int>(m_net.simulator()->conditions().blackouts.size());
         finishResync();
         m_report.replayHash = m_replica->room(0).world().stateHash();
         return m_report;
     }
 
-    double now() const { return m_now; }
-
   private:
     void frame()
     {
-        m_now += kFrame;
-        for (const protocol::SimulatedDatagram& d : m_net.receive(kServer, m_now))
-        {
-            m_host->receive(d.from, d.bytes, m_now);
-            forward(d.from, d.bytes, m_now);
-        }
+        m_now = m_net.advance();
+        // The replica receives what the host receives, as the host receives it.
+        m_net.deliverToServer(m_now,
+                              [this](const protocol::Address& from, std::span<const std::uint8_t> datagram)
+                              { m_replica->receive(from, test::AlignedDatagram(datagram).view(), m_now); });
         m_replica->update(m_now);
         m_host->update(m_now);
         for (std::size_t i = 0; i < m_slots.size(); ++i)
@@ -181,7 +169,7 @@ class Soak
         // simulator, whose queue is bounded).
         for (const auto& [address, until] : m_retired)
         {
-            (void)m_net.receive(address, m_now);
+            m_net.discard(address, m_now);
         }
         std::erase_if(m_retired, [this](const auto& r) { return r.second < m_now; });
         std::erase_if(m_applied, [this](const auto& a) { return a.second.lastTime < m_now - 30.0; });
@@ -206,9 +194,7 @@ class Soak
                                                static_cast<std::uint8_t>(index % 200 + 1),
                                                static_cast<std::uint16_t>(20000 + (m_nextClientId % 40000)));
         const protocol::Address address = slot.address;
-        slot.client =
-            std::make_unique<client::Client>(config, [this, address](std::span<const std::uint8_t> d)
-                                             { m_net.send(address, kServer, d, m_now); });
+        slot.client = std::make_unique<client::Client>(config, m_net.clientSend(address));
         slot.client->connect(m_now);
         slot.counted = false;
         slot.lastTick = 0;
@@ -228,10 +214,7 @@ class Soak
             return;
         }
         client::Client& c = *slot.client;
-        for (const protocol::SimulatedDatagram& d : m_net.receive(slot.address, m_now))
-        {
-            c.receive(d.bytes, m_now);
-        }
+        m_net.deliverTo(slot.address, c, m_now);
         c.update(m_now);
         if (c.isConnected() && !slot.counted)
         {
@@ -321,7 +304,7 @@ class Soak
     /// a later tick within 1 s.
     void checkBlackouts()
     {
-        const auto& blackouts = m_net.conditions().blackouts;
+        const auto& blackouts = m_net.simulator()->conditions().blackouts;
         while (m_nextBlackout < blackouts.size() && m_now >= blackouts[m_nextBlackout].endSeconds)
         {
             finishResync();
@@ -368,29 +351,17 @@ class Soak
         m_watching.clear();
     }
 
-    void forward(const protocol::Address& from, std::span<const std::uint8_t> datagram, double now)
-    {
-        m_aligned.assign(datagram.size() / 8 + 1, 0);
-        if (!datagram.empty())
-        {
-            std::memcpy(m_aligned.data(), datagram.data(), datagram.size());
-        }
-        m_replica->receive(from, {reinterpret_cast<const std::uint8_t*>(m_aligned.data()), datagram.size()},
-                           now);
-    }
-
     SoakConfig m_config;
     std::mt19937_64 m_random;
-    protocol::NetworkSimulator m_net;
+    test::InProcessNetwork m_net; ///< the simulated network, the test clock and the host's transport
     protocol::TokenKey m_key{};
     std::unique_ptr<server::Server> m_host;
     std::vector<Slot> m_slots;
     std::vector<std::pair<protocol::Address, double>> m_retired; ///< departed clients' addresses, until when
-    double m_now = 0.0;
+    double m_now = 0.0;                                          ///< m_net.now(), as of this frame
     std::uint64_t m_nextClientId = 0;
     SoakReport m_report;
     std::unique_ptr<server::Server> m_replica;
-    std::vector<std::uint64_t> m_aligned;
     struct Applied
     {
         std::set<std::uint32_t> sequences;
