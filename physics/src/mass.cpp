@@ -65,6 +65,10 @@ ShapeValidation checkPositive(const char* what, float v)
         return fail(ShapeError::NonPositiveSize,
                     std::string(what) + " must be > 0, got " + std::to_string(v));
     }
+    if (v > kMaxShapeSizeMeters)
+    {
+        return fail(ShapeError::TooLarge, std::string(what) + " must be at most 1e6 m, got " + std::to_string(v));
+    }
     return {};
 }
 
@@ -163,6 +167,11 @@ ShapeValidation validateShape(const Shape& shape, std::span<const ConvexHull> hu
         if (!isFinite(shape.plane.normal) || !std::isfinite(shape.plane.offset))
         {
             return fail(ShapeError::NonFinite, "plane normal or offset is not finite");
+        }
+        if (std::fabs(shape.plane.offset) > kMaxShapeSizeMeters)
+        {
+            return fail(ShapeError::TooLarge,
+                        "plane offset must be within 1e6 m, got " + std::to_string(shape.plane.offset));
         }
         const float len = length(shape.plane.normal);
         if (!(std::fabs(len - 1.0f) <= kUnitNormalTolerance))

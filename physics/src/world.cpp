@@ -1143,9 +1143,11 @@ void World::solve(float dt)
         const ContactConstraint& cc = m_constraints[c.constraint];
         for (int p = 0; p < cc.pointCount; ++p)
         {
-            c.normalImpulse[p] = cc.points[p].normalImpulse;
-            c.tangentImpulse1[p] = cc.points[p].tangentImpulse1;
-            c.tangentImpulse2[p] = cc.points[p].tangentImpulse2;
+            const auto kept = [](float impulse)
+            { return std::fabs(impulse) <= kMaxContactImpulse ? impulse : 0.0f; }; // NaN too: not kept
+            c.normalImpulse[p] = kept(cc.points[p].normalImpulse);
+            c.tangentImpulse1[p] = kept(cc.points[p].tangentImpulse1);
+            c.tangentImpulse2[p] = kept(cc.points[p].tangentImpulse2);
         }
     }
 }

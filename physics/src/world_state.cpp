@@ -131,6 +131,11 @@ constexpr float kMaxInverseMass = 1e3f;
 constexpr float kMaxInertiaEntry = 1e18f;
 /// Largest magnitude of an inverse inertia tensor's entry (1/(kg m^2)): a gram at a millimetre has 1e9.
 constexpr float kMaxInverseInertiaEntry = 1e12f;
+/// Largest friction coefficient and damping a saved body or contact may have: far past any real material,
+/// and small enough that friction times the largest impulse stays finite.
+constexpr float kMaxFriction = 100.0f;
+constexpr float kMaxDamping = 1e6f;
+constexpr float kMaxGravityScale = 1e3f;
 
 /// An inertia tensor (or its inverse) a body can have: symmetric, bounded, its diagonal not negative and each
 /// off-diagonal entry within the Cauchy-Schwarz bound of a positive semi-definite matrix. Finite floats alone
@@ -568,8 +573,9 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
             (b.islandNext != kNoIsland) != b.sleeping || (b.sleeping && b.type != BodyType::Dynamic) ||
             !validateShape(shapes[i], hulls).ok() || (plane && b.type != BodyType::Static) ||
             (b.type == BodyType::Dynamic) != (s.inverseMass > 0.0f) || s.inverseMass < 0.0f ||
-            m.friction < 0.0f || m.restitution < 0.0f || m.restitution > 1.0f || m.linearDamping < 0.0f ||
-            m.angularDamping < 0.0f)
+            m.friction < 0.0f || m.friction > kMaxFriction || m.restitution < 0.0f || m.restitution > 1.0f ||
+            m.linearDamping < 0.0f || m.linearDamping > kMaxDamping || m.angularDamping < 0.0f ||
+            m.angularDamping > kMaxDamping || std::fabs(m.gravityScale) > kMaxGravityScale)
         {
             return fail(RestoreStatus::Corrupt);
         }
@@ -639,12 +645,21 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
             c.normalImpulse[p] = r.f32();
             c.tangentImpulse1[p] = r.f32();
             c.tangentImpulse2[p] = r.f32();
+            constexpr float kMaxPointCoordinate = 2.0f * kWorldBoundMeters;
+            if (!(c.normalImpulse[p] >= 0.0f && c.normalImpulse[p] <= kMaxContactImpulse) ||
+                !(std::fabs(c.tangentImpulse1[p]) <= kMaxContactImpulse) ||
+                !(std::fabs(c.tangentImpulse2[p]) <= kMaxContactImpulse) ||
+                !(std::fabs(cp.separation) <= kMaxPointCoordinate) || !(maxAbs(cp.pointA) <= kMaxPointCoordinate) ||
+                !(maxAbs(cp.pointB) <= kMaxPointCoordinate))
+            {
+                return fail(RestoreStatus::Corrupt);
+            }
         }
         c.friction = r.f32();
         c.restitution = r.f32();
         const float normalLength2 = lengthSquared(c.manifold.normal);
-        if (!(normalLength2 > 0.99f && normalLength2 < 1.01f) || c.friction < 0.0f || c.restitution < 0.0f ||
-            c.restitution > 1.0f)
+        if (!(normalLength2 > 0.99f && normalLength2 < 1.01f) || c.friction < 0.0f || c.friction > kMaxFriction ||
+            c.restitution < 0.0f || c.restitution > 1.0f)
         {
             return fail(RestoreStatus::Corrupt);
         }

@@ -298,6 +298,10 @@ TEST_CASE("validateShape reports what is wrong with a shape", "[mass]")
     CHECK(validateShape(Shape::makePlane({0.0f, 1.0f, 0.0f}, -3.0f)).ok());
     CHECK(validateShape(Shape::makePlane(normalize(Vec3{1.0f, 2.0f, 3.0f}), 1.0f)).ok());
     CHECK(validateShape(Shape::makePlane({0.0f, 2.0f, 0.0f}, 0.0f)).error == ShapeError::NonUnitNormal);
+    // Finite but beyond the world: a changed byte in a saved state must not make a plane 1e20 m away.
+    CHECK(validateShape(Shape::makePlane({0.0f, 1.0f, 0.0f}, 5e20f)).error == ShapeError::TooLarge);
+    CHECK(validateShape(Shape::makeSphere(2e6f)).error == ShapeError::TooLarge);
+    CHECK(validateShape(Shape::makeBox({1.0f, 1e7f, 1.0f})).error == ShapeError::TooLarge);
     CHECK(validateShape(Shape::makePlane({0.0f, 0.0f, 0.0f}, 0.0f)).error == ShapeError::NonUnitNormal);
     CHECK(validateShape(Shape::makePlane({0.0f, 1.0f, 0.0f}, nan)).error == ShapeError::NonFinite);
     CHECK(validateShape(Shape::makePlane({inf, 1.0f, 0.0f}, 0.0f)).error == ShapeError::NonFinite);

@@ -27,7 +27,12 @@ enum class ShapeError : std::uint8_t
     MalformedHull,       ///< the referenced hull is not a closed solid (too few vertices or faces,
                          ///< indices out of range, non-finite numbers)
     UnknownType,         ///< the type tag is not a ShapeType
+    TooLarge,            ///< a size or a plane's offset exceeds kMaxShapeSizeMeters
 };
+
+/// Largest radius, half height, half extent or plane offset (metres): the world's bound (world.h). Larger
+/// numbers are finite but no body within the world has them, and they overflow the narrowphase's products.
+inline constexpr float kMaxShapeSizeMeters = 1.0e6f;
 
 /// How far from 1 a plane normal's length may be.
 inline constexpr float kUnitNormalTolerance = 1e-3f;

@@ -74,6 +74,10 @@ constexpr std::uint8_t planarDofs(int normalAxis)
 /// worse than a metre; createBody and setTransform refuse poses beyond it, and a body that a step would
 /// carry beyond it is stopped where it was (StepFlag::NonFiniteBodyState).
 inline constexpr float kWorldBoundMeters = 1.0e6f;
+/// Largest accumulated contact impulse a contact keeps for warm starting (N s): 1e12 kg at 1000 m/s. A
+/// solve that ends beyond it (or not finite: bodies with absurd but finite properties) starts the next step
+/// cold instead of applying it again.
+inline constexpr float kMaxContactImpulse = 1e15f;
 
 /// Everything needed to create a body.
 struct BodyDesc
