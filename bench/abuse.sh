@@ -51,7 +51,7 @@ free_tcp_port() {
 # Starts the server with the given flags, logging to $work/server.log; sets server_pid, port and http_port.
 start_server() {
   http_port="$(free_tcp_port)"
-  "$server_bin" --bind 127.0.0.1 --port 0 --http-port "$http_port" --http-bind 127.0.0.1 --log-level warn "$@" \
+  "$server_bin" --bind 127.0.0.1 --port 0 --http-port "$http_port" --http-bind 127.0.0.1 --log-level info "$@" \
     > "$work/server.log" 2>&1 &
   server_pid=$!
   port=""
@@ -120,7 +120,7 @@ admin_answered="$(json_field admin_answered "$overrun")"
 rtt_max="$(json_field admin_rtt_ms_max "$overrun")"
 counted=$((after - before))
 sent=$((junk + admin_sent))
-share="$(awk -v c="$counted" -v s="$sent" 'BEGIN { printf "%.1f", s > 0 ? 100 * c / s : 0 }')"
+share="$(awk -v c="$counted" -v s="$sent" 'BEGIN { printf "%.1f", (s > 0 ? 100 * c / s : 0) }')"
 echo "   the room overran $overruns times; the server read $counted of the $sent datagrams sent ($share%)"
 if awk -v p="$share" 'BEGIN { exit !(p >= 90) }'; then
   echo "   datagrams counted: $share% (goal: at least 90%) -- met"
