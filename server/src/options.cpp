@@ -368,12 +368,14 @@ std::string sceneProblem(const RoomConfig& room)
     }
     if (!isSceneName(room.scene))
     {
-        return "not a built-in scene, a scene name or a path (" + why + ")";
+        return "unknown scene '" + printableExcerpt(room.scene, kMaxQuotedPathBytes) +
+               "': not a built-in scene, a scene name or a path (" + why + ")";
     }
     const std::string file = sceneFileFor(room.sceneDirectory, room.scene);
     if (checkRegularFile(file, kSceneDirectoryFileRules, why) != FileStatus::Ok)
     {
-        return "not a built-in scene, and the scene file '" + printableExcerpt(file, kMaxQuotedPathBytes) +
+        return "unknown scene '" + printableExcerpt(room.scene, kMaxQuotedPathBytes) +
+               "': not a built-in scene, and the scene file '" + printableExcerpt(file, kMaxQuotedPathBytes) +
                "' (--scene-dir) " + why;
     }
     return {};
