@@ -23,7 +23,8 @@ bool sendAdminCommand(const std::string& host, std::uint16_t port, protocol::Adm
         command.nonce = protocol::randomAdminNonce();
     }
     const std::vector<std::uint8_t> bytes = protocol::encodeAdminCommand(command);
-    const protocol::AdminMac mac = protocol::adminMac(protocol::deriveAdminMacKey(adminKey), bytes);
+    const protocol::AdminMacKey key = protocol::deriveAdminMacKey(adminKey);
+    const protocol::AdminMac mac = protocol::adminMac(key, bytes);
     protocol::PacketWriter writer;
     const std::span<const std::uint8_t> request = writer.adminRequest({}, bytes, mac);
 
@@ -62,9 +63,13 @@ bool sendAdminCommand(const std::string& host, std::uint16_t port, protocol::Adm
             continue;
         }
         const auto* reply = decoded.packet->message_as_AdminReply();
-        if (reply->nonce() != command.nonce)
+        const std::string_view text =
+            reply->message() ? std::string_view(reply->message()->c_str(), reply->message()->size()) : std::string_view();
+        if (reply->nonce() != command.nonce || !reply->mac() ||
+            !protocol::verifyAdminReplyMac(key, reply->nonce(), reply->ok(), text,
+                                           {reply->mac()->data(), reply->mac()->size()}))
         {
-            continue;
+            continue; // not the answer to this command, or not from a server with this key: not trusted
         }
         outcome.replied = true;
         outcome.ok = reply->ok();

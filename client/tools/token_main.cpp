@@ -6,6 +6,7 @@
 //   polytope-token show FILE [--keys]           the public fields of a token file
 #include "polytope/client/json_output.h"
 #include "polytope/client/token_file.h"
+#include "polytope/protocol/sodium_ready.h"
 #include "polytope/protocol/token.h"
 
 #include <CLI/CLI.hpp>
@@ -118,10 +119,7 @@ int main(int argc, char** argv)
         return app.exit(e) == 0 ? 0 : 2;
     }
 
-    if (sodium_init() < 0)
-    {
-        return fail("libsodium cannot start");
-    }
+    protocol::ensureSodium(); // the one start-up policy: a libsodium that cannot start aborts
     std::string error;
     if (keygen->parsed())
     {

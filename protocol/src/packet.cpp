@@ -180,8 +180,9 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
     }
     case wire::Message::AdminReply:
     {
-        const auto* message = packet.message_as_AdminReply()->message();
-        return !message || message->size() <= kMaxAdminMessageBytes;
+        const auto* reply = packet.message_as_AdminReply();
+        return (!reply->message() || reply->message()->size() <= kMaxAdminMessageBytes) &&
+               (!reply->mac() || reply->mac()->size() == kAdminMacBytes);
     }
     case wire::Message::NONE:
         break;
@@ -627,12 +628,18 @@ std::span<const std::uint8_t> PacketWriter::adminRequest(const HeaderFields& hea
 }
 
 std::span<const std::uint8_t> PacketWriter::adminReply(const HeaderFields& header, std::uint64_t nonce, bool ok,
-                                                      std::string_view message)
+                                                      std::string_view message, const AdminMacKey* key)
 {
     m_builder.Clear();
     const std::string_view text = message.substr(0, kMaxAdminMessageBytes);
     const auto textOffset = m_builder.CreateString(text.data(), text.size());
-    const auto reply = wire::CreateAdminReply(m_builder, nonce, ok, textOffset);
+    flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> macOffset;
+    if (key != nullptr)
+    {
+        const AdminMac mac = adminReplyMac(*key, nonce, ok, text);
+        macOffset = m_builder.CreateVector(mac.data(), mac.size());
+    }
+    const auto reply = wire::CreateAdminReply(m_builder, nonce, ok, textOffset, macOffset);
     return finish(header, wire::PacketType::AdminReply, reply.Union());
 }
 

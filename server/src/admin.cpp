@@ -56,7 +56,7 @@ void Server::handleAdmin(const protocol::Address& from, const wire::Packet& pack
     if (!protocol::decodeAdminCommand(command, fields))
     {
         ++m_metrics.adminMalformed;
-        send(from, m_writer.adminReply({}, 0, false, "malformed admin command"));
+        send(from, m_writer.adminReply({}, 0, false, "malformed admin command", &m_adminKey));
         return;
     }
     // A replayed nonce gets no reply (the original got one); a stale time does (clock skew is common).
@@ -66,7 +66,8 @@ void Server::handleAdmin(const protocol::Address& from, const wire::Packet& pack
         ++m_metrics.adminStale;
         send(from, m_writer.adminReply({}, fields.nonce, false,
                                        "command time is more than 30 s from the server's clock (" +
-                                           std::to_string(static_cast<long long>(wallNow)) + ")"));
+                                           std::to_string(static_cast<long long>(wallNow)) + ")",
+                                       &m_adminKey));
         return;
     }
     if (!freshNonce(fields.nonce, wallNow))
@@ -79,12 +80,12 @@ void Server::handleAdmin(const protocol::Address& from, const wire::Packet& pack
     if (target == nullptr)
     {
         ++m_metrics.adminUnknownRoom;
-        send(from, m_writer.adminReply({}, fields.nonce, false, "no room '" + fields.room + "'"));
+        send(from, m_writer.adminReply({}, fields.nonce, false, "no room '" + fields.room + "'", &m_adminKey));
         return;
     }
     ++m_metrics.adminAccepted;
     // Carried out by the room between two of its ticks; the room replies.
-    hostOf(*target).post([fields, from, now](Room& room) { room.runAdmin(fields, from, now); });
+    hostOf(*target).post([fields, from, now, key = m_adminKey](Room& room) { room.runAdmin(fields, from, now, key); });
 }
 
 } // namespace polytope::server

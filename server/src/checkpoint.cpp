@@ -1,5 +1,6 @@
 #include "polytope/server/checkpoint.h"
 
+#include "polytope/protocol/sodium_ready.h"
 #include "polytope/server/regular_file.h"
 
 #include <sodium.h>
@@ -165,11 +166,7 @@ bool probeCheckpointPath(const std::string& path, std::string& error)
 
 bool writeCheckpointFile(const std::string& path, std::span<const std::uint8_t> payload, std::string& error)
 {
-    if (sodium_init() < 0)
-    {
-        error = "libsodium failed to initialise";
-        return false;
-    }
+    protocol::ensureSodium();
     if (payload.size() > kMaxPayloadBytes)
     {
         error = "the state is " + std::to_string(payload.size()) + " bytes, more than a checkpoint holds (" +
@@ -221,11 +218,7 @@ bool writeCheckpointFile(const std::string& path, std::span<const std::uint8_t> 
 
 bool readCheckpointFile(const std::string& path, std::vector<std::uint8_t>& payload, std::string& error)
 {
-    if (sodium_init() < 0)
-    {
-        error = "libsodium failed to initialise";
-        return false;
-    }
+    protocol::ensureSodium();
     std::vector<std::uint8_t> file;
     if (readRegularFile(path, FileRules{kMaxCheckpointFileBytes, true}, file, error) != FileStatus::Ok)
     {

@@ -187,10 +187,11 @@ void Room::timeOutSilent(double now)
     }
 }
 
-void Room::runAdmin(const protocol::AdminCommandFields& command, const protocol::Address& from, double now)
+void Room::runAdmin(const protocol::AdminCommandFields& command, const protocol::Address& from, double now,
+                    const protocol::AdminMacKey& key)
 {
     const AdminResult result = admin(command, now);
-    const auto reply = m_writer.adminReply({}, command.nonce, result.ok, result.message);
+    const auto reply = m_writer.adminReply({}, command.nonce, result.ok, result.message, &key);
     ++m_metrics.datagramsOut;
     m_metrics.bytesOut += reply.size();
     m_sendPlain(from, reply);

@@ -1,13 +1,12 @@
 // Writes the seed corpora of the fuzz targets into DIR/<target>/: a valid datagram of every message type
 // (packet), catalogue and input datagrams, real snapshot slices against the fuzz baselines, and cookies.
+#include "corpus_writer.h"
 #include "fuzz_snapshot_setup.h"
 #include "polytope/protocol/admin_auth.h"
 #include "polytope/protocol/packet.h"
 #include "polytope/protocol/seal.h"
 #include "polytope/protocol/token.h"
 #include "polytope/server/connect_cookie.h"
-
-#include <sys/stat.h>
 
 #include <cstdio>
 #include <string>
@@ -22,36 +21,22 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "usage: make_packet_corpus DIR\n");
         return 1;
     }
-    const std::string root = argv[1];
+    fuzz::CorpusWriter corpus(argv[1]);
     PacketWriter writer;
-    int written = 0;
-    auto save = [&](const std::string& target, const std::string& name, std::span<const std::uint8_t> bytes)
-    {
-        ::mkdir((root + "/" + target).c_str(), 0755);
-        const std::string path = root + "/" + target + "/" + name;
-        std::FILE* f = std::fopen(path.c_str(), "wb");
-        if (!f)
-        {
-            return;
-        }
-        std::fwrite(bytes.data(), 1, bytes.size(), f);
-        std::fclose(f);
-        ++written;
-    };
     const HeaderFields header{7, 5, 0x0Fu, kHeaderFlagAckValid};
     const std::vector<std::uint8_t> cookie(kCookieBytes, 0x5A);
-    save("packet", "connect_request", writer.connectRequest(header, "fuzz"));
-    save("packet", "challenge", writer.challenge(header, cookie));
-    save("packet", "challenge_response", writer.challengeResponse(header, cookie, "fuzz"));
+    corpus.save("packet", "connect_request", writer.connectRequest(header, "fuzz"));
+    corpus.save("packet", "challenge", writer.challenge(header, cookie));
+    corpus.save("packet", "challenge_response", writer.challengeResponse(header, cookie, "fuzz"));
     SessionParameters session;
     session.clientId = 3;
     session.scene = "default";
-    save("packet", "connect_accepted", writer.connectAccepted(header, session));
-    save("packet", "connect_denied", writer.connectDenied(header, wire::DenyReason::ServerFull));
-    save("packet", "keep_alive", writer.keepAlive(header, 1.5));
-    save("packet", "disconnect", writer.disconnect(header, wire::DisconnectReason::ClientQuit));
+    corpus.save("packet", "connect_accepted", writer.connectAccepted(header, session));
+    corpus.save("packet", "connect_denied", writer.connectDenied(header, wire::DenyReason::ServerFull));
+    corpus.save("packet", "keep_alive", writer.keepAlive(header, 1.5));
+    corpus.save("packet", "disconnect", writer.disconnect(header, wire::DisconnectReason::ClientQuit));
     const std::vector<std::uint8_t> payload{0x20, 0x41, 0x00, 0x17, 0x99};
-    save("packet", "snapshot", writer.snapshot(header, 99, 1.65, payload));
+    corpus.save("packet", "snapshot", writer.snapshot(header, 99, 1.65, payload));
 
     std::vector<CatalogueEntry> entries(6);
     for (std::size_t i = 0; i < entries.size(); ++i)
@@ -62,9 +47,9 @@ int main(int argc, char** argv)
         entries[i].removed = i == 4;
         entries[i].extent = {0.5f, 0.5f + static_cast<float>(i), 0.5f};
     }
-    save("packet", "catalogue", writer.catalogue(header, entries));
-    save("catalogue", "catalogue6", writer.catalogue(header, entries));
-    save("catalogue", "catalogue1", writer.catalogue(header, std::span(entries).first(1)));
+    corpus.save("packet", "catalogue", writer.catalogue(header, entries));
+    corpus.save("catalogue", "catalogue6", writer.catalogue(header, entries));
+    corpus.save("catalogue", "catalogue1", writer.catalogue(header, std::span(entries).first(1)));
 
     std::vector<InputCommand> inputs(5);
     for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -75,7 +60,7 @@ int main(int argc, char** argv)
         inputs[i].kind = static_cast<wire::InputKind>(i % 4);
         inputs[i].vector = {1.0f, -2.0f, 3.0f};
     }
-    save("packet", "client_input", writer.clientInput(header, inputs));
+    corpus.save("packet", "client_input", writer.clientInput(header, inputs));
     AdminCommandFields admin;
     admin.room = "main";
     admin.nonce = 77;
@@ -84,10 +69,10 @@ int main(int argc, char** argv)
     admin.vector = {0.0f, -1.6f, 0.0f};
     const std::vector<std::uint8_t> command = encodeAdminCommand(admin);
     const AdminMac mac = adminMac(deriveAdminMacKey("fuzz"), command);
-    save("packet", "admin_request", writer.adminRequest(header, command, mac));
-    save("packet", "admin_reply", writer.adminReply(header, 77, true, "room 'main' tick 5"));
-    save("inputs", "inputs5", writer.clientInput(header, inputs));
-    save("inputs", "inputs0", writer.clientInput(header, {}));
+    corpus.save("packet", "admin_request", writer.adminRequest(header, command, mac));
+    corpus.save("packet", "admin_reply", writer.adminReply(header, 77, true, "room 'main' tick 5", nullptr));
+    corpus.save("inputs", "inputs5", writer.clientInput(header, inputs));
+    corpus.save("inputs", "inputs0", writer.clientInput(header, {}));
 
     // Real slices for tick 120 against the baselines the fuzz target holds (100, 110), and a full one.
     const SnapshotCodecConfig config = fuzz::fuzzCodecConfig();
@@ -107,7 +92,7 @@ int main(int argc, char** argv)
         }
         for (const EncodedSlice& slice : encoder.slices())
         {
-            save("snapshot_payload", "slice" + std::to_string(slices++), slice.payload);
+            corpus.save("snapshot_payload", "slice" + std::to_string(slices++), slice.payload);
         }
     }
 
@@ -117,9 +102,9 @@ int main(int argc, char** argv)
     const auto issued = cookies.issue(address, 3.0);
     std::vector<std::uint8_t> seed{10, 0, 0, 2, 5000 & 0xFF, 5000 >> 8, 3, 0};
     seed.insert(seed.end(), issued.begin(), issued.end());
-    save("challenge", "valid", seed);
+    corpus.save("challenge", "valid", seed);
     seed[6] = 60; // expired
-    save("challenge", "expired", seed);
+    corpus.save("challenge", "expired", seed);
 
     // Tokens: a token file, and a datagram with a token credential.
     TokenRequest request;
@@ -133,23 +118,24 @@ int main(int argc, char** argv)
     {
         return 1;
     }
-    save("token", "token_file", encodeConnectTokenFile(token));
+    corpus.save("token", "token_file", encodeConnectTokenFile(token));
     TokenCredentialFields credential;
     credential.expireTime = token.expireTime;
     credential.nonce = token.nonce;
     credential.sealed = token.sealed;
-    save("packet", "connect_request_token", writer.connectRequest(header, "fuzz", "main", &credential));
-    save("packet", "challenge_response_token",
-         writer.challengeResponse(header, cookie, "fuzz", "main", 30, false, &credential));
+    corpus.save("packet", "connect_request_token",
+                writer.connectRequest(header, "fuzz", "main", &credential));
+    corpus.save("packet", "challenge_response_token",
+                writer.challengeResponse(header, cookie, "fuzz", "main", 30, false, &credential));
     // Sealed datagrams: a sealed keep-alive (the target's own keys seal the rest).
     const std::array<std::uint8_t, kSessionSaltBytes> salt{1, 2, 3};
     SealedChannel client(deriveSessionKeys(SessionKey{9}, SessionKey{8}, salt, false));
     const std::span<const std::uint8_t> keepAliveView = writer.keepAlive(header, 2.0);
     const std::vector<std::uint8_t> keepAlive(keepAliveView.begin(), keepAliveView.end());
-    save("sealed", "keep_alive", client.seal(keepAlive));
-    save("sealed", "plain_keep_alive", keepAlive);
+    corpus.save("sealed", "keep_alive", client.seal(keepAlive));
+    corpus.save("sealed", "plain_keep_alive", keepAlive);
 
-    std::printf("%d seed files in %s\n", written, root.c_str());
+    std::printf("%d seed files in %s\n", corpus.written(), corpus.root().c_str());
     // 10 packets, 2 catalogues, 2 input datagrams, 3 slices, 2 cookies, a token file, 2 token datagrams, 2 sealed
-    return written >= 24 ? 0 : 1;
+    return corpus.written() >= 24 ? 0 : 1;
 }

@@ -434,3 +434,30 @@ TEST_CASE("ack tracking reports the newest sequence and the 32 before it across 
     CHECK(sequenceGreaterThan(2, 65535));
     CHECK_FALSE(sequenceGreaterThan(65535, 2));
 }
+
+TEST_CASE("admin replies are signed with the admin key and never larger than a request", "[protocol][admin]")
+{
+    const AdminMacKey key = deriveAdminMacKey("operator secret");
+    const AdminMacKey other = deriveAdminMacKey("another secret");
+    PacketWriter writer;
+    const std::string longest(kMaxAdminMessageBytes + 50, 'x'); // cut to kMaxAdminMessageBytes
+    const auto bytes = writer.adminReply({}, 0x1122334455667788ull, true, longest, &key);
+    CHECK(bytes.size() <= kMinAdminRequestBytes);
+    std::vector<std::uint64_t> aligned(bytes.size() / 8 + 1);
+    std::memcpy(aligned.data(), bytes.data(), bytes.size());
+    const DecodeResult decoded = decodePacket({reinterpret_cast<const std::uint8_t*>(aligned.data()), bytes.size()});
+    REQUIRE(decoded.ok());
+    const auto* reply = decoded.packet->message_as_AdminReply();
+    REQUIRE(reply->mac());
+    const std::string_view text(reply->message()->c_str(), reply->message()->size());
+    CHECK(text.size() == kMaxAdminMessageBytes);
+    const std::span<const std::uint8_t> mac(reply->mac()->data(), reply->mac()->size());
+    CHECK(verifyAdminReplyMac(key, reply->nonce(), reply->ok(), text, mac));
+    // Another key, another nonce, the other outcome or another message: refused.
+    CHECK_FALSE(verifyAdminReplyMac(other, reply->nonce(), reply->ok(), text, mac));
+    CHECK_FALSE(verifyAdminReplyMac(key, reply->nonce() + 1, reply->ok(), text, mac));
+    CHECK_FALSE(verifyAdminReplyMac(key, reply->nonce(), false, text, mac));
+    CHECK_FALSE(verifyAdminReplyMac(key, reply->nonce(), reply->ok(), text.substr(1), mac));
+    // A request's mac over the same bytes is never a reply's.
+    CHECK_FALSE(adminReplyMac(key, 0, false, "") == adminMac(key, {}));
+}

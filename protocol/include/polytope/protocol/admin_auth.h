@@ -28,4 +28,11 @@ bool verifyAdminMac(const AdminMacKey& key, std::span<const std::uint8_t> comman
 /// A random 64-bit nonce (libsodium's generator).
 std::uint64_t randomAdminNonce();
 
+/// The keyed hash of an AdminReply: BLAKE2b-256 keyed with K of "PLTR" || nonce (u64 little-endian) ||
+/// ok (1 byte: 0 or 1) || the message's bytes (as sent, after any cut to kMaxAdminMessageBytes). An operator
+/// trusts a reply only when it verifies: anyone on the path could forge an unauthenticated one.
+AdminMac adminReplyMac(const AdminMacKey& key, std::uint64_t nonce, bool ok, std::string_view message);
+bool verifyAdminReplyMac(const AdminMacKey& key, std::uint64_t nonce, bool ok, std::string_view message,
+                         std::span<const std::uint8_t> mac);
+
 } // namespace polytope::protocol

@@ -66,8 +66,9 @@ inline constexpr std::size_t kMaxAdminCommandBytes = 512;
 inline constexpr std::size_t kAdminMacBytes = 32;
 /// Longest AdminCommand.text (bytes).
 inline constexpr std::size_t kMaxAdminTextBytes = 256;
-/// Longest AdminReply.message (bytes).
-inline constexpr std::size_t kMaxAdminMessageBytes = 200;
+/// Longest AdminReply.message (bytes): with the reply's 32-byte mac, the reply stays within
+/// kMinAdminRequestBytes (no amplification).
+inline constexpr std::size_t kMaxAdminMessageBytes = 176;
 /// Largest gap between an AdminCommand's time and the server's clock (seconds).
 inline constexpr double kAdminTimeWindowSeconds = 30.0;
 /// Largest extent (metres) a catalogue entry may announce.

@@ -8,6 +8,7 @@
 // bounds-checked decoder (snapshot_codec.h).
 #pragma once
 
+#include "polytope/protocol/admin_auth.h"
 #include "polytope/protocol/constants.h"
 #include "polytope/protocol/quantize.h"
 #include "polytope/protocol/sequence_window.h"
@@ -211,9 +212,9 @@ public:
     /// `command` from encodeAdminCommand, `mac` kAdminMacBytes; padded to kMinAdminRequestBytes.
     std::span<const std::uint8_t> adminRequest(const HeaderFields& header, std::span<const std::uint8_t> command,
                                                std::span<const std::uint8_t> mac);
-    /// `message` is cut to kMaxAdminMessageBytes.
+    /// `message` is cut to kMaxAdminMessageBytes; signed with `key` (admin_auth.h) when given.
     std::span<const std::uint8_t> adminReply(const HeaderFields& header, std::uint64_t nonce, bool ok,
-                                             std::string_view message);
+                                             std::string_view message, const AdminMacKey* key);
 
 private:
     std::span<const std::uint8_t> finish(const HeaderFields& header, wire::PacketType type,

@@ -79,8 +79,9 @@ class Room
     void timeOutSilent(double now);
     /// Carries out an authenticated admin command (the Server checked the key).
     AdminResult admin(const protocol::AdminCommandFields& command, double now);
-    /// admin(), then the AdminReply to `from`.
-    void runAdmin(const protocol::AdminCommandFields& command, const protocol::Address& from, double now);
+    /// admin(), then the AdminReply to `from`, signed with `key` (admin_auth.h).
+    void runAdmin(const protocol::AdminCommandFields& command, const protocol::Address& from, double now,
+                  const protocol::AdminMacKey& key);
     /// Disconnects a client (admin kick). False when no such client.
     bool kick(std::uint32_t clientId);
     /// Runs the ticks that are due and sends due snapshots and catalogue entries.
