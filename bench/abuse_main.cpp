@@ -67,6 +67,64 @@ bool parseServer(const std::string& text, sockaddr_in& out, std::string& error)
     return true;
 }
 
+/// Calls `send(n)` for n = 0, 1, 2, ... at `rate` a second while `running`, sleeping at most
+/// `maxSleepSeconds` at a time between calls.
+template <typename Send>
+void sendPaced(double rate, double maxSleepSeconds, const std::atomic<bool>& running, Send&& send)
+{
+    const auto start = std::chrono::steady_clock::now();
+    std::uint64_t n = 0;
+    while (running.load())
+    {
+        const double due = static_cast<double>(n) / rate;
+        const double now = secondsSince(start);
+        if (now < due)
+        {
+            std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - now, maxSleepSeconds)));
+            continue;
+        }
+        send(n);
+        ++n;
+    }
+}
+
+/// The server under test (a loopback address) and a UDP socket to send to it from, closed at the end.
+struct Target
+{
+    Target() = default;
+    ~Target()
+    {
+        if (fd >= 0)
+        {
+            ::close(fd);
+        }
+    }
+    Target(const Target&) = delete;
+    Target& operator=(const Target&) = delete;
+
+    sockaddr_in server{};
+    int fd = -1;
+};
+
+/// Parses --server's `text` into `target` and opens its socket; says why on stderr and returns false when
+/// either fails.
+bool openTarget(const std::string& text, Target& target)
+{
+    std::string error;
+    if (!parseServer(text, target.server, error))
+    {
+        std::cerr << "polytope-abuse: " << error << "\n";
+        return false;
+    }
+    target.fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    if (target.fd < 0)
+    {
+        std::cerr << "polytope-abuse: no socket: " << std::strerror(errno) << "\n";
+        return false;
+    }
+    return true;
+}
+
 /// Sends one datagram to `to` from the loopback address `source` (IP_PKTINFO).
 bool sendFrom(int fd, const sockaddr_in& to, std::uint32_t source, std::span<const std::uint8_t> bytes)
 {
@@ -110,13 +168,13 @@ std::vector<std::uint8_t> forgedAdminRequest(std::mt19937_64& random)
 int runSpoof(const std::string& serverText, const std::string& tokenFile, int addresses, double rate, double seconds,
              double legitAfter)
 {
-    std::string error;
-    sockaddr_in server{};
-    if (!parseServer(serverText, server, error))
+    Target target;
+    if (!openTarget(serverText, target))
     {
-        std::cerr << "polytope-abuse: " << error << "\n";
         return 2;
     }
+    const sockaddr_in& server = target.server;
+    std::string error;
     client::ClientConfig config;
     config.name = "legitimate";
     config.token.emplace();
@@ -125,14 +183,8 @@ int runSpoof(const std::string& serverText, const std::string& tokenFile, int ad
         std::cerr << "polytope-abuse: " << error << "\n";
         return 2;
     }
-    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-    if (fd < 0)
-    {
-        std::cerr << "polytope-abuse: no socket: " << std::strerror(errno) << "\n";
-        return 2;
-    }
     const int big = 4 * 1024 * 1024;
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+    ::setsockopt(target.fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
 
     std::atomic<bool> flooding{true};
     std::atomic<std::uint64_t> sent{0}, failed{0};
@@ -145,23 +197,15 @@ int runSpoof(const std::string& serverText, const std::string& tokenFile, int ad
             {
                 datagrams.push_back(forgedAdminRequest(random));
             }
-            const auto start = std::chrono::steady_clock::now();
-            std::uint64_t n = 0;
-            while (flooding.load())
-            {
-                const double due = static_cast<double>(n) / rate;
-                const double now = secondsSince(start);
-                if (now < due)
-                {
-                    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - now, 0.002)));
-                    continue;
-                }
-                // 127.16.0.0 + k: never 127.0.0.1, where the server and the legitimate client live.
-                const std::uint32_t source = ((127u << 24) | (16u << 16)) + static_cast<std::uint32_t>(random() % addresses);
-                const bool ok = sendFrom(fd, server, source, datagrams[n % datagrams.size()]);
-                (ok ? sent : failed).fetch_add(1);
-                ++n;
-            }
+            sendPaced(rate, 0.002, flooding,
+                      [&](std::uint64_t n)
+                      {
+                          // 127.16.0.0 + k: never 127.0.0.1, where the server and the legitimate client live.
+                          const std::uint32_t source =
+                              ((127u << 24) | (16u << 16)) + static_cast<std::uint32_t>(random() % addresses);
+                          const bool ok = sendFrom(target.fd, server, source, datagrams[n % datagrams.size()]);
+                          (ok ? sent : failed).fetch_add(1);
+                      });
         });
 
     std::this_thread::sleep_for(std::chrono::duration<double>(legitAfter));
@@ -194,7 +238,6 @@ int runSpoof(const std::string& serverText, const std::string& tokenFile, int ad
     legit.disconnect();
     flooding = false;
     flood.join();
-    ::close(fd);
     out["scenario"] = "spoof";
     out["spoofed_addresses"] = addresses;
     out["flood_rate_per_s"] = rate;
@@ -212,43 +255,29 @@ int runSpoof(const std::string& serverText, const std::string& tokenFile, int ad
 int runOverrun(const std::string& serverText, const std::string& adminKey, const std::string& room, double junkRate,
                double adminInterval, double seconds)
 {
+    Target target;
+    if (!openTarget(serverText, target))
+    {
+        return 2;
+    }
+    const sockaddr_in& server = target.server;
     std::string error;
-    sockaddr_in server{};
-    if (!parseServer(serverText, server, error))
-    {
-        std::cerr << "polytope-abuse: " << error << "\n";
-        return 2;
-    }
-    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-    if (fd < 0)
-    {
-        std::cerr << "polytope-abuse: no socket: " << std::strerror(errno) << "\n";
-        return 2;
-    }
     std::atomic<bool> running{true};
     std::atomic<std::uint64_t> junkSent{0};
     std::thread junk(
         [&]
         {
-            std::vector<std::uint8_t> bytes(200, 0x5A);
-            const auto start = std::chrono::steady_clock::now();
-            std::uint64_t n = 0;
-            while (running.load())
-            {
-                const double due = static_cast<double>(n) / junkRate;
-                const double now = secondsSince(start);
-                if (now < due)
-                {
-                    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - now, 0.005)));
-                    continue;
-                }
-                if (::sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&server),
-                             sizeof(server)) == static_cast<ssize_t>(bytes.size()))
-                {
-                    junkSent.fetch_add(1);
-                }
-                ++n;
-            }
+            const std::vector<std::uint8_t> bytes(200, 0x5A);
+            const auto* to = reinterpret_cast<const sockaddr*>(&server);
+            sendPaced(junkRate, 0.005, running,
+                      [&](std::uint64_t)
+                      {
+                          if (::sendto(target.fd, bytes.data(), bytes.size(), 0, to, sizeof(server)) ==
+                              static_cast<ssize_t>(bytes.size()))
+                          {
+                              junkSent.fetch_add(1);
+                          }
+                      });
         });
     std::vector<double> roundTrips;
     std::uint64_t adminSent = 0, adminAnswered = 0;
@@ -276,7 +305,6 @@ int runOverrun(const std::string& serverText, const std::string& adminKey, const
     }
     running = false;
     junk.join();
-    ::close(fd);
     std::sort(roundTrips.begin(), roundTrips.end());
     nlohmann::ordered_json out;
     out["scenario"] = "overrun";

@@ -15,11 +15,12 @@
 // mismatches (shown snapshots whose decoded state differs from the server's quantized state: must be 0),
 // snapshots_shown, full_snapshots, catalogue_datagrams.
 //
-// The codec_ cases run the snapshot codec alone on the same scene and links, without the Server and Client:
-// each tick the World's bodies are quantized and encoded against the newest tick the receiver acknowledged
-// (with the one before it as reference), identical snapshots are skipped except every 15th tick, and the
-// receiver decodes, reassembles and acknowledges every complete tick (newest tick and a 64-tick mask) over
-// the simulated link. Each datagram is counted with 28 bytes of IP + UDP and an assumed 72-byte envelope.
+// The codec_ cases run the snapshot codec alone on the same scene and links, without the Server and Client,
+// through the stream protocol_tests checks (tests/support/codec_stream.h): each tick the World's bodies are
+// quantized and encoded against the newest tick the receiver acknowledged (with the one before it as
+// reference), identical snapshots are skipped except every 15th tick, and the receiver decodes, reassembles
+// and acknowledges every complete tick (newest tick and a 64-tick mask) over the simulated link. Each
+// datagram is counted with 28 bytes of IP + UDP and an assumed 72-byte envelope.
 // Figures: kbps_avg, kbps_steady (after the first second), kbps_payload (payload bytes alone), datagrams,
 // payload_bytes_max, datagram_bytes_max, changed_share and awake_share (of bodies per tick),
 // baseline_age_mean and baseline_age_max (ticks), full_snapshots, encode_us_median and encode_us_max (wall
@@ -28,6 +29,7 @@
 // and decode_errors (both must be 0).
 #include "bench_common.h"
 #include "fiedler_cubes.h"
+#include "support/codec_stream.h"
 
 #include "polytope/client/client.h"
 #include "polytope/physics/scenes.h"
@@ -39,9 +41,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <ctime>
-#include <map>
 #include <vector>
 
 namespace polytope::bench
@@ -178,22 +178,21 @@ CaseResult runCase(double oneWaySeconds, bool idle, double seconds)
 
 struct CodecResult
 {
+    test::CodecStreamResult stream; ///< the stream's own counts
     double kbps = 0.0, kbpsSteady = 0.0, kbpsPayload = 0.0, changedShare = 0.0, awakeShare = 0.0;
     double baselineAgeMean = 0.0, encodeMedianMicros = 0.0, encodeMaxMicros = 0.0, cpuMicros = 0.0;
     double cpuExtraClientMicros = 0.0;
-    std::size_t datagrams = 0, largestPayload = 0, maxBaselineAge = 0, fullSnapshots = 0, ticksDecoded = 0;
-    std::size_t mismatches = 0, decodeErrors = 0, bodies = 0;
+    std::size_t datagrams = 0, bodies = 0;
 };
 
-/// The snapshot codec alone on the scene over the simulated link (see the file comment).
+/// The snapshot codec alone on the scene over the simulated link (see the file comment), streamed by the
+/// tests' test::runCodecStream.
 CodecResult runCodecCase(double oneWaySeconds, bool idle, double seconds)
 {
     using protocol::QuantizedBody;
-    using protocol::SnapshotFrame;
     constexpr int kTickRateHz = 60;
     constexpr double kIpUdpBytes = 28.0;
     constexpr double kEnvelopeBytes = 72.0; // the Packet around a payload, assumed
-    constexpr std::uint64_t kIdleHeartbeatTicks = 15;
     constexpr double kWarmupSeconds = 1.0;
     constexpr float kRestSpeedSquared = 1e-6f; // as the server's replication marks bodies at rest
     CodecResult result;
@@ -204,55 +203,28 @@ CodecResult runCodecCase(double oneWaySeconds, bool idle, double seconds)
         std::fprintf(stderr, "bandwidth: the scene did not fit the world\n");
         return result;
     }
-    protocol::NetworkConditions conditions;
-    conditions.latencySeconds = oneWaySeconds;
-    conditions.lossProbability = 0.05;
-    protocol::NetworkSimulator network(conditions, 1);
-    const protocol::Address server = protocol::Address::ipv4(10, 0, 0, 1, 4000);
-    const protocol::Address client = protocol::Address::ipv4(10, 0, 0, 2, 5000);
-    const protocol::SnapshotCodecConfig codec;
-    protocol::SnapshotEncoder encoder(codec);
-    protocol::SnapshotDecoder decoder(codec);
-
-    struct Stored
-    {
-        std::vector<QuantizedBody> bodies;
-        std::vector<std::uint64_t> unchangedSince;
-    };
-    std::map<std::uint64_t, Stored> serverHistory;
-    std::map<std::uint64_t, bool> acked;
-    std::map<std::uint64_t, std::vector<QuantizedBody>> clientStore;
-    struct Partial
-    {
-        std::vector<std::uint32_t> firstIds;
-        std::uint64_t covered = 0;
-        std::vector<QuantizedBody> bodies;
-    };
-    std::map<std::uint64_t, Partial> partials;
-    std::uint64_t newestComplete = 0;
-    bool anyComplete = false;
-    std::uint64_t lastSentTick = 0;
-    bool sentAny = false;
+    test::CodecStreamSettings settings;
+    settings.seconds = seconds;
+    settings.tickRateHz = kTickRateHz;
+    settings.network.latencySeconds = oneWaySeconds;
+    settings.network.lossProbability = 0.05;
+    settings.idleHeartbeatTicks = 15;
 
     const int ticks = static_cast<int>(seconds * kTickRateHz);
-    const int warmupTicks = static_cast<int>(kWarmupSeconds * kTickRateHz);
+    const std::uint64_t warmupTicks = static_cast<std::uint64_t>(kWarmupSeconds * kTickRateHz);
     const double dt = 1.0 / kTickRateHz;
-    double totalBytes = 0.0, steadyBytes = 0.0, payloadBytes = 0.0, ageSum = 0.0, changed = 0.0, awake = 0.0;
-    double cpuFirst = 0.0, cpuExtra = 0.0;
-    std::size_t ageCount = 0;
-    std::vector<double> encodeMicros;
-    std::vector<std::uint8_t> datagram;
-    for (int t = 0; t < ticks; ++t)
+    double totalBytes = 0.0, steadyBytes = 0.0, payloadBytes = 0.0, changed = 0.0, awake = 0.0;
+    std::size_t awakeNow = 0;
+    test::CodecStreamHooks hooks;
+    hooks.snapshot = [&](std::uint64_t tick)
     {
-        const double now = t * dt;
-        const auto tick = static_cast<std::uint64_t>(t) + 1;
         if (!idle)
         {
             driveFiedlerPusher(world, pusher, tick, dt);
         }
         (void)world.step(static_cast<float>(dt));
-        Stored& stored = serverHistory[tick];
-        std::size_t awakeNow = 0;
+        std::vector<QuantizedBody> bodies;
+        awakeNow = 0;
         world.forEachBody(
             [&](const ph::BodyState& body)
             {
@@ -261,220 +233,57 @@ CodecResult runCodecCase(double oneWaySeconds, bool idle, double seconds)
                                     (lengthSquared(body.linearVelocity) < kRestSpeedSquared &&
                                      lengthSquared(body.angularVelocity) < kRestSpeedSquared);
                 awakeNow += atRest ? 0 : 1;
-                stored.bodies.push_back(
-                    protocol::quantizeBody(codec.position, body.id.index, body.id.generation, atRest,
-                                           {xf.p.x, xf.p.y, xf.p.z}, {xf.q.x, xf.q.y, xf.q.z, xf.q.w}));
+                bodies.push_back(protocol::quantizeBody(settings.codec.position, body.id.index,
+                                                        body.id.generation, atRest, {xf.p.x, xf.p.y, xf.p.z},
+                                                        {xf.q.x, xf.q.y, xf.q.z, xf.q.w}));
             });
-        result.bodies = stored.bodies.size();
-        if (const auto before = serverHistory.find(tick - 1); before != serverHistory.end())
+        result.bodies = bodies.size();
+        return bodies;
+    };
+    using Bodies = std::span<const QuantizedBody>;
+    hooks.consecutiveSnapshots = [&](Bodies before, Bodies now)
+    {
+        std::size_t c = 0;
+        for (std::size_t i = 0; i < now.size() && i < before.size(); ++i)
         {
-            // Once per tick, for every client: how long each body has been unchanged.
-            protocol::updateUnchangedSince(
-                SnapshotFrame(tick - 1, before->second.bodies, before->second.unchangedSince),
-                SnapshotFrame(tick, stored.bodies), stored.unchangedSince);
-            std::size_t c = 0;
-            for (std::size_t i = 0; i < stored.bodies.size() && i < before->second.bodies.size(); ++i)
-            {
-                c += stored.bodies[i].sameState(before->second.bodies[i]) ? 0 : 1;
-            }
-            changed += static_cast<double>(c) / static_cast<double>(stored.bodies.size());
-            awake += static_cast<double>(awakeNow) / static_cast<double>(stored.bodies.size());
+            c += now[i].sameState(before[i]) ? 0 : 1;
         }
-        else
-        {
-            stored.unchangedSince.assign(stored.bodies.size(), tick);
-        }
-        while (serverHistory.begin()->first + codec.maxBaselineAgeTicks < tick)
-        {
-            serverHistory.erase(serverHistory.begin());
-        }
-
-        // Sender: acknowledgements in, then encode against the newest acknowledged tick and send.
-        for (const protocol::SimulatedDatagram& d : network.receive(server, now))
-        {
-            std::uint64_t newest = 0, mask = 0;
-            std::memcpy(&newest, d.bytes.data(), 8);
-            std::memcpy(&mask, d.bytes.data() + 8, 8);
-            acked[newest] = true;
-            for (std::uint64_t i = 0; i < 64; ++i)
-            {
-                if ((mask >> i) & 1u)
-                {
-                    acked[newest - 1 - i] = true;
-                }
-            }
-        }
-        while (!acked.empty() && acked.begin()->first + codec.maxBaselineAgeTicks <= tick)
-        {
-            acked.erase(acked.begin());
-        }
-        SnapshotFrame baselineFrame, referenceFrame;
-        const SnapshotFrame* baseline = nullptr;
-        const SnapshotFrame* reference = nullptr;
-        for (auto it = acked.rbegin(); it != acked.rend(); ++it)
-        {
-            const auto found = serverHistory.find(it->first);
-            if (found == serverHistory.end() || it->first >= tick)
-            {
-                continue;
-            }
-            if (baseline == nullptr)
-            {
-                baselineFrame = SnapshotFrame(it->first, found->second.bodies);
-                baseline = &baselineFrame;
-            }
-            else
-            {
-                referenceFrame = SnapshotFrame(it->first, found->second.bodies);
-                reference = &referenceFrame;
-                break;
-            }
-        }
-        const SnapshotFrame currentFrame(tick, stored.bodies, stored.unchangedSince);
-        const double cpuStart = threadCpuSeconds();
-        const auto wallStart = Clock::now();
-        const protocol::CodecError error = encoder.encode(currentFrame, baseline, reference);
-        encodeMicros.push_back(secondsSince(wallStart) * 1e6);
-        const double cpuMiddle = threadCpuSeconds();
-        // A second client with the same acknowledgements: its frame is already checked.
-        (void)encoder.encode(currentFrame, baseline, reference);
-        cpuFirst += cpuMiddle - cpuStart;
-        cpuExtra += threadCpuSeconds() - cpuMiddle;
-        if (error != protocol::CodecError::None)
-        {
-            std::fprintf(stderr, "bandwidth: the encoder refused tick %llu\n",
-                         static_cast<unsigned long long>(tick));
-            return result;
-        }
-        if (baseline != nullptr)
-        {
-            ageSum += static_cast<double>(tick - baseline->tick);
-            ++ageCount;
-            result.maxBaselineAge = std::max<std::size_t>(result.maxBaselineAge, tick - baseline->tick);
-        }
-        else
-        {
-            ++result.fullSnapshots;
-        }
-        const bool skip =
-            encoder.stats().identicalToBaseline && sentAny && tick - lastSentTick < kIdleHeartbeatTicks;
-        if (!skip)
-        {
-            lastSentTick = tick;
-            sentAny = true;
-            for (const protocol::EncodedSlice& slice : encoder.slices())
-            {
-                datagram.assign(8, 0); // the envelope, reduced to the tick
-                std::memcpy(datagram.data(), &tick, 8);
-                datagram.insert(datagram.end(), slice.payload.begin(), slice.payload.end());
-                network.send(server, client, datagram, now);
-                const double bytes = static_cast<double>(slice.payload.size()) + kEnvelopeBytes + kIpUdpBytes;
-                totalBytes += bytes;
-                steadyBytes += t >= warmupTicks ? bytes : 0.0;
-                payloadBytes += static_cast<double>(slice.payload.size());
-                ++result.datagrams;
-                result.largestPayload = std::max(result.largestPayload, slice.payload.size());
-            }
-        }
-
-        // Receiver: decode what arrived, reassemble, acknowledge.
-        for (const protocol::SimulatedDatagram& d : network.receive(client, now))
-        {
-            std::uint64_t sliceTick = 0;
-            std::memcpy(&sliceTick, d.bytes.data(), 8);
-            const auto payload = d.bytes.subspan(8);
-            const protocol::SliceHeaderResult header = protocol::readSliceHeader(codec, payload);
-            if (!header.ok() || clientStore.count(sliceTick) != 0)
-            {
-                result.decodeErrors += header.ok() ? 0 : 1;
-                continue; // a duplicate of a tick already complete
-            }
-            SnapshotFrame b, r;
-            const SnapshotFrame* bp = nullptr;
-            const SnapshotFrame* rp = nullptr;
-            if (header.header.hasBaseline)
-            {
-                const auto it = clientStore.find(sliceTick - header.header.baselineAge);
-                if (it == clientStore.end())
-                {
-                    ++result.decodeErrors;
-                    continue;
-                }
-                b = SnapshotFrame(it->first, it->second);
-                bp = &b;
-            }
-            if (header.header.hasReference)
-            {
-                const auto it =
-                    clientStore.find(sliceTick - header.header.baselineAge - header.header.referenceGap);
-                if (it == clientStore.end())
-                {
-                    ++result.decodeErrors;
-                    continue;
-                }
-                r = SnapshotFrame(it->first, it->second);
-                rp = &r;
-            }
-            if (decoder.decode(payload, sliceTick, bp, rp) != protocol::CodecError::None)
-            {
-                ++result.decodeErrors;
-                continue;
-            }
-            Partial& part = partials[sliceTick];
-            if (std::find(part.firstIds.begin(), part.firstIds.end(), decoder.header().firstId) !=
-                part.firstIds.end())
-            {
-                continue; // a duplicated slice
-            }
-            part.firstIds.push_back(decoder.header().firstId);
-            part.covered += decoder.header().endId - decoder.header().firstId;
-            part.bodies.insert(part.bodies.end(), decoder.bodies().begin(), decoder.bodies().end());
-            if (part.covered == (1ull << 32))
-            {
-                std::sort(part.bodies.begin(), part.bodies.end(),
-                          [](const QuantizedBody& x, const QuantizedBody& y) { return x.id < y.id; });
-                const auto sent = serverHistory.find(sliceTick);
-                if (sent != serverHistory.end() && sent->second.bodies != part.bodies)
-                {
-                    ++result.mismatches;
-                }
-                clientStore[sliceTick] = std::move(part.bodies);
-                partials.erase(sliceTick);
-                ++result.ticksDecoded;
-                newestComplete = anyComplete ? std::max(newestComplete, sliceTick) : sliceTick;
-                anyComplete = true;
-            }
-        }
-        while (!clientStore.empty() && clientStore.begin()->first + codec.maxBaselineAgeTicks + 1 < tick)
-        {
-            clientStore.erase(clientStore.begin());
-        }
-        while (!partials.empty() && partials.begin()->first + 64 < tick)
-        {
-            partials.erase(partials.begin());
-        }
-        if (anyComplete)
-        {
-            std::uint64_t mask = 0;
-            for (std::uint64_t i = 0; i < 64; ++i)
-            {
-                mask |= clientStore.count(newestComplete - 1 - i) != 0 ? (1ull << i) : 0;
-            }
-            std::uint8_t ack[16];
-            std::memcpy(ack, &newestComplete, 8);
-            std::memcpy(ack + 8, &mask, 8);
-            network.send(client, server, ack, now);
-        }
+        changed += static_cast<double>(c) / static_cast<double>(now.size());
+        awake += static_cast<double>(awakeNow) / static_cast<double>(now.size());
+    };
+    hooks.sentSlice = [&](std::uint64_t tick, std::size_t payload)
+    {
+        const double bytes = static_cast<double>(payload) + kEnvelopeBytes + kIpUdpBytes;
+        totalBytes += bytes;
+        steadyBytes += tick - settings.firstTick >= warmupTicks ? bytes : 0.0;
+        payloadBytes += static_cast<double>(payload);
+        ++result.datagrams;
+    };
+    hooks.wallClock = [] { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); };
+    hooks.cpuClock = threadCpuSeconds;
+    result.stream = test::runCodecStream(settings, hooks);
+    const test::CodecStreamResult& stream = result.stream;
+    if (stream.encodeError != protocol::CodecError::None)
+    {
+        std::fprintf(stderr, "bandwidth: the encoder refused tick %llu\n",
+                     static_cast<unsigned long long>(stream.refusedTick));
+        return result;
     }
     result.kbps = totalBytes * 8.0 / seconds / 1000.0;
     result.kbpsSteady = steadyBytes * 8.0 / (seconds - kWarmupSeconds) / 1000.0;
     result.kbpsPayload = payloadBytes * 8.0 / seconds / 1000.0;
     result.changedShare = changed / std::max(1, ticks - 1);
     result.awakeShare = awake / std::max(1, ticks - 1);
-    result.baselineAgeMean = ageSum / static_cast<double>(std::max<std::size_t>(ageCount, 1));
+    result.baselineAgeMean = static_cast<double>(stream.baselineAgeSum) /
+                             static_cast<double>(std::max<std::size_t>(stream.deltaSnapshots, 1));
+    std::vector<double> encodeMicros = stream.encodeWallSeconds;
+    for (double& e : encodeMicros)
+    {
+        e *= 1e6;
+    }
     const double encodes = static_cast<double>(std::max<std::size_t>(encodeMicros.size(), 1));
-    result.cpuMicros = cpuFirst * 1e6 / encodes;
-    result.cpuExtraClientMicros = cpuExtra * 1e6 / encodes;
+    result.cpuMicros = stream.encodeCpuSeconds * 1e6 / encodes;
+    result.cpuExtraClientMicros = stream.secondClientEncodeCpuSeconds * 1e6 / encodes;
     if (!encodeMicros.empty())
     {
         result.encodeMaxMicros = *std::max_element(encodeMicros.begin(), encodeMicros.end());
@@ -527,20 +336,20 @@ void runBandwidthSuite(Report& report, const SuiteOptions& options)
             .add("kbps_steady", r.kbpsSteady)
             .add("kbps_payload", r.kbpsPayload)
             .add("datagrams", static_cast<double>(r.datagrams))
-            .add("payload_bytes_max", static_cast<double>(r.largestPayload))
-            .add("datagram_bytes_max", static_cast<double>(r.largestPayload) + 72.0)
+            .add("payload_bytes_max", static_cast<double>(r.stream.largestPayload))
+            .add("datagram_bytes_max", static_cast<double>(r.stream.largestPayload) + 72.0)
             .add("changed_share", r.changedShare)
             .add("awake_share", r.awakeShare)
             .add("baseline_age_mean", r.baselineAgeMean)
-            .add("baseline_age_max", static_cast<double>(r.maxBaselineAge))
-            .add("full_snapshots", static_cast<double>(r.fullSnapshots))
+            .add("baseline_age_max", static_cast<double>(r.stream.maxBaselineAge))
+            .add("full_snapshots", static_cast<double>(r.stream.fullSnapshots))
             .add("encode_us_median", r.encodeMedianMicros)
             .add("encode_us_max", r.encodeMaxMicros)
             .add("encode_us_cpu", r.cpuMicros)
             .add("encode_us_cpu_extra_client", r.cpuExtraClientMicros)
-            .add("ticks_decoded", static_cast<double>(r.ticksDecoded))
-            .add("mismatches", static_cast<double>(r.mismatches))
-            .add("decode_errors", static_cast<double>(r.decodeErrors));
+            .add("ticks_decoded", static_cast<double>(r.stream.ticksDecoded))
+            .add("mismatches", static_cast<double>(r.stream.mismatches))
+            .add("decode_errors", static_cast<double>(r.stream.decodeErrors));
     }
 }
 

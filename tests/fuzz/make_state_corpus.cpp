@@ -1,14 +1,13 @@
 // Writes the seed corpora of the saved-state fuzz targets into DIR/<target>/: real World states of the
 // "mixed" scene (fuzz_world_restore) and real checkpoints, framed and bare, of the one-room "stack10" server
 // (fuzz_checkpoint). make_packet_corpus writes the protocol targets' seeds.
+#include "corpus_writer.h"
 #include "polytope/physics/scenes.h"
 #include "polytope/physics/world.h"
 #include "polytope/server/checkpoint.h"
 #include "polytope/server/server.h"
 
 #include <spdlog/spdlog.h>
-
-#include <sys/stat.h>
 
 #include <cstdio>
 #include <string>
@@ -23,21 +22,7 @@ int main(int argc, char** argv)
         return 1;
     }
     spdlog::set_level(spdlog::level::off);
-    const std::string root = argv[1];
-    int written = 0;
-    auto save = [&](const std::string& target, const std::string& name, std::span<const std::uint8_t> bytes)
-    {
-        ::mkdir((root + "/" + target).c_str(), 0755);
-        const std::string path = root + "/" + target + "/" + name;
-        std::FILE* f = std::fopen(path.c_str(), "wb");
-        if (!f)
-        {
-            return;
-        }
-        std::fwrite(bytes.data(), 1, bytes.size(), f);
-        std::fclose(f);
-        ++written;
-    };
+    fuzz::CorpusWriter corpus(argv[1]);
 
     // The world as built, in flight, and come to rest (contacts, warm-start impulses, sleeping islands).
     physics::World world;
@@ -54,7 +39,7 @@ int main(int argc, char** argv)
             (void)world.step(1.0f / 60.0f);
         }
         world.saveState(state);
-        save("world_restore", "mixed_" + std::to_string(steps), state);
+        corpus.save("world_restore", "mixed_" + std::to_string(steps), state);
     }
 
     // The server of fuzz_checkpoint, before and after a second of ticks.
@@ -81,10 +66,10 @@ int main(int argc, char** argv)
         std::vector<std::uint8_t> payload;
         host->saveState(payload);
         const std::string name = "stack10_" + std::to_string(static_cast<int>(seconds)) + "s";
-        save("checkpoint", name + ".ckpt", server::frameCheckpoint(payload));
-        save("checkpoint", name + ".payload", payload);
+        corpus.save("checkpoint", name + ".ckpt", server::frameCheckpoint(payload));
+        corpus.save("checkpoint", name + ".payload", payload);
     }
 
-    std::printf("%d seed files in %s\n", written, root.c_str());
-    return written == 7 ? 0 : 1;
+    std::printf("%d seed files in %s\n", corpus.written(), corpus.root().c_str());
+    return corpus.written() == 7 ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 // Snapshot delta codec: bit-exact round trips against baselines of every age, created/removed bodies,
-// independent slices, rejection of bad payloads, and a lossy stream through the network simulator. (The
-// codec's bandwidth on Fiedler's scene, built with the engine, is bench/'s "bandwidth" suite.)
+// independent slices, rejection of bad payloads, and a lossy stream through the network simulator
+// (support/codec_stream.h). (The codec's bandwidth on Fiedler's scene, built with the engine, is bench/'s
+// "bandwidth" suite, through the same stream.)
 //
 // The test data is a caricature of physics, not a physics engine: 900 small cubes on a 30 x 30 grid
 // and a large cube pushed along a scripted figure-eight through them. Cubes it strikes are thrown up and
@@ -8,16 +9,13 @@
 // slide with Coulomb friction while their tilt relaxes to the nearest face and their yaw spin decays,
 // jitter by a tenth of a millimetre while awake (solver noise), push each other (as spheres), and fall
 // asleep after half a second of stillness. It is deterministic (seeded, fixed order).
-#include "polytope/protocol/network_simulator.h"
 #include "polytope/protocol/snapshot_codec.h"
+#include "support/codec_stream.h"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <functional>
-#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -481,254 +479,6 @@ std::vector<QuantizedBody> decodeAllSlices(const SnapshotCodecConfig& config, co
     std::sort(all.begin(), all.end(),
               [](const QuantizedBody& a, const QuantizedBody& b) { return a.id < b.id; });
     return all;
-}
-
-// ---------------------------------------------------------------------------- a client/server stream
-
-/// A server and one client over the network simulator: the server quantizes each tick, encodes it against
-/// the newest snapshot the client acknowledged (with the acknowledged one before it as reference), skips
-/// snapshots the client already has (sending one at most every idleHeartbeatTicks), and sends the slices;
-/// the client decodes, reassembles ticks whose slices all arrived, and acknowledges every tick with its
-/// newest complete tick and a 64-bit mask of the ones before (through the simulator too).
-struct StreamSettings
-{
-    double seconds = 12.0;
-    int tickRateHz = 60;
-    NetworkConditions network;
-    std::uint64_t networkSeed = 1;
-    int idleHeartbeatTicks = 15;
-    SnapshotCodecConfig codec;
-};
-
-struct StreamResult
-{
-    std::size_t largestPayload = 0;
-    std::size_t maxBaselineAge = 0;
-    std::size_t fullSnapshots = 0;
-    std::size_t ticksDecoded = 0;
-    std::size_t mismatches = 0;
-    std::size_t decodeErrors = 0;
-};
-
-StreamResult runStream(const StreamSettings& s,
-                       const std::function<std::vector<QuantizedBody>()>& nextSnapshot)
-{
-    StreamResult result;
-    NetworkSimulator network(s.network, s.networkSeed);
-    const Address server = Address::ipv4(10, 0, 0, 1, 4000);
-    const Address client = Address::ipv4(10, 0, 0, 2, 5000);
-    SnapshotEncoder encoder(s.codec);
-    SnapshotDecoder decoder(s.codec);
-
-    struct Stored
-    {
-        std::vector<QuantizedBody> bodies;
-        std::vector<std::uint64_t> unchangedSince;
-    };
-    std::map<std::uint64_t, Stored> serverHistory;
-    std::map<std::uint64_t, bool> acked;
-    std::map<std::uint64_t, std::vector<QuantizedBody>> clientStore;
-    struct Partial
-    {
-        std::vector<std::uint32_t> firstIds;
-        std::uint64_t covered = 0;
-        std::vector<QuantizedBody> bodies;
-    };
-    std::map<std::uint64_t, Partial> partials;
-    std::uint64_t newestComplete = 0;
-    bool anyComplete = false;
-    std::uint64_t lastSentTick = 0;
-    bool sentAny = false;
-
-    const int ticks = static_cast<int>(s.seconds * s.tickRateHz);
-    const double dt = 1.0 / s.tickRateHz;
-    std::vector<std::uint8_t> datagram;
-    bool first = true;
-
-    for (int t = 0; t < ticks; ++t)
-    {
-        const double now = t * dt;
-        const auto tick = static_cast<std::uint64_t>(t) + 1000; // not 0: ticks are arbitrary
-        Stored& stored = serverHistory[tick];
-        stored.bodies = nextSnapshot();
-        if (!first)
-        {
-            // Once per tick, for every client: how long each body has been unchanged.
-            const Stored& before = serverHistory[tick - 1];
-            updateUnchangedSince(SnapshotFrame(tick - 1, before.bodies, before.unchangedSince),
-                                 SnapshotFrame(tick, stored.bodies), stored.unchangedSince);
-        }
-        else
-        {
-            stored.unchangedSince.assign(stored.bodies.size(), tick);
-        }
-        first = false;
-        while (serverHistory.begin()->first + s.codec.maxBaselineAgeTicks < tick)
-        {
-            serverHistory.erase(serverHistory.begin());
-        }
-
-        // Server: acknowledgements in, then encode and send.
-        for (const SimulatedDatagram& d : network.receive(server, now))
-        {
-            std::uint64_t newest = 0, mask = 0;
-            std::memcpy(&newest, d.bytes.data(), 8);
-            std::memcpy(&mask, d.bytes.data() + 8, 8);
-            acked[newest] = true;
-            for (std::uint64_t i = 0; i < 64; ++i)
-            {
-                if ((mask >> i) & 1u)
-                {
-                    acked[newest - 1 - i] = true;
-                }
-            }
-        }
-        while (!acked.empty() && acked.begin()->first + s.codec.maxBaselineAgeTicks <= tick)
-        {
-            acked.erase(acked.begin());
-        }
-        SnapshotFrame baselineFrame, referenceFrame;
-        const SnapshotFrame* baseline = nullptr;
-        const SnapshotFrame* reference = nullptr;
-        for (auto it = acked.rbegin(); it != acked.rend(); ++it)
-        {
-            const auto found = serverHistory.find(it->first);
-            if (found == serverHistory.end() || it->first >= tick)
-            {
-                continue;
-            }
-            if (baseline == nullptr)
-            {
-                baselineFrame = SnapshotFrame(it->first, found->second.bodies);
-                baseline = &baselineFrame;
-            }
-            else
-            {
-                referenceFrame = SnapshotFrame(it->first, found->second.bodies);
-                reference = &referenceFrame;
-                break;
-            }
-        }
-        const SnapshotFrame currentFrame(tick, stored.bodies, stored.unchangedSince);
-        // A second client with the same acknowledgements: the frame is then already checked, as it is for
-        // every client of a tick after the first, and the payload must be the same.
-        const CodecError error = encoder.encode(currentFrame, baseline, reference);
-        REQUIRE(encoder.encode(currentFrame, baseline, reference) == error);
-        REQUIRE(error == CodecError::None);
-        if (baseline != nullptr)
-        {
-            result.maxBaselineAge = std::max<std::size_t>(result.maxBaselineAge, tick - baseline->tick);
-        }
-        else
-        {
-            ++result.fullSnapshots;
-        }
-        const bool skip = encoder.stats().identicalToBaseline && sentAny &&
-                          tick - lastSentTick < static_cast<std::uint64_t>(s.idleHeartbeatTicks);
-        if (!skip)
-        {
-            lastSentTick = tick;
-            sentAny = true;
-            for (const EncodedSlice& slice : encoder.slices())
-            {
-                datagram.assign(8, 0); // the envelope, reduced to the tick for this test
-                std::memcpy(datagram.data(), &tick, 8);
-                datagram.insert(datagram.end(), slice.payload.begin(), slice.payload.end());
-                network.send(server, client, datagram, now);
-                result.largestPayload = std::max(result.largestPayload, slice.payload.size());
-            }
-        }
-
-        // Client: decode what arrived, reassemble, acknowledge.
-        for (const SimulatedDatagram& d : network.receive(client, now))
-        {
-            std::uint64_t sliceTick = 0;
-            std::memcpy(&sliceTick, d.bytes.data(), 8);
-            const auto payload = d.bytes.subspan(8);
-            const SliceHeaderResult header = readSliceHeader(s.codec, payload);
-            if (!header.ok() || clientStore.count(sliceTick) != 0)
-            {
-                result.decodeErrors += header.ok() ? 0 : 1;
-                continue; // a duplicate of a tick already complete
-            }
-            SnapshotFrame b, r;
-            const SnapshotFrame* bp = nullptr;
-            const SnapshotFrame* rp = nullptr;
-            if (header.header.hasBaseline)
-            {
-                const auto it = clientStore.find(sliceTick - header.header.baselineAge);
-                if (it == clientStore.end())
-                {
-                    ++result.decodeErrors;
-                    continue;
-                }
-                b = SnapshotFrame(it->first, it->second);
-                bp = &b;
-            }
-            if (header.header.hasReference)
-            {
-                const auto it =
-                    clientStore.find(sliceTick - header.header.baselineAge - header.header.referenceGap);
-                if (it == clientStore.end())
-                {
-                    ++result.decodeErrors;
-                    continue;
-                }
-                r = SnapshotFrame(it->first, it->second);
-                rp = &r;
-            }
-            if (decoder.decode(payload, sliceTick, bp, rp) != CodecError::None)
-            {
-                ++result.decodeErrors;
-                continue;
-            }
-            Partial& part = partials[sliceTick];
-            if (std::find(part.firstIds.begin(), part.firstIds.end(), decoder.header().firstId) !=
-                part.firstIds.end())
-            {
-                continue; // a duplicated slice
-            }
-            part.firstIds.push_back(decoder.header().firstId);
-            part.covered += decoder.header().endId - decoder.header().firstId;
-            part.bodies.insert(part.bodies.end(), decoder.bodies().begin(), decoder.bodies().end());
-            if (part.covered == (1ull << 32))
-            {
-                std::sort(part.bodies.begin(), part.bodies.end(),
-                          [](const QuantizedBody& x, const QuantizedBody& y) { return x.id < y.id; });
-                const auto server_it = serverHistory.find(sliceTick);
-                if (server_it != serverHistory.end() && server_it->second.bodies != part.bodies)
-                {
-                    ++result.mismatches;
-                }
-                clientStore[sliceTick] = std::move(part.bodies);
-                partials.erase(sliceTick);
-                ++result.ticksDecoded;
-                newestComplete = anyComplete ? std::max(newestComplete, sliceTick) : sliceTick;
-                anyComplete = true;
-            }
-        }
-        while (!clientStore.empty() && clientStore.begin()->first + s.codec.maxBaselineAgeTicks + 1 < tick)
-        {
-            clientStore.erase(clientStore.begin());
-        }
-        while (!partials.empty() && partials.begin()->first + 64 < tick)
-        {
-            partials.erase(partials.begin());
-        }
-        if (anyComplete)
-        {
-            std::uint64_t mask = 0;
-            for (std::uint64_t i = 0; i < 64; ++i)
-            {
-                mask |= clientStore.count(newestComplete - 1 - i) != 0 ? (1ull << i) : 0;
-            }
-            std::uint8_t ack[16];
-            std::memcpy(ack, &newestComplete, 8);
-            std::memcpy(ack + 8, &mask, 8);
-            network.send(client, server, ack, now);
-        }
-    }
-    return result;
 }
 
 } // namespace
@@ -1214,8 +964,9 @@ TEST_CASE("random and mutated payloads are refused or decode to in-range bodies"
 
 TEST_CASE("a lossy stream through the simulator decodes every complete tick bit-exactly", "[codec]")
 {
-    StreamSettings settings;
+    polytope::test::CodecStreamSettings settings;
     settings.seconds = 3.0;
+    settings.firstTick = 1000; // not 0 or 1: ticks are arbitrary
     settings.network.latencySeconds = 0.05;
     settings.network.jitterSeconds = 0.01;
     settings.network.lossProbability = 0.1;
@@ -1223,13 +974,17 @@ TEST_CASE("a lossy stream through the simulator decodes every complete tick bit-
     settings.network.reorderProbability = 0.05;
     settings.codec.maxSlicePayloadBytes = 300; // force slices now and then
     CubeScene scene;
-    const StreamResult result = runStream(settings,
-                                          [&]
-                                          {
-                                              auto bodies = scene.snapshot(settings.codec.position);
-                                              scene.step();
-                                              return bodies;
-                                          });
+    polytope::test::CodecStreamHooks hooks;
+    hooks.snapshot = [&](std::uint64_t)
+    {
+        auto bodies = scene.snapshot(settings.codec.position);
+        scene.step();
+        return bodies;
+    };
+    const polytope::test::CodecStreamResult result = polytope::test::runCodecStream(settings, hooks);
+    // A second client with the same acknowledgements (its frame already checked) gets the same answer.
+    REQUIRE(result.secondClientDisagreements == 0);
+    REQUIRE(result.encodeError == CodecError::None);
     CHECK(result.mismatches == 0);
     CHECK(result.decodeErrors == 0);
     CHECK(result.ticksDecoded > 120);

@@ -4,21 +4,22 @@
 #include "polytope/protocol/admin_auth.h"
 #include "polytope/server/scene_file.h"
 #include "polytope/server/server.h"
+#include "support/in_process.h"
+#include "support/temp_files.h"
 
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <optional>
 #include <string>
 #include <vector>
 
 using namespace polytope;
+using test::AlignedDatagram;
+using test::sparseFile;
+using test::TempDirectory;
+using test::writeFile;
 namespace wire = protocol::wire;
 namespace fs = std::filesystem;
 
@@ -28,20 +29,6 @@ namespace
 constexpr double kWallTime = 1.8e9; // a fixed Unix time for the admin freshness check
 constexpr std::string_view kAdminKey = "secret";
 const protocol::Address kAdmin = protocol::Address::ipv4(10, 9, 9, 9, 4000);
-
-// Small helpers of this file's own (tests/support is being reworked meanwhile).
-
-/// One received datagram, copied to aligned storage.
-struct Received
-{
-    explicit Received(std::span<const std::uint8_t> bytes) : storage(bytes.size() / 8 + 1), size(bytes.size())
-    {
-        std::memcpy(storage.data(), bytes.data(), bytes.size());
-    }
-    std::span<const std::uint8_t> view() const { return {reinterpret_cast<const std::uint8_t*>(storage.data()), size}; }
-    std::vector<std::uint64_t> storage;
-    std::size_t size;
-};
 
 /// A Server with one room "main" running `scene`, scene files from `sceneDirectory`, rooms inline.
 struct AdminLoop
@@ -79,7 +66,7 @@ struct AdminLoop
         protocol::PacketWriter writer;
         const auto datagram = writer.adminRequest({}, bytes, mac);
         replies.clear();
-        const Received aligned(datagram);
+        const AlignedDatagram aligned(datagram);
         host->receive(kAdmin, aligned.view(), now);
         REQUIRE(replies.size() == 1);
         const protocol::DecodeResult decoded = protocol::decodePacket(replies.back().view());
@@ -105,38 +92,10 @@ struct AdminLoop
     const server::Room& room() const { return host->room(0); }
 
     std::unique_ptr<server::Server> host;
-    std::vector<Received> replies;
+    std::vector<AlignedDatagram> replies;
     std::uint64_t nonce = 100;
     double now = 0.0;
 };
-
-/// A fresh directory under the temporary directory, removed (with what is in it) at the end.
-class TempDirectory
-{
-  public:
-    TempDirectory()
-    {
-        static int counter = 0;
-        m_path = fs::temp_directory_path() /
-                 ("polytope_admin_load_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-        fs::remove_all(m_path);
-        fs::create_directories(m_path);
-    }
-    ~TempDirectory()
-    {
-        std::error_code ignored;
-        fs::remove_all(m_path, ignored);
-    }
-    const fs::path& path() const { return m_path; }
-
-  private:
-    fs::path m_path;
-};
-
-void writeFile(const fs::path& path, const std::string& text)
-{
-    std::ofstream(path, std::ios::binary) << text;
-}
 
 /// Three spheres above the ground: a scene no built-in one equals.
 const std::string kThreeSpheres = R"({"name": "three spheres", "builtin": "default", "bodies": [
@@ -162,7 +121,7 @@ RoomLook lookAt(const server::Room& room)
 
 TEST_CASE("admin load: a built-in scene by name", "[server][admin][load]")
 {
-    TempDirectory scenes;
+    TempDirectory scenes("admin_load");
     AdminLoop loop("default", scenes.path().string());
     loop.run(0.1);
 
@@ -182,7 +141,7 @@ TEST_CASE("admin load: a built-in scene by name", "[server][admin][load]")
 
 TEST_CASE("admin load: NAME and NAME.json read NAME.json in the scene directory", "[server][admin][load]")
 {
-    TempDirectory scenes;
+    TempDirectory scenes("admin_load");
     writeFile(scenes.path() / "spheres.json", kThreeSpheres);
     AdminLoop loop("stack10", scenes.path().string());
     const std::size_t defaultBodies = [&]
@@ -213,7 +172,7 @@ TEST_CASE("admin load: NAME and NAME.json read NAME.json in the scene directory"
 TEST_CASE("admin load: paths and files outside the scene directory get one answer that reveals nothing",
           "[server][admin][load][security]")
 {
-    TempDirectory root;
+    TempDirectory root("admin_load");
     const fs::path scenes = root.path() / "scenes";
     fs::create_directories(scenes);
     // Valid scene files just outside the directory: a load that escaped it would succeed.
@@ -285,12 +244,9 @@ TEST_CASE("admin load: paths and files outside the scene directory get one answe
 TEST_CASE("admin load: a file in the scene directory that is too large or not a scene is refused and named",
           "[server][admin][load]")
 {
-    TempDirectory scenes;
-    {
-        // Sparse: the size check comes before any read.
-        std::ofstream(scenes.path() / "huge.json").put(' ');
-        fs::resize_file(scenes.path() / "huge.json", server::kMaxSceneFileBytes + 1);
-    }
+    TempDirectory scenes("admin_load");
+    // Sparse: the size check comes before any read.
+    sparseFile(scenes.path() / "huge.json", server::kMaxSceneFileBytes + 1);
     writeFile(scenes.path() / "broken.json", R"({"bodies": [{"shape_type": "Sphere", "shape": {"radius": -1}}]})");
     writeFile(scenes.path() / "edge.json", std::string(server::kMaxSceneFileBytes - 2, ' ') + "{}");
 
@@ -343,7 +299,7 @@ TEST_CASE("scene names: the grammar admin load and --scene share", "[server][adm
 TEST_CASE("scene files: FIFOs, directories and devices are refused without blocking; sizes are capped",
           "[server][admin][load]")
 {
-    TempDirectory dir;
+    TempDirectory dir("admin_load");
     REQUIRE(::mkfifo((dir.path() / "pipe.json").c_str(), 0600) == 0);
     server::SceneDescription scene;
     std::string error;

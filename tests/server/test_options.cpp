@@ -1,107 +1,24 @@
 // polytope-server options: flags > config file > POLYTOPE_* variables, every name mapped, bad values refused.
 #include "polytope/server/options.h"
+#include "support/server_options.h"
+#include "support/temp_files.h"
 
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 using namespace polytope::server;
-
-namespace
-{
-
-/// Sets environment variables for one test and puts back what was there before.
-class ScopedEnvironment
-{
-  public:
-    ScopedEnvironment()
-    {
-        // Start from a clean slate: no POLYTOPE_* setting of the machine running the tests leaks in.
-        for (const OptionName& name : serverOptionNames())
-        {
-            set(name.variable, std::nullopt);
-        }
-        set("POLYTOPE_CONFIG", std::nullopt);
-    }
-    ~ScopedEnvironment()
-    {
-        for (auto it = m_saved.rbegin(); it != m_saved.rend(); ++it)
-        {
-            if (it->second)
-            {
-                ::setenv(it->first.c_str(), it->second->c_str(), 1);
-            }
-            else
-            {
-                ::unsetenv(it->first.c_str());
-            }
-        }
-    }
-    ScopedEnvironment(const ScopedEnvironment&) = delete;
-    ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
-    void set(const std::string& name, const std::optional<std::string>& value)
-    {
-        const char* old = std::getenv(name.c_str());
-        m_saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-        if (value)
-        {
-            ::setenv(name.c_str(), value->c_str(), 1);
-        }
-        else
-        {
-            ::unsetenv(name.c_str());
-        }
-    }
-
-  private:
-    std::vector<std::pair<std::string, std::optional<std::string>>> m_saved;
-};
-
-/// A config file in the temporary directory, removed at the end of the test.
-class TempFile
-{
-  public:
-    explicit TempFile(const std::string& text)
-    {
-        static int counter = 0;
-        m_path = "/tmp/polytope_test_options_" + std::to_string(::getpid()) + "_" +
-                 std::to_string(++counter) + ".toml";
-        std::ofstream(m_path) << text;
-    }
-    ~TempFile() { std::remove(m_path.c_str()); }
-    const std::string& path() const { return m_path; }
-
-  private:
-    std::string m_path;
-};
-
-OptionsResult parse(std::vector<std::string> args, ServerOptions& out)
-{
-    args.insert(args.begin(), "polytope-server");
-    std::vector<const char*> argv;
-    for (const std::string& a : args)
-    {
-        argv.push_back(a.c_str());
-    }
-    return parseServerOptions(static_cast<int>(argv.size()), argv.data(), out);
-}
-
-} // namespace
+using polytope::test::parseArguments;
+using polytope::test::ScopedEnvironment;
+using polytope::test::TempFile;
 
 TEST_CASE("options: defaults when nothing is given", "[server][options]")
 {
     ScopedEnvironment env;
     ServerOptions options;
-    const OptionsResult result = parse({}, options);
+    const OptionsResult result = parseArguments({}, options);
     REQUIRE(result.status == OptionsStatus::Run);
     CHECK(result.exitCode == 0);
     CHECK(options.server.port == 7777);
@@ -125,10 +42,10 @@ TEST_CASE("options: a flag beats the config file, which beats the environment", 
     env.set("POLYTOPE_TICK_HZ", "20");      // also in the file and on the command line
     env.set("POLYTOPE_SCENE", "pyramid20"); // also in the file
     env.set("POLYTOPE_MAX_CLIENTS", "9");   // only here
-    const TempFile file("tick-hz = 30\nscene = \"stack10\"\nsnapshot-hz = 10\n");
+    const TempFile file("test_options", ".toml", "tick-hz = 30\nscene = \"stack10\"\nsnapshot-hz = 10\n");
 
     ServerOptions options;
-    const OptionsResult result = parse({"--config", file.path(), "--tick-hz", "40"}, options);
+    const OptionsResult result = parseArguments({"--config", file.path(), "--tick-hz", "40"}, options);
     REQUIRE(result.status == OptionsStatus::Run);
     CHECK(options.server.tickRateHz == 40);     // flag
     CHECK(options.server.scene == "stack10");   // file over environment
@@ -140,13 +57,13 @@ TEST_CASE("options: a flag beats the config file, which beats the environment", 
     SECTION("without the flag the file wins")
     {
         ServerOptions again;
-        REQUIRE(parse({"--config", file.path()}, again).status == OptionsStatus::Run);
+        REQUIRE(parseArguments({"--config", file.path()}, again).status == OptionsStatus::Run);
         CHECK(again.server.tickRateHz == 30);
     }
     SECTION("without the file the environment wins over the default")
     {
         ServerOptions again;
-        REQUIRE(parse({}, again).status == OptionsStatus::Run);
+        REQUIRE(parseArguments({}, again).status == OptionsStatus::Run);
         CHECK(again.server.tickRateHz == 20);
         CHECK(again.server.scene == "pyramid20");
     }
@@ -154,7 +71,7 @@ TEST_CASE("options: a flag beats the config file, which beats the environment", 
     {
         env.set("POLYTOPE_CONFIG", file.path());
         ServerOptions again;
-        REQUIRE(parse({}, again).status == OptionsStatus::Run);
+        REQUIRE(parseArguments({}, again).status == OptionsStatus::Run);
         CHECK(again.server.tickRateHz == 30);
         CHECK(again.configFile == file.path());
     }
@@ -162,7 +79,7 @@ TEST_CASE("options: a flag beats the config file, which beats the environment", 
     {
         env.set("POLYTOPE_TICK_HZ", "");
         ServerOptions again;
-        REQUIRE(parse({}, again).status == OptionsStatus::Run);
+        REQUIRE(parseArguments({}, again).status == OptionsStatus::Run);
         CHECK(again.server.tickRateHz == 60);
     }
 }
@@ -240,7 +157,7 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
             env.set(name.variable, values.at(name.flag));
         }
         ServerOptions options;
-        const OptionsResult result = parse({}, options);
+        const OptionsResult result = parseArguments({}, options);
         INFO(result.message);
         REQUIRE(result.status == OptionsStatus::Run);
         check(options);
@@ -253,9 +170,9 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
         {
             text += name.configKey + " = \"" + values.at(name.flag) + "\"\n";
         }
-        const TempFile file(text);
+        const TempFile file("test_options", ".toml", text);
         ServerOptions options;
-        const OptionsResult result = parse({"--config", file.path()}, options);
+        const OptionsResult result = parseArguments({"--config", file.path()}, options);
         INFO(result.message);
         REQUIRE(result.status == OptionsStatus::Run);
         check(options);
@@ -273,7 +190,7 @@ TEST_CASE("options: every variable and config key maps to its setting", "[server
             }
         }
         ServerOptions options;
-        const OptionsResult result = parse(args, options);
+        const OptionsResult result = parseArguments(args, options);
         INFO(result.message);
         REQUIRE(result.status == OptionsStatus::Run);
         check(options);
@@ -285,21 +202,22 @@ TEST_CASE("options: the server needs a token key unless --insecure, and refuses 
 {
     ScopedEnvironment env;
     ServerOptions options;
-    REQUIRE(parse({}, options).status == OptionsStatus::Run);
+    REQUIRE(parseArguments({}, options).status == OptionsStatus::Run);
     SecurityConfig security;
     std::string error;
     CHECK_FALSE(securityConfig(options, security, error));
     CHECK_THAT(error, Catch::Contains("--token-key") && Catch::Contains("--insecure"));
 
     ServerOptions insecure;
-    REQUIRE(parse({"--insecure"}, insecure).status == OptionsStatus::Run);
+    REQUIRE(parseArguments({"--insecure"}, insecure).status == OptionsStatus::Run);
     CHECK(securityConfig(insecure, security, error));
     CHECK(security.insecure);
     CHECK_FALSE(security.tokenKey);
 
     ServerOptions keyed;
     env.set("POLYTOPE_TOKEN_KEY", std::string(62, '0') + "1f");
-    REQUIRE(parse({"--public-address", "a.example:7777,b.example:7777"}, keyed).status == OptionsStatus::Run);
+    REQUIRE(parseArguments({"--public-address", "a.example:7777,b.example:7777"}, keyed).status ==
+            OptionsStatus::Run);
     REQUIRE(securityConfig(keyed, security, error));
     REQUIRE(security.tokenKey);
     CHECK((*security.tokenKey)[31] == 0x1f);
@@ -309,11 +227,12 @@ TEST_CASE("options: the server needs a token key unless --insecure, and refuses 
     CHECK(security.attemptBurstPerIp == 128.0);
 
     ServerOptions bad;
-    const OptionsResult result = parse({"--token-key", "not-hex"}, bad);
+    const OptionsResult result = parseArguments({"--token-key", "not-hex"}, bad);
     CHECK(result.status == OptionsStatus::Error);
     CHECK_THAT(result.message, Catch::Contains("--token-key"));
     ServerOptions badAddress;
-    CHECK(parse({"--insecure", "--public-address", "nocolon"}, badAddress).status == OptionsStatus::Error);
+    CHECK(parseArguments({"--insecure", "--public-address", "nocolon"}, badAddress).status ==
+          OptionsStatus::Error);
 }
 
 TEST_CASE("options: a bad value is refused with the name of where it came from", "[server][options]")
@@ -323,75 +242,75 @@ TEST_CASE("options: a bad value is refused with the name of where it came from",
 
     SECTION("flag out of range")
     {
-        const OptionsResult result = parse({"--tick-hz", "0"}, options);
+        const OptionsResult result = parseArguments({"--tick-hz", "0"}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK(result.exitCode != 0);
         CHECK_THAT(result.message, Catch::Contains("--tick-hz") && Catch::Contains("command-line flag"));
     }
     SECTION("flag not a number")
     {
-        const OptionsResult result = parse({"--port", "70000"}, options);
+        const OptionsResult result = parseArguments({"--port", "70000"}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("--port"));
     }
     SECTION("variable")
     {
         env.set("POLYTOPE_MAX_CLIENTS", "lots");
-        const OptionsResult result = parse({}, options);
+        const OptionsResult result = parseArguments({}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("POLYTOPE_MAX_CLIENTS") && Catch::Contains("lots"));
     }
     SECTION("variable with a bad boolean")
     {
         env.set("POLYTOPE_AGONES_ALLOCATE_ON_JOIN", "maybe");
-        const OptionsResult result = parse({}, options);
+        const OptionsResult result = parseArguments({}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("POLYTOPE_AGONES_ALLOCATE_ON_JOIN"));
     }
     SECTION("log level")
     {
         env.set("POLYTOPE_LOG_LEVEL", "loud");
-        const OptionsResult result = parse({}, options);
+        const OptionsResult result = parseArguments({}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("POLYTOPE_LOG_LEVEL"));
     }
     SECTION("config key, even when the variable is set too")
     {
         env.set("POLYTOPE_CLIENT_TIMEOUT", "4");
-        const TempFile file("client-timeout = -1\n");
-        const OptionsResult result = parse({"--config", file.path()}, options);
+        const TempFile file("test_options", ".toml", "client-timeout = -1\n");
+        const OptionsResult result = parseArguments({"--config", file.path()}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("key 'client-timeout'") && Catch::Contains(file.path()));
     }
     SECTION("unknown config key")
     {
-        const TempFile file("tick_hz = 30\n");
-        const OptionsResult result = parse({"--config", file.path()}, options);
+        const TempFile file("test_options", ".toml", "tick_hz = 30\n");
+        const OptionsResult result = parseArguments({"--config", file.path()}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("tick_hz") && Catch::Contains(file.path()));
     }
     SECTION("missing config file")
     {
-        const OptionsResult result = parse({"--config", "/nonexistent/polytope.toml"}, options);
+        const OptionsResult result = parseArguments({"--config", "/nonexistent/polytope.toml"}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("/nonexistent/polytope.toml"));
     }
     SECTION("missing config file named by POLYTOPE_CONFIG")
     {
         env.set("POLYTOPE_CONFIG", "/nonexistent/polytope.toml");
-        const OptionsResult result = parse({}, options);
+        const OptionsResult result = parseArguments({}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("/nonexistent/polytope.toml"));
     }
     SECTION("settings that are fine alone but not together")
     {
-        const OptionsResult result = parse({"--tick-hz", "30", "--snapshot-hz", "60"}, options);
+        const OptionsResult result = parseArguments({"--tick-hz", "30", "--snapshot-hz", "60"}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("snapshot rate"));
     }
     SECTION("unknown flag")
     {
-        const OptionsResult result = parse({"--tick-rate", "30"}, options);
+        const OptionsResult result = parseArguments({"--tick-rate", "30"}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("--tick-rate"));
     }
@@ -401,21 +320,21 @@ TEST_CASE("options: --help and --list-scenes", "[server][options]")
 {
     ScopedEnvironment env;
     ServerOptions options;
-    const OptionsResult help = parse({"--help"}, options);
+    const OptionsResult help = parseArguments({"--help"}, options);
     CHECK(help.status == OptionsStatus::Exit);
     CHECK(help.exitCode == 0);
     CHECK_THAT(help.message, Catch::Contains("--http-port") && Catch::Contains("POLYTOPE_HTTP_PORT"));
 
     ServerOptions list;
-    REQUIRE(parse({"--list-scenes"}, list).status == OptionsStatus::Run);
+    REQUIRE(parseArguments({"--list-scenes"}, list).status == OptionsStatus::Run);
     CHECK(list.listScenes);
 }
 
 TEST_CASE("options: rooms are NAME or NAME=SCENE, unique, with valid scenes", "[server][options]")
 {
     ServerOptions options;
-    REQUIRE(parse({"--scene", "stack10", "--room", "lobby", "--room", "arena=pyramid20"}, options).status ==
-            OptionsStatus::Run);
+    REQUIRE(parseArguments({"--scene", "stack10", "--room", "lobby", "--room", "arena=pyramid20"}, options)
+                .status == OptionsStatus::Run);
     std::vector<polytope::server::RoomConfig> rooms;
     std::string error;
     REQUIRE(polytope::server::roomConfigs(options, rooms, error));
@@ -426,15 +345,15 @@ TEST_CASE("options: rooms are NAME or NAME=SCENE, unique, with valid scenes", "[
     CHECK(rooms[1].scene == "pyramid20");
 
     ServerOptions twice;
-    const OptionsResult duplicate = parse({"--room", "a", "--room", "a=stack10"}, twice);
+    const OptionsResult duplicate = parseArguments({"--room", "a", "--room", "a=stack10"}, twice);
     CHECK(duplicate.status == OptionsStatus::Error);
     CHECK(duplicate.message.find("given twice") != std::string::npos);
     ServerOptions empty;
-    CHECK(parse({"--room", "=stack10"}, empty).status == OptionsStatus::Error);
+    CHECK(parseArguments({"--room", "=stack10"}, empty).status == OptionsStatus::Error);
 
     ScopedEnvironment env;
     env.set("POLYTOPE_ROOM", "a=stack10,b");
     ServerOptions fromEnvironment;
-    REQUIRE(parse({}, fromEnvironment).status == OptionsStatus::Run);
+    REQUIRE(parseArguments({}, fromEnvironment).status == OptionsStatus::Run);
     CHECK(fromEnvironment.rooms == std::vector<std::string>{"a=stack10", "b"});
 }

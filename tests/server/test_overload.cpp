@@ -15,28 +15,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
 
 using namespace polytope;
+using test::AlignedDatagram;
 namespace wire = protocol::wire;
 
 namespace
 {
-
-/// An aligned copy of a datagram, as a receive buffer holds it.
-struct Aligned
-{
-    explicit Aligned(std::span<const std::uint8_t> bytes) : storage(bytes.size() / 8 + 1), size(bytes.size())
-    {
-        std::memcpy(storage.data(), bytes.data(), bytes.size());
-    }
-    std::span<const std::uint8_t> view() const { return {reinterpret_cast<const std::uint8_t*>(storage.data()), size}; }
-    std::vector<std::uint64_t> storage;
-    std::size_t size;
-};
 
 constexpr double kWallTime = 1.8e9; // Unix seconds the server's wall clock reads
 
@@ -83,7 +71,7 @@ TEST_CASE("F1: a room that overruns on its thread stops neither the network thre
         [&](const protocol::Address& to, std::span<const std::uint8_t> d)
         {
             const std::lock_guard lock(sentMutex);
-            const Aligned copy(d);
+            const AlignedDatagram copy(d);
             const protocol::DecodeResult decoded = protocol::decodePacket(copy.view());
             if (to == admin)
             {
@@ -121,12 +109,12 @@ TEST_CASE("F1: a room that overruns on its thread stops neither the network thre
             ++junkSent;
         }
         const protocol::Address player = protocol::Address::ipv4(10, 1, 0, static_cast<std::uint8_t>(connectsSent % 200 + 1), 5000);
-        server->receive(player, Aligned(writer.connectRequest({}, "player", "fast")).view(), now);
+        server->receive(player, AlignedDatagram(writer.connectRequest({}, "player", "fast")).view(), now);
         ++connectsSent;
         if (adminSent < 10 && now > 0.1 * static_cast<double>(adminSent + 1))
         {
             const auto request = adminRequest("secret", "fast", 1000 + adminSent);
-            server->receive(admin, Aligned(request).view(), now);
+            server->receive(admin, AlignedDatagram(request).view(), now);
             adminSentAt.push_back(now);
             ++adminSent;
         }
@@ -192,7 +180,7 @@ TEST_CASE("F2: a spoofed flood from 20,000 addresses costs a token client at mos
     client::Client c(clientConfig,
                      [&](std::span<const std::uint8_t> d)
                      {
-                         const Aligned copy(d);
+                         const AlignedDatagram copy(d);
                          const protocol::DecodeResult decoded = protocol::decodePacket(copy.view());
                          handshakesSent += decoded.ok() && (decoded.type() == wire::PacketType::ConnectRequest ||
                                                             decoded.type() == wire::PacketType::ChallengeResponse)
@@ -217,7 +205,7 @@ TEST_CASE("F2: a spoofed flood from 20,000 addresses costs a token client at mos
                 100, static_cast<std::uint8_t>(64 + n / 65536), static_cast<std::uint8_t>(n / 256 % 256),
                 static_cast<std::uint8_t>(n % 256), static_cast<std::uint16_t>(1024 + random() % 60000));
             forged[forged.size() - 1] = static_cast<std::uint8_t>(random()); // a random MAC byte
-            server->receive(spoofed, Aligned(forged).view(), now);
+            server->receive(spoofed, AlignedDatagram(forged).view(), now);
             if (static_cast<long>(now * 7000.0) % 70 == 0)
             {
                 server->update(now);

@@ -9,6 +9,8 @@
 #include "polytope/server/regular_file.h"
 #include "polytope/server/scene_file.h"
 #include "polytope/server/server.h"
+#include "support/server_options.h"
+#include "support/temp_files.h"
 
 #include <catch2/catch.hpp>
 
@@ -21,12 +23,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -36,116 +34,20 @@ extern char** environ;
 
 using namespace polytope;
 using namespace polytope::server;
+using polytope::test::parseArguments;
+using polytope::test::readFile;
+using polytope::test::ScopedEnvironment;
+using polytope::test::sparseFile;
+using polytope::test::TempDirectory;
+using polytope::test::writeFile;
 namespace fs = std::filesystem;
 
 namespace
 {
 
-// Small helpers of this file's own (tests/support is being reworked meanwhile).
-
-/// Sets environment variables for one test and puts back what was there before; starts with no POLYTOPE_*.
-class ScopedEnvironment
-{
-  public:
-    ScopedEnvironment()
-    {
-        for (const OptionName& name : serverOptionNames())
-        {
-            set(name.variable, std::nullopt);
-        }
-        set("POLYTOPE_CONFIG", std::nullopt);
-    }
-    ~ScopedEnvironment()
-    {
-        for (auto it = m_saved.rbegin(); it != m_saved.rend(); ++it)
-        {
-            if (it->second)
-            {
-                ::setenv(it->first.c_str(), it->second->c_str(), 1);
-            }
-            else
-            {
-                ::unsetenv(it->first.c_str());
-            }
-        }
-    }
-    ScopedEnvironment(const ScopedEnvironment&) = delete;
-    ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
-    void set(const std::string& name, const std::optional<std::string>& value)
-    {
-        const char* old = std::getenv(name.c_str());
-        m_saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-        if (value)
-        {
-            ::setenv(name.c_str(), value->c_str(), 1);
-        }
-        else
-        {
-            ::unsetenv(name.c_str());
-        }
-    }
-
-  private:
-    std::vector<std::pair<std::string, std::optional<std::string>>> m_saved;
-};
-
-/// A fresh directory under the temporary directory, removed (with what is in it) at the end.
-class TempDirectory
-{
-  public:
-    TempDirectory()
-    {
-        static int counter = 0;
-        m_path = fs::temp_directory_path() /
-                 ("polytope_startup_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-        fs::remove_all(m_path);
-        fs::create_directories(m_path);
-    }
-    ~TempDirectory()
-    {
-        std::error_code ignored;
-        fs::remove_all(m_path, ignored);
-    }
-    const fs::path& path() const { return m_path; }
-    std::string operator/(const std::string& name) const { return (m_path / name).string(); }
-
-  private:
-    fs::path m_path;
-};
-
-void writeFile(const std::string& path, const std::string& bytes)
-{
-    std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-/// A file of `bytes` bytes that takes no disk space: size checks must come before any read.
-void sparseFile(const std::string& path, std::uintmax_t bytes)
-{
-    std::ofstream(path, std::ios::binary).put('{');
-    fs::resize_file(path, bytes);
-}
-
 void makeFifo(const std::string& path)
 {
     REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
-}
-
-OptionsResult parse(std::vector<std::string> args, ServerOptions& out)
-{
-    args.insert(args.begin(), "polytope-server");
-    std::vector<const char*> argv;
-    for (const std::string& a : args)
-    {
-        argv.push_back(a.c_str());
-    }
-    return parseServerOptions(static_cast<int>(argv.size()), argv.data(), out);
 }
 
 /// A message fit for one line on a terminal: printable ASCII only, and short.
@@ -164,7 +66,7 @@ void checkOneLine(const std::string& message)
 void expectRefused(const std::vector<std::string>& args, const std::string& setting)
 {
     ServerOptions options;
-    const OptionsResult result = parse(args, options);
+    const OptionsResult result = parseArguments(args, options);
     INFO(server::printableExcerpt(args.empty() ? std::string() : args.back()) << " -> " << result.message);
     CHECK(result.status == OptionsStatus::Error);
     CHECK(result.exitCode == kExitStartFailed);
@@ -281,7 +183,7 @@ TEST_CASE("startup: every floating-point setting must be finite and within its r
         for (const char* good : {f.min, f.max})
         {
             ServerOptions options;
-            const OptionsResult result = parse({f.flag, good}, options);
+            const OptionsResult result = parseArguments({f.flag, good}, options);
             INFO(good << " -> " << result.message);
             CHECK(result.status == OptionsStatus::Run);
         }
@@ -297,24 +199,24 @@ TEST_CASE("startup: every floating-point setting must be finite and within its r
             ScopedEnvironment inner;
             inner.set(named->variable, "nan");
             ServerOptions options;
-            const OptionsResult result = parse({}, options);
+            const OptionsResult result = parseArguments({}, options);
             CHECK(result.status == OptionsStatus::Error);
             CHECK_THAT(result.message, Catch::Contains(f.flag) && Catch::Contains(named->variable));
         }
         {
-            TempDirectory dir;
+            TempDirectory dir("startup");
             writeFile(dir / "server.toml", named->configKey + " = inf\n");
             ServerOptions options;
-            const OptionsResult result = parse({"--config", dir / "server.toml"}, options);
+            const OptionsResult result = parseArguments({"--config", dir / "server.toml"}, options);
             CHECK(result.status == OptionsStatus::Error);
             CHECK_THAT(result.message, Catch::Contains(f.flag) && Catch::Contains("key '" + named->configKey + "'"));
         }
     }
 
     ServerOptions options;
-    REQUIRE(parse({"--client-timeout", "0.1", "--connect-rate-per-ip", "1e6", "--connect-rate", "2.5",
-                   "--checkpoint-interval", "86400"},
-                  options)
+    REQUIRE(parseArguments({"--client-timeout", "0.1", "--connect-rate-per-ip", "1e6", "--connect-rate",
+                            "2.5", "--checkpoint-interval", "86400"},
+                           options)
                 .status == OptionsStatus::Run);
     CHECK(options.server.clientTimeoutSeconds == 0.1);
     CHECK(options.connectRatePerIp == 1e6);
@@ -327,7 +229,7 @@ TEST_CASE("startup: each message names the setting at fault", "[server][startup]
     ScopedEnvironment env;
     {
         ServerOptions options;
-        const OptionsResult result = parse({"--connect-rate", "nan"}, options);
+        const OptionsResult result = parseArguments({"--connect-rate", "nan"}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("--connect-rate") && !Catch::Contains("--public-address"));
     }
@@ -363,7 +265,7 @@ TEST_CASE("startup: each message names the setting at fault", "[server][startup]
 TEST_CASE("startup: what a config file or variable holds is quoted escaped and short", "[server][startup]")
 {
     ScopedEnvironment env;
-    TempDirectory dir;
+    TempDirectory dir("startup");
     SECTION("a binary config file is refused as such, not echoed")
     {
         std::string bytes;
@@ -374,7 +276,8 @@ TEST_CASE("startup: what a config file or variable holds is quoted escaped and s
         writeFile(dir / "binary.toml", bytes);
         expectRefused({"--config", dir / "binary.toml"}, "--config");
         ServerOptions options;
-        CHECK_THAT(parse({"--config", dir / "binary.toml"}, options).message, Catch::Contains("not a text file"));
+        CHECK_THAT(parseArguments({"--config", dir / "binary.toml"}, options).message,
+                   Catch::Contains("not a text file"));
 
         writeFile(dir / "nul.toml", std::string("tick-hz = 30\n\0\n", 15));
         expectRefused({"--config", dir / "nul.toml"}, "--config");
@@ -384,7 +287,8 @@ TEST_CASE("startup: what a config file or variable holds is quoted escaped and s
         writeFile(dir / "high.toml", "\xff\xfe\xc3\xa9t\xe9 = 1\n");
         expectRefused({"--config", dir / "high.toml"}, "--config");
         ServerOptions options;
-        CHECK_THAT(parse({"--config", dir / "high.toml"}, options).message, Catch::Contains("\\xff\\xfe"));
+        CHECK_THAT(parseArguments({"--config", dir / "high.toml"}, options).message,
+                   Catch::Contains("\\xff\\xfe"));
     }
     SECTION("a very long line is cut")
     {
@@ -395,7 +299,7 @@ TEST_CASE("startup: what a config file or variable holds is quoted escaped and s
     {
         env.set("POLYTOPE_TICK_HZ", "\x1b[2J\x1b[31m60");
         ServerOptions options;
-        const OptionsResult result = parse({}, options);
+        const OptionsResult result = parseArguments({}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::Contains("POLYTOPE_TICK_HZ") && Catch::Contains("\\x1b"));
         checkOneLine(result.message);
@@ -410,7 +314,7 @@ TEST_CASE("startup: config files that are not regular files, or too large, are r
           "[server][startup]")
 {
     ScopedEnvironment env;
-    TempDirectory dir;
+    TempDirectory dir("startup");
     makeFifo(dir / "fifo.toml");
     fs::create_directories(dir.path() / "folder.toml");
     sparseFile(dir / "huge.toml", kMaxConfigFileBytes + 1);
@@ -426,7 +330,7 @@ TEST_CASE("startup: config files that are not regular files, or too large, are r
     {
         INFO(path);
         ServerOptions options;
-        OptionsResult result = parse({"--config", path}, options);
+        OptionsResult result = parseArguments({"--config", path}, options);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::StartsWith("--config: config file '" + path + "'") && Catch::Contains(why));
         checkOneLine(result.message);
@@ -434,7 +338,7 @@ TEST_CASE("startup: config files that are not regular files, or too large, are r
         ScopedEnvironment inner;
         inner.set("POLYTOPE_CONFIG", path);
         ServerOptions fromVariable;
-        result = parse({}, fromVariable);
+        result = parseArguments({}, fromVariable);
         CHECK(result.status == OptionsStatus::Error);
         CHECK_THAT(result.message, Catch::StartsWith("POLYTOPE_CONFIG: config file '" + path + "'") &&
                                        Catch::Contains(why));
@@ -450,7 +354,7 @@ TEST_CASE("startup: config files that are not regular files, or too large, are r
     text += "\n";
     writeFile(dir / "full.toml", text);
     ServerOptions options;
-    const OptionsResult result = parse({"--config", dir / "full.toml"}, options);
+    const OptionsResult result = parseArguments({"--config", dir / "full.toml"}, options);
     INFO(result.message);
     CHECK(result.status == OptionsStatus::Run);
     CHECK(options.server.tickRateHz == 30);
@@ -460,7 +364,7 @@ TEST_CASE("startup: config files that are not regular files, or too large, are r
 
 TEST_CASE("startup: a checkpoint path that cannot be written is refused", "[server][startup][checkpoint]")
 {
-    TempDirectory dir;
+    TempDirectory dir("startup");
     makeFifo(dir / "fifo.ckpt");
     const std::vector<std::pair<std::string, std::string>> refused = {
         {dir / "no-such-dir/state.ckpt", "No such file or directory"},
@@ -488,7 +392,7 @@ TEST_CASE("startup: a checkpoint path that cannot be written is refused", "[serv
 TEST_CASE("startup: probing a checkpoint path leaves an existing checkpoint and a left-over temporary file alone",
           "[server][startup][checkpoint]")
 {
-    TempDirectory dir;
+    TempDirectory dir("startup");
     const std::string path = dir / "state.ckpt";
     const std::vector<std::uint8_t> payload = {1, 2, 3, 4, 5};
     std::string error;
@@ -525,7 +429,7 @@ TEST_CASE("startup: probing a checkpoint path leaves an existing checkpoint and 
 TEST_CASE("startup: restore files that are not regular files, or too large, are refused unread",
           "[server][startup][checkpoint]")
 {
-    TempDirectory dir;
+    TempDirectory dir("startup");
     makeFifo(dir / "fifo.ckpt");
     sparseFile(dir / "huge.ckpt", kMaxCheckpointFileBytes + 1);
     const std::vector<std::pair<std::string, std::string>> cases = {
@@ -551,7 +455,7 @@ TEST_CASE("startup: restore files that are not regular files, or too large, are 
 TEST_CASE("startup: scene files and the scene directory are checked, naming --scene, --room or --scene-dir",
           "[server][startup]")
 {
-    TempDirectory dir;
+    TempDirectory dir("startup");
     makeFifo(dir / "fifo.json");
     fs::create_directories(dir.path() / "folder.json");
     sparseFile(dir / "huge.json", kMaxSceneFileBytes + 1);
@@ -599,8 +503,8 @@ TEST_CASE("startup: scene files and the scene directory are checked, naming --sc
     // --scene-dir is a setting like the others.
     ScopedEnvironment env;
     ServerOptions options;
-    REQUIRE(parse({"--scene-dir", sceneDirectory, "--room", "a=fine", "--room", "b"}, options).status ==
-            OptionsStatus::Run);
+    REQUIRE(parseArguments({"--scene-dir", sceneDirectory, "--room", "a=fine", "--room", "b"}, options)
+                .status == OptionsStatus::Run);
     std::vector<RoomConfig> rooms;
     std::string error;
     REQUIRE(roomConfigs(options, rooms, error));
@@ -609,7 +513,7 @@ TEST_CASE("startup: scene files and the scene directory are checked, naming --sc
     CHECK(rooms[1].sceneDirectory == sceneDirectory);
     env.set("POLYTOPE_SCENE_DIR", "/srv/polytope/scenes");
     ServerOptions fromVariable;
-    REQUIRE(parse({}, fromVariable).status == OptionsStatus::Run);
+    REQUIRE(parseArguments({}, fromVariable).status == OptionsStatus::Run);
     CHECK(fromVariable.server.sceneDirectory == "/srv/polytope/scenes");
     ServerOptions defaults;
     CHECK(defaults.server.sceneDirectory == "scenes");
@@ -637,7 +541,7 @@ TEST_CASE("startup: a checkpoint of another scene or tick rate is refused, namin
     CHECK(stack->room(0).world().bodyCount() == bodiesBefore);
 
     // Through a checkpoint file, as --restore does.
-    TempDirectory dir;
+    TempDirectory dir("startup");
     REQUIRE(writeCheckpointFile(dir / "pile.ckpt", state, error));
     std::vector<std::uint8_t> fromFile;
     REQUIRE(readCheckpointFile(dir / "pile.ckpt", fromFile, error));
@@ -658,7 +562,7 @@ TEST_CASE("startup: a checkpoint of another scene or tick rate is refused, namin
 TEST_CASE("startup: a checkpoint of a scene file whose definition changed since is refused",
           "[server][startup][checkpoint]")
 {
-    TempDirectory dir;
+    TempDirectory dir("startup");
     const std::string spheres = R"({"bodies": [
         {"shape_type": "Sphere", "shape": {"radius": 0.5}, "position": {"x": 0, "y": 2, "z": 0}}]})";
     writeFile(dir / "arena.json", spheres);
@@ -826,7 +730,7 @@ TEST_CASE("polytope-server: a refused start is one line on stderr and a non-zero
         WARN("polytope-server not found next to the test program; build it to run this test");
         return;
     }
-    TempDirectory dir;
+    TempDirectory dir("startup");
     makeFifo(dir / "fifo");
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--checkpoint-interval", "nan"}, "--checkpoint-interval"},
@@ -865,7 +769,7 @@ TEST_CASE("polytope-server: a failed final checkpoint is a non-zero exit status,
         WARN("polytope-server not found next to the test program; build it to run this test");
         return;
     }
-    TempDirectory dir;
+    TempDirectory dir("startup");
     const fs::path place = dir.path() / "checkpoints";
     fs::create_directories(place);
     const std::string path = (place / "state.ckpt").string();
