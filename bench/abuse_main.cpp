@@ -165,8 +165,8 @@ std::vector<std::uint8_t> forgedAdminRequest(std::mt19937_64& random)
     return {datagram.begin(), datagram.end()};
 }
 
-int runSpoof(const std::string& serverText, const std::string& tokenFile, int addresses, double rate, double seconds,
-             double legitAfter)
+int runSpoof(const std::string& serverText, const std::string& tokenFile, int addresses, double rate,
+             double seconds, double legitAfter)
 {
     Target target;
     if (!openTarget(serverText, target))
@@ -203,7 +203,8 @@ int runSpoof(const std::string& serverText, const std::string& tokenFile, int ad
                           // 127.16.0.0 + k: never 127.0.0.1, where the server and the legitimate client live.
                           const std::uint32_t source =
                               ((127u << 24) | (16u << 16)) + static_cast<std::uint32_t>(random() % addresses);
-                          const bool ok = sendFrom(target.fd, server, source, datagrams[n % datagrams.size()]);
+                          const bool ok =
+                              sendFrom(target.fd, server, source, datagrams[n % datagrams.size()]);
                           (ok ? sent : failed).fetch_add(1);
                       });
         });
@@ -252,8 +253,8 @@ int runSpoof(const std::string& serverText, const std::string& tokenFile, int ad
     return connectedAfter >= 0.0 ? 0 : 1;
 }
 
-int runOverrun(const std::string& serverText, const std::string& adminKey, const std::string& room, double junkRate,
-               double adminInterval, double seconds)
+int runOverrun(const std::string& serverText, const std::string& adminKey, const std::string& room,
+               double junkRate, double adminInterval, double seconds)
 {
     Target target;
     if (!openTarget(serverText, target))
@@ -321,7 +322,8 @@ int runOverrun(const std::string& serverText, const std::string& adminKey, const
 
 int main(int argc, char** argv)
 {
-    CLI::App app{"polytope-abuse: floods a local polytope-server and measures what clients get (bench/abuse.sh)"};
+    CLI::App app{
+        "polytope-abuse: floods a local polytope-server and measures what clients get (bench/abuse.sh)"};
     app.require_subcommand(1);
     std::string serverText = "127.0.0.1:7777";
     std::string tokenFile, adminKey, room;
@@ -329,17 +331,20 @@ int main(int argc, char** argv)
     double rate = 7000.0, seconds = 6.0, legitAfter = 3.0, junkRate = 200.0, adminInterval = 0.5;
     CLI::App* spoof = app.add_subcommand("spoof", "spoofed admin flood while a token client connects");
     spoof->add_option("--server", serverText, "the server, 127.x.y.z:PORT")->required();
-    spoof->add_option("--token", tokenFile, "the legitimate client's token file (polytope-token make)")->required();
+    spoof->add_option("--token", tokenFile, "the legitimate client's token file (polytope-token make)")
+        ->required();
     spoof->add_option("--addresses", addresses, "spoofed source addresses")->check(CLI::Range(1, 1 << 20));
     spoof->add_option("--rate", rate, "flood datagrams per second")->check(CLI::Range(1.0, 200000.0));
     spoof->add_option("--seconds", seconds, "the whole run")->check(CLI::Range(1.0, 120.0));
     spoof->add_option("--legit-after", legitAfter, "seconds of flood before the client connects")
         ->check(CLI::Range(0.0, 60.0));
-    CLI::App* overrun = app.add_subcommand("overrun", "junk and admin round trips against an overrunning room");
+    CLI::App* overrun =
+        app.add_subcommand("overrun", "junk and admin round trips against an overrunning room");
     overrun->add_option("--server", serverText, "the server, 127.x.y.z:PORT")->required();
     overrun->add_option("--admin-key", adminKey, "the server's admin key")->required();
     overrun->add_option("--room", room, "the room to ask about (empty: the first)");
-    overrun->add_option("--junk-rate", junkRate, "junk datagrams per second")->check(CLI::Range(1.0, 100000.0));
+    overrun->add_option("--junk-rate", junkRate, "junk datagrams per second")
+        ->check(CLI::Range(1.0, 100000.0));
     overrun->add_option("--admin-interval", adminInterval, "seconds between admin Status commands")
         ->check(CLI::Range(0.05, 10.0));
     overrun->add_option("--seconds", seconds, "the whole run")->check(CLI::Range(1.0, 120.0));

@@ -26,7 +26,10 @@ const Suite kSuites[] = {
 };
 } // namespace
 
-std::span<const Suite> suites() { return kSuites; }
+std::span<const Suite> suites()
+{
+    return kSuites;
+}
 
 const Suite* findSuite(std::string_view name)
 {
@@ -109,7 +112,8 @@ void Report::printTable(std::FILE* out) const
     std::fprintf(out, "suite %s\n", m_suite.c_str());
     for (const Record& r : m_records)
     {
-        std::fprintf(out, "%-28s %-10s n=%-8lld", r.caseName.c_str(), r.impl.c_str(), static_cast<long long>(r.n));
+        std::fprintf(out, "%-28s %-10s n=%-8lld", r.caseName.c_str(), r.impl.c_str(),
+                     static_cast<long long>(r.n));
         for (const auto& [name, value] : r.figures)
         {
             std::fprintf(out, "  %s=", name.c_str());
@@ -119,7 +123,10 @@ void Report::printTable(std::FILE* out) const
     }
 }
 
-double median(std::vector<double>& samples) { return quantile(samples, 0.5); }
+double median(std::vector<double>& samples)
+{
+    return quantile(samples, 0.5);
+}
 
 double quantile(std::vector<double>& samples, double q)
 {

@@ -30,13 +30,13 @@ struct Record
 
 class Report
 {
-public:
+  public:
     explicit Report(std::string suite) : m_suite(std::move(suite)) {}
     Record& add(std::string caseName, std::string impl, std::int64_t n);
     void printJson(std::FILE* out) const;
     void printTable(std::FILE* out) const;
 
-private:
+  private:
     std::string m_suite;
     std::vector<Record> m_records;
 };

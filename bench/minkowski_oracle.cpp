@@ -15,14 +15,26 @@ namespace polytope::bench
 namespace
 {
 
-Vec3d sub(const Vec3d& a, const Vec3d& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
-double dot(const Vec3d& a, const Vec3d& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+Vec3d sub(const Vec3d& a, const Vec3d& b)
+{
+    return {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+}
+double dot(const Vec3d& a, const Vec3d& b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
 Vec3d cross(const Vec3d& a, const Vec3d& b)
 {
     return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
 }
-Vec3d scale(const Vec3d& a, double s) { return {a[0] * s, a[1] * s, a[2] * s}; }
-Vec3d add(const Vec3d& a, const Vec3d& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
+Vec3d scale(const Vec3d& a, double s)
+{
+    return {a[0] * s, a[1] * s, a[2] * s};
+}
+Vec3d add(const Vec3d& a, const Vec3d& b)
+{
+    return {a[0] + b[0], a[1] + b[1], a[2] + b[2]};
+}
 
 /// Distance from the origin to triangle abc (Ericson, Real-Time Collision Detection 5.1.5).
 double originToTriangle(const Vec3d& a, const Vec3d& b, const Vec3d& c)
@@ -74,11 +86,12 @@ ExactAnswer minkowskiExact(const std::vector<Vec3d>& verticesA, const std::vecto
     qhT* qh = &context;
     qh_zero(qh, stderr);
     char options[] = "qhull Qt";
-    const int exitCode = qh_new_qhull(qh, 3, static_cast<int>(points.size() / 3), points.data(), False, options,
-                                      nullptr, stderr);
+    const int exitCode = qh_new_qhull(qh, 3, static_cast<int>(points.size() / 3), points.data(), False,
+                                      options, nullptr, stderr);
     if (exitCode == 0)
     {
-        double maxOffset = -std::numeric_limits<double>::infinity(); // largest signed plane distance of the origin
+        double maxOffset =
+            -std::numeric_limits<double>::infinity(); // largest signed plane distance of the origin
         Vec3d bestNormal{};
         double minTriangle = std::numeric_limits<double>::infinity();
         facetT* facet;

@@ -17,11 +17,11 @@ using Vec3d = std::array<double, 3>;
 
 struct ExactAnswer
 {
-    bool valid = false;      ///< qhull succeeded
+    bool valid = false; ///< qhull succeeded
     bool overlapping = false;
-    double depth = 0.0;      ///< metres, > 0 when overlapping
-    double distance = 0.0;   ///< metres, > 0 when apart
-    Vec3d normal{};          ///< unit, from A toward B: translating B by depth * normal separates them
+    double depth = 0.0;    ///< metres, > 0 when overlapping
+    double distance = 0.0; ///< metres, > 0 when apart
+    Vec3d normal{};        ///< unit, from A toward B: translating B by depth * normal separates them
 };
 
 /// From world-space vertices of A and B.

@@ -33,8 +33,9 @@ Vec3d rotate(const Float4& q, const Vec3d& v)
     const double x = q.x, y = q.y, z = q.z, w = q.w;
     // v + 2w (u x v) + 2 u x (u x v)
     const Vec3d u{x, y, z};
-    auto crossd = [](const Vec3d& a, const Vec3d& b) -> Vec3d
-    { return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]}; };
+    auto crossd = [](const Vec3d& a, const Vec3d& b) -> Vec3d {
+        return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+    };
     const Vec3d t = crossd(u, v);
     const Vec3d t2{2 * t[0], 2 * t[1], 2 * t[2]};
     const Vec3d c = crossd(u, t2);
@@ -49,10 +50,12 @@ ConvexShapeData randomShape(bool box, std::mt19937_64& rng)
     if (box)
     {
         // Half extents 0.1 .. 1 m, so aspect ratios up to 10.
-        s.halfExtents = {float(0.1 + 0.9 * unit(rng)), float(0.1 + 0.9 * unit(rng)), float(0.1 + 0.9 * unit(rng))};
+        s.halfExtents = {float(0.1 + 0.9 * unit(rng)), float(0.1 + 0.9 * unit(rng)),
+                         float(0.1 + 0.9 * unit(rng))};
         for (int i = 0; i < 8; ++i)
         {
-            s.points.push_back({i & 1 ? s.halfExtents.x : -s.halfExtents.x, i & 2 ? s.halfExtents.y : -s.halfExtents.y,
+            s.points.push_back({i & 1 ? s.halfExtents.x : -s.halfExtents.x,
+                                i & 2 ? s.halfExtents.y : -s.halfExtents.y,
                                 i & 4 ? s.halfExtents.z : -s.halfExtents.z});
         }
     }

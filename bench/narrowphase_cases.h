@@ -53,6 +53,7 @@ struct ConvexPair
 std::vector<ConvexPair> makePairs(bool boxes, PairClass pairClass, int count, std::uint64_t seed);
 
 /// World-space vertices (double) of one side of a pair.
-std::vector<Vec3d> worldVertices(const ConvexShapeData& shape, const Float3& position, const Float4& rotation);
+std::vector<Vec3d> worldVertices(const ConvexShapeData& shape, const Float3& position,
+                                 const Float4& rotation);
 
 } // namespace polytope::bench

@@ -19,7 +19,7 @@ namespace
 struct CcdObject
 {
     bool isBox = false;
-    ccd_vec3_t halfExtents;           ///< boxes
+    ccd_vec3_t halfExtents; ///< boxes
     ccd_quat_t rotation, inverseRotation;
     std::vector<ccd_vec3_t> vertices; ///< hulls: world space
     ccd_vec3_t center;
@@ -85,7 +85,8 @@ std::unique_ptr<btConvexShape> makeBulletShape(const ConvexShapeData& shape)
 {
     if (shape.isBox)
     {
-        auto box = std::make_unique<btBoxShape>(btVector3(shape.halfExtents.x, shape.halfExtents.y, shape.halfExtents.z));
+        auto box = std::make_unique<btBoxShape>(
+            btVector3(shape.halfExtents.x, shape.halfExtents.y, shape.halfExtents.z));
         box->setMargin(0);
         return box;
     }
@@ -120,8 +121,14 @@ CcdPeer::CcdPeer(const ConvexPair& pair) : m_impl(std::make_unique<Impl>())
 }
 CcdPeer::~CcdPeer() = default;
 
-bool CcdPeer::gjkIntersect() const { return ccdGJKIntersect(&m_impl->a, &m_impl->b, &m_impl->ccd) != 0; }
-bool CcdPeer::mprIntersect() const { return ccdMPRIntersect(&m_impl->a, &m_impl->b, &m_impl->ccd) != 0; }
+bool CcdPeer::gjkIntersect() const
+{
+    return ccdGJKIntersect(&m_impl->a, &m_impl->b, &m_impl->ccd) != 0;
+}
+bool CcdPeer::mprIntersect() const
+{
+    return ccdMPRIntersect(&m_impl->a, &m_impl->b, &m_impl->ccd) != 0;
+}
 
 PeerResult CcdPeer::gjkPenetration() const
 {
@@ -167,7 +174,8 @@ PeerResult BulletPeer::distance() const
     btGjkEpaSolver2::sResults results;
     const btVector3 guess = m_impl->xfB.getOrigin() - m_impl->xfA.getOrigin();
     PeerResult r;
-    const bool apart = btGjkEpaSolver2::Distance(m_impl->a.get(), m_impl->xfA, m_impl->b.get(), m_impl->xfB, guess, results);
+    const bool apart =
+        btGjkEpaSolver2::Distance(m_impl->a.get(), m_impl->xfA, m_impl->b.get(), m_impl->xfB, guess, results);
     r.ok = true;
     r.overlapping = !apart;
     r.distance = apart ? results.distance : 0.0;
@@ -179,8 +187,10 @@ PeerResult BulletPeer::penetration() const
     btGjkEpaSolver2::sResults results;
     const btVector3 guess = m_impl->xfB.getOrigin() - m_impl->xfA.getOrigin();
     PeerResult r;
-    const bool hit = btGjkEpaSolver2::Penetration(m_impl->a.get(), m_impl->xfA, m_impl->b.get(), m_impl->xfB, guess, results);
-    r.ok = results.status == btGjkEpaSolver2::sResults::Penetrating || results.status == btGjkEpaSolver2::sResults::Separated;
+    const bool hit = btGjkEpaSolver2::Penetration(m_impl->a.get(), m_impl->xfA, m_impl->b.get(), m_impl->xfB,
+                                                  guess, results);
+    r.ok = results.status == btGjkEpaSolver2::sResults::Penetrating ||
+           results.status == btGjkEpaSolver2::sResults::Separated;
     r.overlapping = hit;
     r.depth = hit ? -results.distance : 0.0;
     r.distance = hit ? 0.0 : results.distance;

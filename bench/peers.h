@@ -12,10 +12,10 @@ namespace polytope::bench
 /// What a penetration or distance query returned, in world space.
 struct PeerResult
 {
-    bool ok = false;          ///< the call reported success
+    bool ok = false; ///< the call reported success
     bool overlapping = false;
-    double depth = 0.0;       ///< metres, when overlapping
-    double distance = 0.0;    ///< metres, when apart
+    double depth = 0.0;    ///< metres, when overlapping
+    double distance = 0.0; ///< metres, when apart
 };
 
 /// libccd: support functions on the pair's float data (libccd computes in double). max_iterations is
@@ -23,7 +23,7 @@ struct PeerResult
 /// tolerances are libccd's defaults (EPA/MPR 1e-4, distance 1e-6).
 class CcdPeer
 {
-public:
+  public:
     explicit CcdPeer(const ConvexPair& pair);
     ~CcdPeer();
     bool gjkIntersect() const;
@@ -31,7 +31,7 @@ public:
     PeerResult gjkPenetration() const;
     PeerResult mprPenetration() const;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
@@ -39,7 +39,7 @@ private:
 /// Bullet: btBoxShape / btConvexHullShape with margin 0 (exact geometry) and btGjkEpaSolver2.
 class BulletPeer
 {
-public:
+  public:
     explicit BulletPeer(const ConvexPair& pair);
     ~BulletPeer();
     /// btGjkEpaSolver2::Distance: false when the shapes overlap.
@@ -47,7 +47,7 @@ public:
     /// btGjkEpaSolver2::Penetration.
     PeerResult penetration() const;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

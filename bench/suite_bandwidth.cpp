@@ -1,5 +1,5 @@
-// Suite "bandwidth": the snapshot protocol on Fiedler's "Snapshot Compression" scene, built with the engine and
-// streamed through the real Server and Client cores joined by the seeded NetworkSimulator.
+// Suite "bandwidth": the snapshot protocol on Fiedler's "Snapshot Compression" scene, built with the engine
+// and streamed through the real Server and Client cores joined by the seeded NetworkSimulator.
 //
 // Scene (fiedler_cubes.h): 900 cubes (0.5 m, density 1000) resting on a 30 x 30 grid (1 m apart) on the
 // ground plane, and one large kinematic cube (2 m half extent) driven along a figure-eight through them by
@@ -11,9 +11,9 @@
 // Figures: kbps_avg (server to client, every datagram counted with 28 bytes of IP + UDP, over the whole run
 // including the connection), kbps_steady (after the first 2 s), kbps_up (client to server, same counting),
 // datagram_bytes_max, moving_share (share of bodies whose quantized state changed from one snapshot tick to
-// the next, mean over ticks), encode_us_per_tick (encoder time per client per snapshot tick, thread CPU time),
-// mismatches (shown snapshots whose decoded state differs from the server's quantized state: must be 0),
-// snapshots_shown, full_snapshots, catalogue_datagrams.
+// the next, mean over ticks), encode_us_per_tick (encoder time per client per snapshot tick, thread CPU
+// time), mismatches (shown snapshots whose decoded state differs from the server's quantized state: must be
+// 0), snapshots_shown, full_snapshots, catalogue_datagrams.
 //
 // The codec_ cases run the snapshot codec alone on the same scene and links, without the Server and Client,
 // through the stream protocol_tests checks (tests/support/codec_stream.h): each tick the World's bodies are
@@ -113,7 +113,8 @@ CaseResult runCase(double oneWaySeconds, bool idle, double seconds)
         server->setPreStepHook([&](std::uint64_t tick)
                                { driveFiedlerPusher(server->world(), pusher, tick, tickSeconds); });
     }
-    client::Client c({}, [&](std::span<const std::uint8_t> d)
+    client::Client c({},
+                     [&](std::span<const std::uint8_t> d)
                      {
                          bytesUp += static_cast<double>(d.size()) + kIpUdpBytes;
                          net.send(clientAddress, serverAddress, d, now);
@@ -148,7 +149,8 @@ CaseResult runCase(double oneWaySeconds, bool idle, double seconds)
             }
         }
         // Moving share, from the server's own consecutive snapshot ticks.
-        if (const protocol::SnapshotFrame* newest = server->history().newest(); newest && newest->tick != previousTick)
+        if (const protocol::SnapshotFrame* newest = server->history().newest();
+            newest && newest->tick != previousTick)
         {
             if (const protocol::SnapshotFrame* before = server->history().find(newest->tick - 1))
             {

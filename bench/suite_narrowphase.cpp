@@ -1,6 +1,6 @@
 // Suite "narrowphase": random box-box and hull-hull pairs (hulls of 16 to 32 points), fixed seeds, split into
-// separated, shallow and deep; for each query the ns per query of Polytope, libccd and Bullet in the same run,
-// and each one's accuracy against the exact answer (minkowski_oracle.h).
+// separated, shallow and deep; for each query the ns per query of Polytope, libccd and Bullet in the same
+// run, and each one's accuracy against the exact answer (minkowski_oracle.h).
 //
 // Queries and who answers them:
 //   boolean      polytope (GJK), libccd-gjk (ccdGJKIntersect), libccd-mpr (ccdMPRIntersect),
@@ -39,9 +39,9 @@ namespace ph = polytope::physics;
 /// What one query on one pair produced, for the accuracy check.
 struct Answer
 {
-    bool ok = true;          ///< no failure status
+    bool ok = true; ///< no failure status
     bool overlapping = false;
-    double value = 0.0;      ///< depth when overlapping, distance when apart (as the query reports)
+    double value = 0.0; ///< depth when overlapping, distance when apart (as the query reports)
     bool hasValue = false;
 };
 
@@ -97,12 +97,13 @@ struct Query
 {
     std::string name;
     std::string impl;
-    bool onSeparated = true;  ///< run on separated pairs
+    bool onSeparated = true; ///< run on separated pairs
     bool onOverlapping = true;
     std::function<Answer(std::size_t)> run;
 };
 
-void evaluate(Report& report, const std::string& caseName, const std::vector<ConvexPair>& pairs, const Query& query)
+void evaluate(Report& report, const std::string& caseName, const std::vector<ConvexPair>& pairs,
+              const Query& query)
 {
     const bool separatedCase = !pairs.empty() && pairs.front().pairClass == PairClass::Separated;
     if ((separatedCase && !query.onSeparated) || (!separatedCase && !query.onOverlapping))
@@ -179,19 +180,22 @@ void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::ui
                                                    return r;
                                                });
                        }});
-    queries.push_back({"boolean", "libccd-gjk", true, true, [&](std::size_t i)
+    queries.push_back({"boolean", "libccd-gjk", true, true,
+                       [&](std::size_t i)
                        {
                            Answer r;
                            r.overlapping = ccd[i]->gjkIntersect();
                            return r;
                        }});
-    queries.push_back({"boolean", "libccd-mpr", true, true, [&](std::size_t i)
+    queries.push_back({"boolean", "libccd-mpr", true, true,
+                       [&](std::size_t i)
                        {
                            Answer r;
                            r.overlapping = ccd[i]->mprIntersect();
                            return r;
                        }});
-    queries.push_back({"boolean", "bullet", true, true, [&](std::size_t i)
+    queries.push_back({"boolean", "bullet", true, true,
+                       [&](std::size_t i)
                        {
                            Answer r;
                            r.overlapping = bullet[i]->distance().overlapping;
@@ -213,7 +217,8 @@ void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::ui
                                                    return r;
                                                });
                        }});
-    queries.push_back({"distance", "bullet", true, false, [&](std::size_t i)
+    queries.push_back({"distance", "bullet", true, false,
+                       [&](std::size_t i)
                        {
                            const PeerResult p = bullet[i]->distance();
                            return Answer{p.ok, p.overlapping, p.distance, !p.overlapping};
@@ -225,7 +230,8 @@ void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::ui
                            return withSupports(mine[i],
                                                [](const auto& a, const auto& b, const ph::Transform& bInA)
                                                {
-                                                   const ph::PenetrationResult e = ph::penetrationDepth(a, b, bInA.p);
+                                                   const ph::PenetrationResult e =
+                                                       ph::penetrationDepth(a, b, bInA.p);
                                                    Answer r;
                                                    r.ok = e.status != ph::EpaStatus::Indeterminate;
                                                    r.overlapping = e.status == ph::EpaStatus::Colliding;
@@ -239,9 +245,9 @@ void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::ui
                        {
                            const PolytopePair& p = mine[i];
                            const ph::Transform bInA = ph::relativeTransform(p.xfA, p.xfB);
-                           const ph::SatResult sat = p.isBox ? ph::satBoxes(p.boxA, p.boxB, bInA, 0.0f)
-                                                             : ph::satHulls(ph::viewOf(p.hullA), ph::viewOf(p.hullB),
-                                                                            bInA, 0.0f);
+                           const ph::SatResult sat =
+                               p.isBox ? ph::satBoxes(p.boxA, p.boxB, bInA, 0.0f)
+                                       : ph::satHulls(ph::viewOf(p.hullA), ph::viewOf(p.hullB), bInA, 0.0f);
                            const double separation = sat.maxSeparation();
                            Answer r;
                            r.overlapping = !sat.separated;
@@ -249,17 +255,20 @@ void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::ui
                            r.hasValue = r.overlapping;
                            return r;
                        }});
-    queries.push_back({"penetration", "libccd-gjk", false, true, [&](std::size_t i)
+    queries.push_back({"penetration", "libccd-gjk", false, true,
+                       [&](std::size_t i)
                        {
                            const PeerResult p = ccd[i]->gjkPenetration();
                            return Answer{true, p.overlapping, p.depth, p.overlapping};
                        }});
-    queries.push_back({"penetration", "libccd-mpr", false, true, [&](std::size_t i)
+    queries.push_back({"penetration", "libccd-mpr", false, true,
+                       [&](std::size_t i)
                        {
                            const PeerResult p = ccd[i]->mprPenetration();
                            return Answer{true, p.overlapping, p.depth, p.overlapping};
                        }});
-    queries.push_back({"penetration", "bullet", false, true, [&](std::size_t i)
+    queries.push_back({"penetration", "bullet", false, true,
+                       [&](std::size_t i)
                        {
                            const PeerResult p = bullet[i]->penetration();
                            return Answer{p.ok, p.overlapping, p.overlapping ? p.depth : p.distance, true};
@@ -270,8 +279,9 @@ void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::ui
                        {
                            const PolytopePair& p = mine[i];
                            const ph::Transform bInA = ph::relativeTransform(p.xfA, p.xfB);
-                           const ph::ContactManifold m = p.isBox ? ph::collideBoxBox(p.boxA, p.boxB, bInA, 0.0f)
-                                                                 : ph::collideHullHull(p.hullA, p.hullB, bInA, 0.0f);
+                           const ph::ContactManifold m =
+                               p.isBox ? ph::collideBoxBox(p.boxA, p.boxB, bInA, 0.0f)
+                                       : ph::collideHullHull(p.hullA, p.hullB, bInA, 0.0f);
                            Answer r;
                            r.overlapping = m.pointCount > 0;
                            if (r.overlapping)

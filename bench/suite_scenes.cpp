@@ -132,7 +132,8 @@ bool buildBullet(const ph::SceneName& scene, BulletScene& out)
                 shape = std::make_unique<btSphereShape>(b.shape.sphere.radius);
                 break;
             case ph::ShapeType::Capsule:
-                shape = std::make_unique<btCapsuleShape>(b.shape.capsule.radius, 2.0f * b.shape.capsule.halfHeight);
+                shape = std::make_unique<btCapsuleShape>(b.shape.capsule.radius,
+                                                         2.0f * b.shape.capsule.halfHeight);
                 break;
             case ph::ShapeType::Hull:
                 supported = false;
@@ -225,8 +226,9 @@ void runScenesSuite(Report& report, const SuiteOptions& options)
         const char* scene;
         double seconds;
     };
-    const Entry entries[] = {{"pile1000", 10.0},  {"pile4000", 10.0},  {"pyramid20", 60.0}, {"pyramid40", 60.0},
-                             {"pyramid60", 60.0}, {"stack10", 60.0},   {"stack30", 60.0},   {"stack50", 60.0}};
+    const Entry entries[] = {{"pile1000", 10.0},  {"pile4000", 10.0},  {"pyramid20", 60.0},
+                             {"pyramid40", 60.0}, {"pyramid60", 60.0}, {"stack10", 60.0},
+                             {"stack30", 60.0},   {"stack50", 60.0}};
     for (const Entry& entry : entries)
     {
         ph::SceneName scene;

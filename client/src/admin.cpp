@@ -10,7 +10,8 @@ namespace polytope::client
 {
 
 bool sendAdminCommand(const std::string& host, std::uint16_t port, protocol::AdminCommandFields command,
-                      const std::string& adminKey, double timeoutSeconds, AdminOutcome& outcome, std::string& error)
+                      const std::string& adminKey, double timeoutSeconds, AdminOutcome& outcome,
+                      std::string& error)
 {
     outcome = {};
     if (command.time == 0.0)
@@ -64,7 +65,8 @@ bool sendAdminCommand(const std::string& host, std::uint16_t port, protocol::Adm
         }
         const auto* reply = decoded.packet->message_as_AdminReply();
         const std::string_view text =
-            reply->message() ? std::string_view(reply->message()->c_str(), reply->message()->size()) : std::string_view();
+            reply->message() ? std::string_view(reply->message()->c_str(), reply->message()->size())
+                             : std::string_view();
         if (reply->nonce() != command.nonce || !reply->mac() ||
             !protocol::verifyAdminReplyMac(key, reply->nonce(), reply->ok(), text,
                                            {reply->mac()->data(), reply->mac()->size()}))

@@ -123,7 +123,8 @@ void Client::onPacketAcks(const wire::PacketHeader& header, double now)
     protocol::forEachAcked(header,
                            [&](std::uint16_t sequence)
                            {
-                               // Sequences newer than ours wrap to a large age and are ignored, like old ones.
+                               // Sequences newer than ours wrap to a large age and are ignored, like old
+                               // ones.
                                const std::uint16_t age = static_cast<std::uint16_t>(newest - sequence);
                                if (age >= unresolved)
                                {
@@ -209,7 +210,9 @@ double Client::lossFraction() const
     {
         return 0.0;
     }
-    const auto lost = std::count(m_lossOutcomes.begin(), m_lossOutcomes.begin() + static_cast<std::ptrdiff_t>(m_lossOutcomeCount), true);
+    const auto lost =
+        std::count(m_lossOutcomes.begin(),
+                   m_lossOutcomes.begin() + static_cast<std::ptrdiff_t>(m_lossOutcomeCount), true);
     return static_cast<double>(lost) / static_cast<double>(m_lossOutcomeCount);
 }
 
@@ -224,7 +227,8 @@ double Client::receiveLossFraction() const
     std::int64_t missing = 0;
     for (std::int64_t s = m_newestServerSequence - window + 1; s <= m_newestServerSequence; ++s)
     {
-        missing += m_serverReceived[static_cast<std::size_t>(s % static_cast<std::int64_t>(kLossWindow))] ? 0 : 1;
+        missing +=
+            m_serverReceived[static_cast<std::size_t>(s % static_cast<std::int64_t>(kLossWindow))] ? 0 : 1;
     }
     return static_cast<double>(missing) / static_cast<double>(window);
 }
@@ -278,7 +282,8 @@ void Client::sendAcknowledgement(double now)
     std::copy_n(m_pendingInputs.begin(), count, inputs.begin());
     const protocol::HeaderFields header = m_acks.nextOutgoing();
     InputDatagram& record = m_inputDatagrams[header.sequence % kInputDatagramRing];
-    record = {header.sequence, count ? inputs[0].sequence : 0, count ? inputs[count - 1].sequence : 0, count > 0};
+    record = {header.sequence, count ? inputs[0].sequence : 0, count ? inputs[count - 1].sequence : 0,
+              count > 0};
     send(m_writer.clientInput(header, std::span(inputs.data(), count)), now);
     m_receivedSinceAck = false;
 }
@@ -325,23 +330,21 @@ void Client::update(double now)
 
 void Client::onServerAcks(const wire::PacketHeader& header)
 {
-    protocol::forEachAcked(header,
-                           [&](std::uint16_t sequence)
-                           {
-                               InputDatagram& record = m_inputDatagrams[sequence % kInputDatagramRing];
-                               if (!record.valid || record.sequence != sequence)
-                               {
-                                   return;
-                               }
-                               record.valid = false;
-                               const auto before = m_pendingInputs.size();
-                               std::erase_if(m_pendingInputs,
-                                             [&](const protocol::InputCommand& in) {
-                                                 return in.sequence >= record.firstInput &&
-                                                        in.sequence <= record.lastInput;
-                                             });
-                               m_stats.inputsAcknowledged += before - m_pendingInputs.size();
-                           });
+    protocol::forEachAcked(
+        header,
+        [&](std::uint16_t sequence)
+        {
+            InputDatagram& record = m_inputDatagrams[sequence % kInputDatagramRing];
+            if (!record.valid || record.sequence != sequence)
+            {
+                return;
+            }
+            record.valid = false;
+            const auto before = m_pendingInputs.size();
+            std::erase_if(m_pendingInputs, [&](const protocol::InputCommand& in)
+                          { return in.sequence >= record.firstInput && in.sequence <= record.lastInput; });
+            m_stats.inputsAcknowledged += before - m_pendingInputs.size();
+        });
 }
 
 void Client::receive(std::span<const std::uint8_t> datagram, double now)
@@ -430,7 +433,7 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
                 m_channel = protocol::SealedChannel(protocol::deriveSessionKeys(
                     m_config.token->clientToServerKey, m_config.token->serverToClientKey,
                     std::span<const std::uint8_t, protocol::kSessionSaltBytes>(m_cookie.data(),
-                                                                                protocol::kSessionSaltBytes),
+                                                                               protocol::kSessionSaltBytes),
                     false));
             }
         }
@@ -549,7 +552,8 @@ void Client::onCatalogue(const wire::Catalogue& message, double now)
         // older than what we know (a live one of a newer generation, or a removal at or after it) is stale.
         auto it = m_catalogue.find(entry.id);
         std::uint32_t& removedUpTo = m_removedGenerations[entry.id];
-        if ((it != m_catalogue.end() && entry.generation < it->second.generation) || entry.generation <= removedUpTo)
+        if ((it != m_catalogue.end() && entry.generation < it->second.generation) ||
+            entry.generation <= removedUpTo)
         {
             ++m_stats.catalogueStale;
             continue;

@@ -111,7 +111,8 @@ std::array<float, 4> nlerpOrientation(const std::array<float, 4>& a, const std::
     return normalizedFloat(q);
 }
 
-std::array<float, 4> extrapolateOrientation(const std::array<float, 4>& a, const std::array<float, 4>& b, double t)
+std::array<float, 4> extrapolateOrientation(const std::array<float, 4>& a, const std::array<float, 4>& b,
+                                            double t)
 {
     const Quat qa = toDouble(a);
     Quat qb = toDouble(b);
@@ -186,9 +187,11 @@ void InterpolationBuffer::insert(ReceivedSnapshot&& snapshot)
     {
         ++m_stats.snapshotsLate;
     }
-    m_arrivals.push_back({snapshot.receiveTime, snapshot.receiveTime - snapshot.serverTime, snapshot.serverTime});
-    const auto at = std::upper_bound(m_snapshots.begin(), m_snapshots.end(), snapshot.serverTime,
-                                     [](double time, const ReceivedSnapshot& s) { return time < s.serverTime; });
+    m_arrivals.push_back(
+        {snapshot.receiveTime, snapshot.receiveTime - snapshot.serverTime, snapshot.serverTime});
+    const auto at =
+        std::upper_bound(m_snapshots.begin(), m_snapshots.end(), snapshot.serverTime,
+                         [](double time, const ReceivedSnapshot& s) { return time < s.serverTime; });
     m_snapshots.insert(at, std::move(snapshot));
     while (m_snapshots.size() > std::max<std::size_t>(m_config.maxSnapshots, 2))
     {
@@ -204,7 +207,8 @@ void InterpolationBuffer::updateClock()
     {
         newestArrival = std::max(newestArrival, a.receiveTime);
     }
-    while (m_arrivals.size() > 1 && m_arrivals.front().receiveTime < newestArrival - m_config.clockWindowSeconds)
+    while (m_arrivals.size() > 1 &&
+           m_arrivals.front().receiveTime < newestArrival - m_config.clockWindowSeconds)
     {
         m_arrivals.pop_front();
     }
@@ -301,7 +305,8 @@ SampleResult InterpolationBuffer::sample(double localNow, std::vector<SnapshotBo
         }
         else
         {
-            const double correction = m_config.correctionSeconds > 0.0 ? error / m_config.correctionSeconds : 0.0;
+            const double correction =
+                m_config.correctionSeconds > 0.0 ? error / m_config.correctionSeconds : 0.0;
             rate = 1.0 + std::clamp(correction, -m_config.maxRateChange, m_config.maxRateChange);
             m_renderTime += elapsed * std::max(0.0, rate);
         }
@@ -312,8 +317,9 @@ SampleResult InterpolationBuffer::sample(double localNow, std::vector<SnapshotBo
     result.delaySeconds = (localNow - m_offset) - render;
 
     // The last snapshot at or before render time.
-    const auto after = std::upper_bound(m_snapshots.begin(), m_snapshots.end(), render,
-                                        [](double time, const ReceivedSnapshot& s) { return time < s.serverTime; });
+    const auto after =
+        std::upper_bound(m_snapshots.begin(), m_snapshots.end(), render,
+                         [](double time, const ReceivedSnapshot& s) { return time < s.serverTime; });
     std::size_t pruneBefore = 0;
     if (after == m_snapshots.begin())
     {
@@ -338,9 +344,9 @@ SampleResult InterpolationBuffer::sample(double localNow, std::vector<SnapshotBo
             const ReceivedSnapshot& previous = m_snapshots[newestIndex - 1];
             const double span = newest.serverTime - previous.serverTime;
             const double ahead = std::min(past, m_config.maxExtrapolationSeconds);
-            result.kind = past <= 0.0 ? SampleKind::Interpolated
+            result.kind = past <= 0.0                                ? SampleKind::Interpolated
                           : past <= m_config.maxExtrapolationSeconds ? SampleKind::Extrapolated
-                                                                      : SampleKind::Held;
+                                                                     : SampleKind::Held;
             result.alpha = ahead;
             const double t = span > 0.0 ? ahead / span : 0.0;
             // Extrapolate the bodies of the newest snapshot; those new in it have no velocity and are held.

@@ -166,15 +166,15 @@ bool RecordingWriter::write(const ReceivedSnapshot& snapshot, std::string& error
     bodies.reserve(snapshot.bodies.size());
     for (const SnapshotBody& b : snapshot.bodies)
     {
-        bodies.emplace_back(b.id, b.generation, rec::Vec3f(b.position[0], b.position[1], b.position[2]),
-                            rec::Quatf(b.orientation[0], b.orientation[1], b.orientation[2], b.orientation[3]),
-                            rec::Vec3f(b.extent[0], b.extent[1], b.extent[2]), static_cast<std::uint8_t>(b.shape),
-                            b.atRest);
+        bodies.emplace_back(
+            b.id, b.generation, rec::Vec3f(b.position[0], b.position[1], b.position[2]),
+            rec::Quatf(b.orientation[0], b.orientation[1], b.orientation[2], b.orientation[3]),
+            rec::Vec3f(b.extent[0], b.extent[1], b.extent[2]), static_cast<std::uint8_t>(b.shape), b.atRest);
     }
     const auto vector = fbb.CreateVectorOfStructs(bodies);
-    const auto frame = rec::CreateFrame(fbb, snapshot.tick, snapshot.serverTime, snapshot.receiveTime,
-                                        static_cast<std::uint32_t>(std::min<std::size_t>(snapshot.bytes, UINT32_MAX)),
-                                        vector);
+    const auto frame = rec::CreateFrame(
+        fbb, snapshot.tick, snapshot.serverTime, snapshot.receiveTime,
+        static_cast<std::uint32_t>(std::min<std::size_t>(snapshot.bytes, UINT32_MAX)), vector);
     rec::FinishSizePrefixedRecordBuffer(fbb, rec::CreateRecord(fbb, rec::Payload::Frame, frame.Union()));
     const std::uint64_t offset = m_offset;
     if (!writeRecord({fbb.GetBufferPointer(), fbb.GetSize()}, error))
@@ -270,7 +270,8 @@ bool RecordingReader::openMemory(std::span<const std::uint8_t> bytes, std::strin
     return start(error);
 }
 
-bool RecordingReader::readRecord(std::uint64_t offset, std::uint64_t limit, std::uint64_t& next, std::string& error)
+bool RecordingReader::readRecord(std::uint64_t offset, std::uint64_t limit, std::uint64_t& next,
+                                 std::string& error)
 {
     const auto readAt = [&](std::uint64_t at, std::size_t count, std::uint8_t* out)
     {
@@ -283,7 +284,8 @@ bool RecordingReader::readRecord(std::uint64_t offset, std::uint64_t limit, std:
             std::memcpy(out, m_memory.data() + at, count);
             return true;
         }
-        return std::fseek(m_file, static_cast<long>(at), SEEK_SET) == 0 && std::fread(out, 1, count, m_file) == count;
+        return std::fseek(m_file, static_cast<long>(at), SEEK_SET) == 0 &&
+               std::fread(out, 1, count, m_file) == count;
     };
     limit = std::min(limit, m_fileBytes);
     if (offset > limit || limit - offset < 4)
@@ -300,13 +302,14 @@ bool RecordingReader::readRecord(std::uint64_t offset, std::uint64_t limit, std:
     const std::uint32_t size = getU32(prefix);
     if (size < 8 || size > kMaxRecordBytes)
     {
-        error = "record at offset " + std::to_string(offset) + " has an invalid length " + std::to_string(size);
+        error =
+            "record at offset " + std::to_string(offset) + " has an invalid length " + std::to_string(size);
         return false;
     }
     if (limit - offset - 4 < size)
     {
-        error = "record at offset " + std::to_string(offset) + " is cut short (" + std::to_string(limit - offset - 4) +
-                " of " + std::to_string(size) + " bytes)";
+        error = "record at offset " + std::to_string(offset) + " is cut short (" +
+                std::to_string(limit - offset - 4) + " of " + std::to_string(size) + " bytes)";
         return false;
     }
     m_record.resize(std::size_t{size} + 4);
@@ -410,9 +413,11 @@ bool RecordingReader::readFooterIndex(std::string& error)
     const std::uint32_t count = getU32(footer + 8);
     std::uint64_t next = 0;
     std::string recordError;
-    if (indexOffset < m_firstFrameOffset || !readRecord(indexOffset, footerAt, next, recordError) || next != footerAt)
+    if (indexOffset < m_firstFrameOffset || !readRecord(indexOffset, footerAt, next, recordError) ||
+        next != footerAt)
     {
-        error = "the footer points at no index" + (recordError.empty() ? std::string() : " (" + recordError + ")");
+        error = "the footer points at no index" +
+                (recordError.empty() ? std::string() : " (" + recordError + ")");
         return false;
     }
     const rec::Record* record = verifiedRecord(m_record);
@@ -479,7 +484,8 @@ bool RecordingReader::readFrame(std::size_t i, ReceivedSnapshot& out, std::strin
 {
     if (i >= m_index.size())
     {
-        error = "frame " + std::to_string(i) + " out of range (" + std::to_string(m_index.size()) + " frames)";
+        error =
+            "frame " + std::to_string(i) + " out of range (" + std::to_string(m_index.size()) + " frames)";
         return false;
     }
     const RecordingFrameInfo& info = m_index[i];
@@ -496,7 +502,8 @@ bool RecordingReader::readFrame(std::size_t i, ReceivedSnapshot& out, std::strin
         error = "frame " + std::to_string(i) + " at offset " + std::to_string(info.offset) + " is corrupt";
         return false;
     }
-    if (frame->tick() != info.tick || !std::isfinite(frame->server_time()) || !std::isfinite(frame->receive_time()))
+    if (frame->tick() != info.tick || !std::isfinite(frame->server_time()) ||
+        !std::isfinite(frame->receive_time()))
     {
         error = "frame " + std::to_string(i) + " does not match the index or has bad times";
         return false;
@@ -525,8 +532,8 @@ bool RecordingReader::readFrame(std::size_t i, ReceivedSnapshot& out, std::strin
             const bool finite = finite3(body.position) && finite3(body.extent) &&
                                 std::isfinite(body.orientation[0]) && std::isfinite(body.orientation[1]) &&
                                 std::isfinite(body.orientation[2]) && std::isfinite(body.orientation[3]);
-            if (b->shape() > static_cast<std::uint8_t>(protocol::wire::ShapeKind::MAX) || body.generation == 0 ||
-                !ordered || !finite)
+            if (b->shape() > static_cast<std::uint8_t>(protocol::wire::ShapeKind::MAX) ||
+                body.generation == 0 || !ordered || !finite)
             {
                 error = "frame " + std::to_string(i) + " (tick " + std::to_string(out.tick) + "): body " +
                         std::to_string(out.bodies.size()) + " is invalid";
@@ -541,7 +548,8 @@ bool RecordingReader::readFrame(std::size_t i, ReceivedSnapshot& out, std::strin
 
 std::size_t RecordingReader::findTick(std::uint64_t tick) const
 {
-    const auto it = std::find_if(m_index.begin(), m_index.end(), [&](const RecordingFrameInfo& f) { return f.tick >= tick; });
+    const auto it = std::find_if(m_index.begin(), m_index.end(),
+                                 [&](const RecordingFrameInfo& f) { return f.tick >= tick; });
     return static_cast<std::size_t>(it - m_index.begin());
 }
 
@@ -558,7 +566,8 @@ std::size_t RecordingReader::findServerTime(double serverTime) const
     return found;
 }
 
-RecordingSummary summarizeRecording(RecordingReader& reader, const std::function<void(std::size_t, std::size_t)>& progress)
+RecordingSummary summarizeRecording(RecordingReader& reader,
+                                    const std::function<void(std::size_t, std::size_t)>& progress)
 {
     RecordingSummary s;
     s.fileBytes = reader.fileBytes();

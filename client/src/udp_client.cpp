@@ -40,7 +40,8 @@ bool parseHostPort(const std::string& text, std::string& host, std::uint16_t& po
         host = text.substr(0, colon);
         portText = text.substr(colon + 1);
     }
-    if (portText.empty() || portText.size() > 5 || portText.find_first_not_of("0123456789") != std::string::npos)
+    if (portText.empty() || portText.size() > 5 ||
+        portText.find_first_not_of("0123456789") != std::string::npos)
     {
         error = "bad port '" + portText + "' in '" + text + "'";
         return false;
@@ -83,8 +84,14 @@ double UdpClient::now() const
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_impl->start).count();
 }
 
-Client& UdpClient::client() { return m_impl->client; }
-const Client& UdpClient::client() const { return m_impl->client; }
+Client& UdpClient::client()
+{
+    return m_impl->client;
+}
+const Client& UdpClient::client() const
+{
+    return m_impl->client;
+}
 
 bool UdpClient::connect(const std::string& host, std::uint16_t port, std::string& error)
 {
@@ -118,6 +125,9 @@ void UdpClient::poll(double timeoutSeconds)
     impl.client.update(now());
 }
 
-void UdpClient::disconnect() { m_impl->client.disconnect(now()); }
+void UdpClient::disconnect()
+{
+    m_impl->client.disconnect(now());
+}
 
 } // namespace polytope::client

@@ -1,5 +1,5 @@
-// polytope-bots: a load generator. N headless clients in one thread, each a client::Client core on its own UDP
-// socket (its own ephemeral port), all driven by one asio::io_context and one steady timer. Each bot
+// polytope-bots: a load generator. N headless clients in one thread, each a client::Client core on its own
+// UDP socket (its own ephemeral port), all driven by one asio::io_context and one steady timer. Each bot
 // connects (the starts are spread over --connect-spread seconds), acknowledges snapshots (the Client does it)
 // and sends inputs at --input-hz to a body it picked from its snapshots. At the end, or on SIGINT/SIGTERM, it
 // says goodbye and prints a report: connects, time to connect, snapshots per second, kbps down and up, RTT
@@ -14,8 +14,8 @@
 #include "polytope/client/json_output.h"
 #include "polytope/client/udp_socket.h"
 
-#include <asio.hpp>
 #include <CLI/CLI.hpp>
+#include <asio.hpp>
 
 #include <algorithm>
 #include <array>
@@ -44,8 +44,8 @@ struct Options
     double connectSpreadSeconds = 1.0;
     int minConnected = -1; ///< -1: all
     bool json = false;
-    std::string room;      ///< empty: the server's first room
-    std::string tokenKey;  ///< hex; set: each bot gets its own connect token made with it (as a backend would)
+    std::string room;     ///< empty: the server's first room
+    std::string tokenKey; ///< hex; set: each bot gets its own connect token made with it (as a backend would)
     std::uint64_t clientIdBase = 0; ///< token client ids are base + 1 .. base + clients; 0: random base
 };
 
@@ -120,7 +120,7 @@ double percentile(std::vector<double> values, double p)
 
 class BotRunner
 {
-public:
+  public:
     BotRunner(const Options& options, const udp::endpoint& server)
         : m_options(options), m_server(server), m_timer(m_io), m_signals(m_io, SIGINT, SIGTERM)
     {
@@ -141,9 +141,10 @@ public:
                 idBase = (static_cast<std::uint64_t>(std::random_device{}()) << 20) + 1;
             }
         }
-        const auto unixNow = static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-                .count());
+        const auto unixNow =
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count());
         for (int i = 0; i < options.clients; ++i)
         {
             config.name = "bot-" + std::to_string(i);
@@ -156,7 +157,8 @@ public:
                     request.rooms.push_back(options.room);
                 }
                 request.serverAddresses.push_back(options.target);
-                request.lifetimeSeconds = static_cast<std::uint64_t>(options.seconds + options.connectSpreadSeconds) + 60;
+                request.lifetimeSeconds =
+                    static_cast<std::uint64_t>(options.seconds + options.connectSpreadSeconds) + 60;
                 protocol::ConnectToken token;
                 std::string error;
                 if (!protocol::makeConnectToken(key, request, unixNow, token, error))
@@ -167,7 +169,8 @@ public:
                 config.token = std::move(token);
             }
             auto bot = std::make_unique<Bot>(m_io, static_cast<std::size_t>(i), config);
-            bot->startTime = options.clients > 1 ? options.connectSpreadSeconds * i / (options.clients - 1) : 0.0;
+            bot->startTime =
+                options.clients > 1 ? options.connectSpreadSeconds * i / (options.clients - 1) : 0.0;
             m_bots.push_back(std::move(bot));
         }
     }
@@ -213,7 +216,7 @@ public:
     /// Bots that reached Connected at some point.
     int connected() const { return static_cast<int>(m_connectSeconds.size()); }
 
-private:
+  private:
     using Clock = std::chrono::steady_clock;
     static constexpr double kUpdateHz = 120.0;
 
@@ -221,7 +224,8 @@ private:
 
     void startReceive(Bot& bot)
     {
-        bot.socket.async_receive(asio::buffer(bot.buffer), [this, &bot](const asio::error_code& ec, std::size_t bytes)
+        bot.socket.async_receive(asio::buffer(bot.buffer),
+                                 [this, &bot](const asio::error_code& ec, std::size_t bytes)
                                  { onReceive(bot, ec, bytes); });
     }
 
@@ -306,7 +310,8 @@ private:
             return;
         }
         // A fixed period; when late (a slow pass), the next tick is at once rather than a burst of them.
-        const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / kUpdateHz));
+        const auto period =
+            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / kUpdateHz));
         m_timer.expires_at(std::max(m_timer.expiry() + period, Clock::now()));
         m_timer.async_wait([this](const asio::error_code& e) { onTimer(e); });
     }
@@ -315,8 +320,10 @@ private:
     {
         const std::uint64_t total = bot.client.stats().rttSamples;
         const auto& recent = bot.client.rttSamples();
-        const std::size_t fresh = static_cast<std::size_t>(std::min<std::uint64_t>(total - bot.rttSamplesTaken, recent.size()));
-        m_rttSeconds.insert(m_rttSeconds.end(), recent.end() - static_cast<std::ptrdiff_t>(fresh), recent.end());
+        const std::size_t fresh =
+            static_cast<std::size_t>(std::min<std::uint64_t>(total - bot.rttSamplesTaken, recent.size()));
+        m_rttSeconds.insert(m_rttSeconds.end(), recent.end() - static_cast<std::ptrdiff_t>(fresh),
+                            recent.end());
         bot.rttSamplesTaken = total;
     }
 
@@ -415,8 +422,8 @@ void BotRunner::report(bool json) const
     const double perClient = ok > 0 ? 1.0 / ok : 0.0;
     const double c50 = percentile(m_connectSeconds, 0.50), c95 = percentile(m_connectSeconds, 0.95),
                  c99 = percentile(m_connectSeconds, 0.99), cMax = percentile(m_connectSeconds, 1.0);
-    const double r0 = percentile(m_rttSeconds, 0.0) * 1e3, r50 = percentile(m_rttSeconds, 0.50) * 1e3, r95 = percentile(m_rttSeconds, 0.95) * 1e3,
-                 r99 = percentile(m_rttSeconds, 0.99) * 1e3;
+    const double r0 = percentile(m_rttSeconds, 0.0) * 1e3, r50 = percentile(m_rttSeconds, 0.50) * 1e3,
+                 r95 = percentile(m_rttSeconds, 0.95) * 1e3, r99 = percentile(m_rttSeconds, 0.99) * 1e3;
     snapshotsMin = std::max(0.0, snapshotsMin);
     const double cpuSeconds = static_cast<double>(std::clock()) / CLOCKS_PER_SEC; // this process, all bots
     if (json)
@@ -428,20 +435,17 @@ void BotRunner::report(bool json) const
         out["seconds"] = roundedDecimals(m_end, 3);
         out["interrupted"] = m_interrupted;
         out["input_hz"] = client::roundedSignificant(m_options.inputHz, 6);
-        out["connects"] = {{"attempted", attempted},
-                           {"succeeded", ok},
-                           {"failed", failed},
-                           {"denied", denied},
-                           {"pending", pending},
-                           {"lost_after_connect", lostAfter}};
+        out["connects"] = {{"attempted", attempted}, {"succeeded", ok},    {"failed", failed},
+                           {"denied", denied},       {"pending", pending}, {"lost_after_connect", lostAfter}};
         out["connect_seconds"] = {{"p50", roundedDecimals(c50, 4)},
                                   {"p95", roundedDecimals(c95, 4)},
                                   {"p99", roundedDecimals(c99, 4)},
                                   {"max", roundedDecimals(cMax, 4)}};
         out["snapshots"] = snapshots;
-        out["snapshots_per_second"] = {{"total", roundedDecimals(snapshotsPerSecond, 1)},
-                                       {"per_client_mean", roundedDecimals(snapshotsPerSecond * perClient, 2)},
-                                       {"per_client_min", roundedDecimals(snapshotsMin, 2)}};
+        out["snapshots_per_second"] = {
+            {"total", roundedDecimals(snapshotsPerSecond, 1)},
+            {"per_client_mean", roundedDecimals(snapshotsPerSecond * perClient, 2)},
+            {"per_client_min", roundedDecimals(snapshotsMin, 2)}};
         out["kbps_down"] = {{"total", roundedDecimals(downKbps, 1)},
                             {"per_client_mean", roundedDecimals(downKbps * perClient, 2)}};
         out["kbps_up"] = {{"total", roundedDecimals(upKbps, 1)},
@@ -459,8 +463,8 @@ void BotRunner::report(bool json) const
         std::printf("%s\n", client::jsonText(out).c_str());
         return;
     }
-    std::printf("polytope-bots: %d bots against %s for %.1f s%s\n", m_options.clients, m_options.target.c_str(), m_end,
-                m_interrupted ? " (interrupted)" : "");
+    std::printf("polytope-bots: %d bots against %s for %.1f s%s\n", m_options.clients,
+                m_options.target.c_str(), m_end, m_interrupted ? " (interrupted)" : "");
     std::printf("  connects     %d attempted, %d succeeded, %d failed, %d denied, %d still connecting, "
                 "%d lost after connecting\n",
                 attempted, ok, failed, denied, pending, lostAfter);
@@ -470,14 +474,16 @@ void BotRunner::report(bool json) const
                 snapshotsPerSecond, snapshotsPerSecond * perClient, snapshotsMin);
     std::printf("  down         %.1f kbps in total, %.2f kbps per client\n", downKbps, downKbps * perClient);
     std::printf("  up           %.1f kbps in total, %.2f kbps per client\n", upKbps, upKbps * perClient);
-    std::printf("  RTT          min %.2f ms, p50 %.2f ms, p95 %.2f ms, p99 %.2f ms (%zu samples; each includes up to one\n"
+    std::printf("  RTT          min %.2f ms, p50 %.2f ms, p95 %.2f ms, p99 %.2f ms (%zu samples; each "
+                "includes up to one\n"
                 "               snapshot interval of the server's ack delay)\n",
                 r0, r50, r95, r99, m_rttSeconds.size());
     std::printf("  loss         %.2f%% of sent, %.2f%% of received (mean over clients, recent window)\n",
                 100.0 * sentLoss * perClient, 100.0 * receivedLoss * perClient);
     std::printf("  inputs       %llu sent, %llu acknowledged\n", static_cast<unsigned long long>(inputsSent),
                 static_cast<unsigned long long>(inputsAcked));
-    std::printf("  bots' CPU    %.2f s (%.0f%% of one core)\n", cpuSeconds, 100.0 * cpuSeconds / std::max(1e-3, m_end));
+    std::printf("  bots' CPU    %.2f s (%.0f%% of one core)\n", cpuSeconds,
+                100.0 * cpuSeconds / std::max(1e-3, m_end));
     if (sendErrors > 0)
     {
         std::printf("  send errors  %llu\n", static_cast<unsigned long long>(sendErrors));
@@ -492,22 +498,26 @@ int main(int argc, char** argv)
     CLI::App app{"polytope-bots: headless clients that load a polytope-server and report what they measured"};
     app.add_option("target", options.target, "the server, HOST:PORT")->required();
     app.add_option("--room", options.room, "room to join (default: the server's first)");
-    app.add_option("--clients", options.clients, "bots to run")->capture_default_str()->check(CLI::Range(1, 4096));
+    app.add_option("--clients", options.clients, "bots to run")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
     app.add_option("--seconds", options.seconds, "run this long, connects included")
         ->capture_default_str()
         ->check(CLI::Range(0.1, 86400.0));
     app.add_option("--input-hz", options.inputHz, "inputs per second from each bot (0: none)")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 120.0));
-    app.add_option("--connect-spread", options.connectSpreadSeconds, "start the bots' connects over this many seconds")
+    app.add_option("--connect-spread", options.connectSpreadSeconds,
+                   "start the bots' connects over this many seconds")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 3600.0));
     app.add_option("--min-connected", options.minConnected, "exit 2 when fewer bots connected (default: all)")
         ->check(CLI::Range(0, 4096));
     app.add_flag("--json", options.json, "print the report as one JSON object");
-    app.add_option("--token-key", options.tokenKey,
-                   "the server's token key (64 hex digits; default: POLYTOPE_TOKEN_KEY): each bot gets a connect "
-                   "token of its own, as from a backend. Without it, only an --insecure server accepts the bots")
+    app.add_option(
+           "--token-key", options.tokenKey,
+           "the server's token key (64 hex digits; default: POLYTOPE_TOKEN_KEY): each bot gets a connect "
+           "token of its own, as from a backend. Without it, only an --insecure server accepts the bots")
         ->envname("POLYTOPE_TOKEN_KEY");
     app.add_option("--client-id-base", options.clientIdBase,
                    "token client ids are BASE+0 .. BASE+clients-1 (default: random)");
@@ -534,8 +544,8 @@ int main(int argc, char** argv)
         std::fflush(stdout);
         if (runner.connected() < required)
         {
-            std::fprintf(stderr, "polytope-bots: %d of %d bots connected (at least %d required)\n", runner.connected(),
-                         options.clients, required);
+            std::fprintf(stderr, "polytope-bots: %d of %d bots connected (at least %d required)\n",
+                         runner.connected(), options.clients, required);
             return 2;
         }
     }

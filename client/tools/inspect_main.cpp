@@ -43,9 +43,15 @@ using polytope::client::SnapshotBody;
 using polytope::protocol::wire::ShapeKind;
 
 volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void onInterrupt(int) { g_interrupted = 1; }
+extern "C" void onInterrupt(int)
+{
+    g_interrupted = 1;
+}
 
-const char* shapeName(ShapeKind kind) { return polytope::protocol::shapeKindName(kind); }
+const char* shapeName(ShapeKind kind)
+{
+    return polytope::protocol::shapeKindName(kind);
+}
 
 // --- body filter and sort ----------------------------------------------------------------------------------
 
@@ -63,9 +69,9 @@ struct BodyFilter
 
     bool accepts(const SnapshotBody& b) const
     {
-        return (shapes == 0 || (shapes & (1u << static_cast<unsigned>(b.shape))) != 0) && !(movingOnly && b.atRest) &&
-               !(restOnly && !b.atRest) && b.id >= idLow && b.id <= idHigh && b.position[1] >= above &&
-               b.position[1] < below;
+        return (shapes == 0 || (shapes & (1u << static_cast<unsigned>(b.shape))) != 0) &&
+               !(movingOnly && b.atRest) && !(restOnly && !b.atRest) && b.id >= idLow && b.id <= idHigh &&
+               b.position[1] >= above && b.position[1] < below;
     }
 };
 
@@ -162,7 +168,8 @@ bool parseFilter(const std::string& text, BodyFilter& filter, std::string& error
         }
         else
         {
-            error = "unknown filter term '" + term + "' (shape=KIND, moving, rest, id=LO-HI, above=Y, below=Y)";
+            error =
+                "unknown filter term '" + term + "' (shape=KIND, moving, rest, id=LO-HI, above=Y, below=Y)";
             return false;
         }
         if (comma == text.size())
@@ -200,8 +207,10 @@ struct ViewOptions
         {
             return false;
         }
-        static const std::map<std::string, SortKey> keys{
-            {"id", SortKey::Id}, {"speed", SortKey::Speed}, {"height", SortKey::Height}, {"distance", SortKey::Distance}};
+        static const std::map<std::string, SortKey> keys{{"id", SortKey::Id},
+                                                         {"speed", SortKey::Speed},
+                                                         {"height", SortKey::Height},
+                                                         {"distance", SortKey::Distance}};
         const auto it = keys.find(sortText);
         if (it == keys.end())
         {
@@ -216,7 +225,9 @@ struct ViewOptions
 void addViewOptions(CLI::App& app, ViewOptions& options)
 {
     app.add_flag("--json", options.json, "print one JSON object per snapshot instead of the table");
-    app.add_option("--rows", options.rows, "bodies listed in the table")->capture_default_str()->check(CLI::Range(0, 10000));
+    app.add_option("--rows", options.rows, "bodies listed in the table")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 10000));
     app.add_option("--refresh-hz", options.refreshHz, "table refreshes per second")
         ->capture_default_str()
         ->check(CLI::Range(0.1, 60.0));
@@ -225,15 +236,17 @@ void addViewOptions(CLI::App& app, ViewOptions& options)
     app.add_option("--filter", options.filterText,
                    "list only bodies matching every comma-separated term: shape=KIND[|KIND], moving, rest, "
                    "id=N or id=LO-HI, above=Y, below=Y (height y)");
-    app.add_option("--sort", options.sortText, "order of the body list: id, speed (fastest first), height (highest "
-                                               "first), distance (farthest from the origin first)")
+    app.add_option("--sort", options.sortText,
+                   "order of the body list: id, speed (fastest first), height (highest "
+                   "first), distance (farthest from the origin first)")
         ->capture_default_str();
 }
 
 /// Velocity of each body from the previous snapshot (same id and generation), metres per second.
 struct Velocities
 {
-    std::map<std::uint32_t, std::pair<std::uint32_t, std::array<float, 3>>> previous; ///< id -> generation, position
+    std::map<std::uint32_t, std::pair<std::uint32_t, std::array<float, 3>>>
+        previous; ///< id -> generation, position
     double previousTime = 0.0;
     bool havePrevious = false;
     std::map<std::uint32_t, std::array<double, 3>> current;
@@ -278,7 +291,7 @@ double length(const std::array<double, 3>& v)
 /// What the table's header line shows about the source.
 struct SourceInfo
 {
-    std::string title;  ///< "HOST:PORT  scene 'x'  client N  connected" or "FILE  scene 'x'  (replay)"
+    std::string title; ///< "HOST:PORT  scene 'x'  client N  connected" or "FILE  scene 'x'  (replay)"
     std::uint64_t dropped = 0;
     bool showDropped = true;
 };
@@ -286,7 +299,7 @@ struct SourceInfo
 /// The views shared by live mode and replay: the table, JSON lines, and following one body.
 class View
 {
-public:
+  public:
     View(const ViewOptions& options, bool tty) : m_options(options), m_tty(tty) {}
 
     /// Shows one snapshot; `clock` is the time (seconds) the table refresh is paced by.
@@ -324,7 +337,7 @@ public:
         }
     }
 
-private:
+  private:
     void rates(double& snapshotsPerSecond, double& bytesPerSecond) const
     {
         snapshotsPerSecond = bytesPerSecond = 0.0;
@@ -348,8 +361,8 @@ private:
 
     void printJson(const ReceivedSnapshot& s) const
     {
-        const auto json = polytope::client::snapshotJson(
-            s, [&](const SnapshotBody& b) { return m_options.filter.accepts(b); });
+        const auto json = polytope::client::snapshotJson(s, [&](const SnapshotBody& b)
+                                                         { return m_options.filter.accepts(b); });
         std::printf("%s\n", polytope::client::jsonText(json).c_str());
         std::fflush(stdout);
     }
@@ -370,24 +383,25 @@ private:
         }
         if (!m_followHeader)
         {
-            std::printf("%10s %10s %9s %9s %9s  %8s %8s %8s %8s  %8s %8s %8s %8s  %s\n", "tick", "time", "x", "y", "z",
-                        "qx", "qy", "qz", "qw", "vx", "vy", "vz", "speed", "state");
+            std::printf("%10s %10s %9s %9s %9s  %8s %8s %8s %8s  %8s %8s %8s %8s  %s\n", "tick", "time", "x",
+                        "y", "z", "qx", "qy", "qz", "qw", "vx", "vy", "vz", "speed", "state");
             m_followHeader = true;
         }
         if (!present)
         {
-            std::printf("%10llu %10.3f  body %u is not in this snapshot\n", static_cast<unsigned long long>(s.tick),
-                        s.serverTime, id);
+            std::printf("%10llu %10.3f  body %u is not in this snapshot\n",
+                        static_cast<unsigned long long>(s.tick), s.serverTime, id);
         }
         else
         {
             const auto v = m_velocities.of(id);
-            std::printf("%10llu %10.3f %9.3f %9.3f %9.3f  %8.4f %8.4f %8.4f %8.4f  %8.3f %8.3f %8.3f %8.3f  %s %s\n",
-                        static_cast<unsigned long long>(s.tick), s.serverTime, static_cast<double>(it->position[0]),
-                        static_cast<double>(it->position[1]), static_cast<double>(it->position[2]),
-                        static_cast<double>(it->orientation[0]), static_cast<double>(it->orientation[1]),
-                        static_cast<double>(it->orientation[2]), static_cast<double>(it->orientation[3]), v[0], v[1],
-                        v[2], length(v), shapeName(it->shape), it->atRest ? "rest" : "moving");
+            std::printf(
+                "%10llu %10.3f %9.3f %9.3f %9.3f  %8.4f %8.4f %8.4f %8.4f  %8.3f %8.3f %8.3f %8.3f  %s %s\n",
+                static_cast<unsigned long long>(s.tick), s.serverTime, static_cast<double>(it->position[0]),
+                static_cast<double>(it->position[1]), static_cast<double>(it->position[2]),
+                static_cast<double>(it->orientation[0]), static_cast<double>(it->orientation[1]),
+                static_cast<double>(it->orientation[2]), static_cast<double>(it->orientation[3]), v[0], v[1],
+                v[2], length(v), shapeName(it->shape), it->atRest ? "rest" : "moving");
         }
         std::fflush(stdout);
     }
@@ -409,8 +423,8 @@ private:
         {
             std::snprintf(dropped, sizeof dropped, "%llu", static_cast<unsigned long long>(source.dropped));
         }
-        std::printf("%10llu %8zu %12.1f %10.1f %8s\n", static_cast<unsigned long long>(s.tick), s.bodies.size(),
-                    snapshotsPerSecond, bytesPerSecond * 8.0 / 1e3, dropped);
+        std::printf("%10llu %8zu %12.1f %10.1f %8s\n", static_cast<unsigned long long>(s.tick),
+                    s.bodies.size(), snapshotsPerSecond, bytesPerSecond * 8.0 / 1e3, dropped);
         if (m_options.rows > 0)
         {
             std::vector<const SnapshotBody*> listed;
@@ -424,8 +438,8 @@ private:
                 }
             }
             sortBodies(listed);
-            std::printf("\n%6s %4s %-8s %10s %10s %10s %9s  %s\n", "id", "gen", "shape", "x", "y", "z", "speed",
-                        "state");
+            std::printf("\n%6s %4s %-8s %10s %10s %10s %9s  %s\n", "id", "gen", "shape", "x", "y", "z",
+                        "speed", "state");
             int shown = 0;
             for (const SnapshotBody* b : listed)
             {
@@ -434,10 +448,10 @@ private:
                     std::printf("   ... %zu bodies listed, %zu in all\n", listed.size(), s.bodies.size());
                     break;
                 }
-                std::printf("%6u %4u %-8s %10.3f %10.3f %10.3f %9.3f  %s\n", b->id, b->generation, shapeName(b->shape),
-                            static_cast<double>(b->position[0]), static_cast<double>(b->position[1]),
-                            static_cast<double>(b->position[2]), length(m_velocities.of(b->id)),
-                            b->atRest ? "rest" : "moving");
+                std::printf("%6u %4u %-8s %10.3f %10.3f %10.3f %9.3f  %s\n", b->id, b->generation,
+                            shapeName(b->shape), static_cast<double>(b->position[0]),
+                            static_cast<double>(b->position[1]), static_cast<double>(b->position[2]),
+                            length(m_velocities.of(b->id)), b->atRest ? "rest" : "moving");
             }
         }
         if (!m_tty)
@@ -477,7 +491,8 @@ private:
     std::deque<std::pair<double, std::uint64_t>> m_rateWindow; ///< receive time, bytes
 };
 
-// --- live and record ----------------------------------------------------------------------------------------
+// --- live and record
+// ----------------------------------------------------------------------------------------
 
 struct ConnectOptions
 {
@@ -486,7 +501,7 @@ struct ConnectOptions
     double seconds = 0.0;
     double timeout = 5.0;
     std::string name = "polytope-inspect";
-    std::string room; ///< empty: the server's first room
+    std::string room;      ///< empty: the server's first room
     std::string tokenFile; ///< empty: tokenKey, else connect without a token (an --insecure server)
     std::string tokenKey;  ///< hex: make a token with the server's key (operators)
 };
@@ -532,8 +547,8 @@ int runConnected(const ConnectOptions& options, bool quietSummary,
     config.connectTimeoutSeconds = options.timeout;
     config.room = options.room;
     config.spectator = true; // inspecting: no player body
-    if (!polytope::client::toolToken(options.tokenFile, options.tokenKey, options.server, options.room, config.token,
-                                     error))
+    if (!polytope::client::toolToken(options.tokenFile, options.tokenKey, options.server, options.room,
+                                     config.token, error))
     {
         std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
         return 1;
@@ -586,22 +601,25 @@ int runConnected(const ConnectOptions& options, bool quietSummary,
     if (state == polytope::client::ClientState::ConnectTimedOut)
     {
         // A server drops connects without a valid token silently (no amplification, nothing to probe).
-        std::fprintf(stderr,
-                     "polytope-inspect: no answer from %s within %.1f s (is polytope-server running there? %s)\n",
-                     options.server.c_str(), options.timeout,
-                     config.token ? "does it take this token: its key, address, room, expiry, not used before?"
-                                  : "it needs a connect token unless --insecure: --token FILE or --token-key");
+        std::fprintf(
+            stderr,
+            "polytope-inspect: no answer from %s within %.1f s (is polytope-server running there? %s)\n",
+            options.server.c_str(), options.timeout,
+            config.token ? "does it take this token: its key, address, room, expiry, not used before?"
+                         : "it needs a connect token unless --insecure: --token FILE or --token-key");
         return 2;
     }
     if (state == polytope::client::ClientState::ConnectionDenied)
     {
-        std::fprintf(stderr, "polytope-inspect: %s refused the connection (server full?)\n", options.server.c_str());
+        std::fprintf(stderr, "polytope-inspect: %s refused the connection (server full?)\n",
+                     options.server.c_str());
         return 2;
     }
-    if (state == polytope::client::ClientState::ConnectionLost || state == polytope::client::ClientState::ServerClosed)
+    if (state == polytope::client::ClientState::ConnectionLost ||
+        state == polytope::client::ClientState::ServerClosed)
     {
-        std::fprintf(stderr, "polytope-inspect: %s after %llu snapshots\n", polytope::client::clientStateName(state),
-                     static_cast<unsigned long long>(received));
+        std::fprintf(stderr, "polytope-inspect: %s after %llu snapshots\n",
+                     polytope::client::clientStateName(state), static_cast<unsigned long long>(received));
         return 3;
     }
     udp.disconnect();
@@ -617,23 +635,24 @@ int runLive(const ConnectOptions& connect, const ViewOptions& view)
 {
     const bool tty = !view.json && view.followId < 0 && ::isatty(STDOUT_FILENO);
     View table(view, tty);
-    return runConnected(
-        connect, view.json,
-        [&](polytope::client::UdpClient& udp, ReceivedSnapshot& s)
-        {
-            const polytope::client::Client& c = udp.client();
-            SourceInfo source;
-            char title[512];
-            std::snprintf(title, sizeof title, "%s  scene '%s'  client %u  %s  rtt %.1f ms  loss up %.1f%% down %.1f%%",
-                          connect.server.c_str(), c.sceneName().c_str(), c.clientId(),
-                          polytope::client::clientStateName(c.state()), c.rttSeconds() * 1e3, c.lossFraction() * 100.0,
-                          c.receiveLossFraction() * 100.0);
-            source.title = title;
-            source.dropped = c.stats().drops.total();
-            table.onSnapshot(s, udp.now(), source);
-            return true;
-        },
-        {});
+    return runConnected(connect, view.json,
+                        [&](polytope::client::UdpClient& udp, ReceivedSnapshot& s)
+                        {
+                            const polytope::client::Client& c = udp.client();
+                            SourceInfo source;
+                            char title[512];
+                            std::snprintf(
+                                title, sizeof title,
+                                "%s  scene '%s'  client %u  %s  rtt %.1f ms  loss up %.1f%% down %.1f%%",
+                                connect.server.c_str(), c.sceneName().c_str(), c.clientId(),
+                                polytope::client::clientStateName(c.state()), c.rttSeconds() * 1e3,
+                                c.lossFraction() * 100.0, c.receiveLossFraction() * 100.0);
+                            source.title = title;
+                            source.dropped = c.stats().drops.total();
+                            table.onSnapshot(s, udp.now(), source);
+                            return true;
+                        },
+                        {});
 }
 
 int runRecord(const ConnectOptions& connect, const std::string& path)
@@ -647,7 +666,8 @@ int runRecord(const ConnectOptions& connect, const std::string& path)
         [&](polytope::client::UdpClient& udp, ReceivedSnapshot& s)
         {
             if (!writer.isOpen() &&
-                !writer.open(path, polytope::client::RecordingHeader::fromClient(udp.client(), connect.server), error))
+                !writer.open(
+                    path, polytope::client::RecordingHeader::fromClient(udp.client(), connect.server), error))
             {
                 std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
                 return false;
@@ -664,8 +684,8 @@ int runRecord(const ConnectOptions& connect, const std::string& path)
             const double now = udp.now();
             if (now >= nextStatus)
             {
-                std::fprintf(stderr, "%srecording %s: %llu snapshots, %.1f kB%s", tty ? "\r" : "", path.c_str(),
-                             static_cast<unsigned long long>(writer.framesWritten()),
+                std::fprintf(stderr, "%srecording %s: %llu snapshots, %.1f kB%s", tty ? "\r" : "",
+                             path.c_str(), static_cast<unsigned long long>(writer.framesWritten()),
                              static_cast<double>(writer.bytesWritten()) / 1e3, tty ? "   " : "\n");
                 nextStatus = now + (tty ? 0.25 : 5.0);
             }
@@ -688,7 +708,8 @@ int runRecord(const ConnectOptions& connect, const std::string& path)
     return status;
 }
 
-// --- replay and stats ---------------------------------------------------------------------------------------
+// --- replay and stats
+// ---------------------------------------------------------------------------------------
 
 bool openRecording(polytope::client::RecordingReader& reader, const std::string& path)
 {
@@ -718,7 +739,8 @@ int runReplay(const std::string& path, double speed, const ViewOptions& view)
     const bool progressTty = ::isatty(STDERR_FILENO);
     View table(view, tty);
     SourceInfo source;
-    source.title = path + "  scene '" + reader.header().scene + "'  from " + reader.header().server + "  (replay)";
+    source.title =
+        path + "  scene '" + reader.header().scene + "'  from " + reader.header().server + "  (replay)";
     source.showDropped = false;
     const std::size_t count = reader.frameCount();
     // Progress on stderr for long replays: more than 10 s of playing, or more than 2000 frames.
@@ -755,8 +777,8 @@ int runReplay(const std::string& path, double speed, const ViewOptions& view)
         const int percent = static_cast<int>(100 * (i + 1) / count);
         if (showProgress && percent != lastPercent && (progressTty || percent % 10 == 0))
         {
-            std::fprintf(stderr, "%sreplay %s: %3d%% (%zu of %zu snapshots)%s", progressTty ? "\r" : "", path.c_str(),
-                         percent, i + 1, count, progressTty ? "" : "\n");
+            std::fprintf(stderr, "%sreplay %s: %3d%% (%zu of %zu snapshots)%s", progressTty ? "\r" : "",
+                         path.c_str(), percent, i + 1, count, progressTty ? "" : "\n");
             lastPercent = percent;
         }
     }
@@ -786,38 +808,42 @@ int runStats(const std::string& path, bool json)
         {
             if (showProgress && all > 0)
             {
-                std::fprintf(stderr, "%sreading %s: %3zu%%%s", progressTty ? "\r" : "", path.c_str(), 100 * done / all,
-                             progressTty ? (done == all ? "\n" : "") : "\n");
+                std::fprintf(stderr, "%sreading %s: %3zu%%%s", progressTty ? "\r" : "", path.c_str(),
+                             100 * done / all, progressTty ? (done == all ? "\n" : "") : "\n");
             }
         });
     const auto& h = reader.header();
     if (json)
     {
-        std::printf("%s\n",
-                    polytope::client::jsonText(
-                        polytope::client::recordingSummaryJson(path, h, s, reader.indexRebuilt()))
-                        .c_str());
+        std::printf("%s\n", polytope::client::jsonText(
+                                polytope::client::recordingSummaryJson(path, h, s, reader.indexRebuilt()))
+                                .c_str());
     }
     else
     {
-        std::printf("recording     %s%s\n", path.c_str(), reader.indexRebuilt() ? "  (not closed: index rebuilt)" : "");
+        std::printf("recording     %s%s\n", path.c_str(),
+                    reader.indexRebuilt() ? "  (not closed: index rebuilt)" : "");
         std::printf("scene         '%s' from %s, %d ticks/s, %d snapshots/s announced\n", h.scene.c_str(),
                     h.server.c_str(), h.tickRateHz, h.snapshotRateHz);
         std::printf("snapshots     %llu, ticks %llu .. %llu\n", static_cast<unsigned long long>(s.frames),
-                    static_cast<unsigned long long>(s.firstTick), static_cast<unsigned long long>(s.lastTick));
-        std::printf("duration      %.3f s of server time (%.3f s received), %.2f snapshots/s\n", s.durationSeconds,
-                    s.receiveSpanSeconds, s.snapshotsPerSecond);
+                    static_cast<unsigned long long>(s.firstTick),
+                    static_cast<unsigned long long>(s.lastTick));
+        std::printf("duration      %.3f s of server time (%.3f s received), %.2f snapshots/s\n",
+                    s.durationSeconds, s.receiveSpanSeconds, s.snapshotsPerSecond);
         std::printf("bodies        mean %.1f, max %zu\n", s.meanBodies, s.maxBodies);
         std::printf("bytes         %llu received as snapshots (%.1f kbit/s), file %llu\n",
                     static_cast<unsigned long long>(s.snapshotBytes),
-                    s.durationSeconds > 0.0 ? static_cast<double>(s.snapshotBytes) * 8.0 / 1e3 / s.durationSeconds : 0.0,
+                    s.durationSeconds > 0.0
+                        ? static_cast<double>(s.snapshotBytes) * 8.0 / 1e3 / s.durationSeconds
+                        : 0.0,
                     static_cast<unsigned long long>(s.fileBytes));
         std::printf("gaps          %llu (%llu snapshots missing; largest %.3f s)\n",
-                    static_cast<unsigned long long>(s.gaps), static_cast<unsigned long long>(s.missingSnapshots),
-                    s.largestGapSeconds);
+                    static_cast<unsigned long long>(s.gaps),
+                    static_cast<unsigned long long>(s.missingSnapshots), s.largestGapSeconds);
         if (s.corruptFrames > 0)
         {
-            std::printf("corrupt       %llu frames could not be read\n", static_cast<unsigned long long>(s.corruptFrames));
+            std::printf("corrupt       %llu frames could not be read\n",
+                        static_cast<unsigned long long>(s.corruptFrames));
         }
     }
     return s.corruptFrames > 0 ? 4 : 0;
@@ -837,7 +863,8 @@ int runAdmin(const std::string& server, const std::vector<std::string>& words, s
     }
     if (key.empty())
     {
-        std::fprintf(stderr, "polytope-inspect: admin needs the server's admin key (--key or POLYTOPE_ADMIN_KEY)\n");
+        std::fprintf(stderr,
+                     "polytope-inspect: admin needs the server's admin key (--key or POLYTOPE_ADMIN_KEY)\n");
         return 1;
     }
     polytope::protocol::AdminCommandFields command;
@@ -902,8 +929,10 @@ int runAdmin(const std::string& server, const std::vector<std::string>& words, s
     }
     if (!ok)
     {
-        std::fprintf(stderr, "polytope-inspect: admin commands: status | pause | resume | step N | reset | load SCENE | "
-                             "gravity X Y Z | timescale S | kick CLIENT_ID\n");
+        std::fprintf(
+            stderr,
+            "polytope-inspect: admin commands: status | pause | resume | step N | reset | load SCENE | "
+            "gravity X Y Z | timescale S | kick CLIENT_ID\n");
         return 1;
     }
     std::string host;
@@ -922,9 +951,9 @@ int runAdmin(const std::string& server, const std::vector<std::string>& words, s
     }
     if (!outcome.replied)
     {
-        std::fprintf(stderr,
-                     "polytope-inspect: no reply from %s within %.1f s (wrong key, admin off, or no server)\n",
-                     server.c_str(), timeout);
+        std::fprintf(
+            stderr, "polytope-inspect: no reply from %s within %.1f s (wrong key, admin off, or no server)\n",
+            server.c_str(), timeout);
         return 2;
     }
     std::printf("%s\n", outcome.message.c_str());
@@ -938,7 +967,8 @@ int main(int argc, char** argv)
     ConnectOptions live;
     ViewOptions view;
 
-    CLI::App app{"polytope-inspect: shows the state of a running polytope-server, records it and replays recordings"};
+    CLI::App app{
+        "polytope-inspect: shows the state of a running polytope-server, records it and replays recordings"};
     app.footer("Without a subcommand: the live view of HOST:PORT. See docs/INSPECT.md.");
     app.add_option("server", live.server, "HOST:PORT of the server (live view)");
     addConnectOptions(app, live);
@@ -946,7 +976,8 @@ int main(int argc, char** argv)
 
     ConnectOptions recordOptions;
     std::string recordFile;
-    CLI::App* record = app.add_subcommand("record", "record the snapshots of HOST:PORT to FILE (Ctrl-C stops)");
+    CLI::App* record =
+        app.add_subcommand("record", "record the snapshots of HOST:PORT to FILE (Ctrl-C stops)");
     record->add_option("server", recordOptions.server, "HOST:PORT of the server")->required();
     record->add_option("file", recordFile, "recording to write (replaced)")->required();
     addConnectOptions(*record, recordOptions);
@@ -1009,7 +1040,8 @@ int main(int argc, char** argv)
     }
     if (live.server.empty())
     {
-        std::fprintf(stderr, "polytope-inspect: HOST:PORT is required (or a subcommand: record, replay, stats)\n%s",
+        std::fprintf(stderr,
+                     "polytope-inspect: HOST:PORT is required (or a subcommand: record, replay, stats)\n%s",
                      app.help().c_str());
         return 1;
     }

@@ -10,7 +10,10 @@ namespace polytope::viewer
 namespace
 {
 
-const char* shapeName(ShapeKind kind) { return polytope::protocol::shapeKindName(kind); }
+const char* shapeName(ShapeKind kind)
+{
+    return polytope::protocol::shapeKindName(kind);
+}
 
 void row3(const char* label, const std::array<float, 3>& v)
 {

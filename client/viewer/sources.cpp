@@ -493,7 +493,8 @@ class LiveSource final : public ViewSource
         if (c.state() == client::ClientState::ConnectTimedOut)
         {
             return "no answer from " + m_server +
-                   " (is polytope-server running there? It needs a connect token unless --insecure: --token or "
+                   " (is polytope-server running there? It needs a connect token unless --insecure: --token "
+                   "or "
                    "--token-key)";
         }
         return m_server + ": " + client::clientStateName(c.state());
@@ -653,7 +654,10 @@ class ReplaySource final : public ViewSource
 } // namespace
 
 #if POLYTOPE_VIEWER_LOCAL_SIM
-bool localScenesAvailable() { return true; }
+bool localScenesAvailable()
+{
+    return true;
+}
 
 std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::string& error)
 {
@@ -665,7 +669,10 @@ std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::st
     return source;
 }
 #else
-bool localScenesAvailable() { return false; }
+bool localScenesAvailable()
+{
+    return false;
+}
 
 std::unique_ptr<ViewSource> makeLocalSource(const LocalOptions& options, std::string& error)
 {

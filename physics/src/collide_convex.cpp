@@ -618,8 +618,8 @@ ContactManifold boxBoxFaceContact(const BoxShape& a, const BoxShape& b, const Tr
         for (int k = 0; k < 4; ++k)
         {
             const int vertex = loop[k];
-            const Vec3 corner = origin + scaledAxes[0] * signOfBit(vertex, 0) + scaledAxes[1] * signOfBit(vertex, 1) +
-                                scaledAxes[2] * signOfBit(vertex, 2);
+            const Vec3 corner = origin + scaledAxes[0] * signOfBit(vertex, 0) +
+                                scaledAxes[1] * signOfBit(vertex, 1) + scaledAxes[2] * signOfBit(vertex, 2);
             polygon->push({corner, previousEdge, loopEdges[k]});
             previousEdge = loopEdges[k];
         }
@@ -779,7 +779,8 @@ DirectionOutcome contactDirection(const SupportA& a, const SupportB& b, const Ve
             return DirectionOutcome::Undecided;
         }
         hint.direction = toFloat(gjk.closest * (-1.0 / length));
-        return DirectionOutcome::Found; // no bounds: SAT separations of apart shapes can be below the distance
+        return DirectionOutcome::Found; // no bounds: SAT separations of apart shapes can be below the
+                                        // distance
     }
     if (gjk.status != GjkStatus::Intersecting)
     {
@@ -825,8 +826,8 @@ ContactManifold collidePolyhedra(const HullView& a, const HullView& b, const Tra
             {
                 return manifold;
             }
-            // Rare (about 1% of deep overlaps): the face axis left nothing after clipping. manifoldFromSat then
-            // falls back on the best edge pair, which must be the global one (a local one can be much
+            // Rare (about 1% of deep overlaps): the face axis left nothing after clipping. manifoldFromSat
+            // then falls back on the best edge pair, which must be the global one (a local one can be much
             // deeper), and the local search may have skipped or missed it: take the exhaustive SAT.
             break;
         }
@@ -907,14 +908,16 @@ ContactManifold collideBoxHull(const BoxShape& a, const ConvexHull& b, const Tra
                                float speculativeMarginMeters)
 {
     const BoxAsHull hullA = boxAsHull(a);
-    return collidePolyhedra(hullA.view(), viewOf(b), bInA, supportOf(a), supportOf(b), speculativeMarginMeters);
+    return collidePolyhedra(hullA.view(), viewOf(b), bInA, supportOf(a), supportOf(b),
+                            speculativeMarginMeters);
 }
 
 ContactManifold collideHullBox(const ConvexHull& a, const BoxShape& b, const Transform& bInA,
                                float speculativeMarginMeters)
 {
     const BoxAsHull hullB = boxAsHull(b);
-    return collidePolyhedra(viewOf(a), hullB.view(), bInA, supportOf(a), supportOf(b), speculativeMarginMeters);
+    return collidePolyhedra(viewOf(a), hullB.view(), bInA, supportOf(a), supportOf(b),
+                            speculativeMarginMeters);
 }
 
 ContactManifold collideBoxPlane(const BoxShape& a, const PlaneShape& b, const Transform& bInA,

@@ -67,7 +67,8 @@ ShapeValidation checkPositive(const char* what, float v)
     }
     if (v > kMaxShapeSizeMeters)
     {
-        return fail(ShapeError::TooLarge, std::string(what) + " must be at most 1e6 m, got " + std::to_string(v));
+        return fail(ShapeError::TooLarge,
+                    std::string(what) + " must be at most 1e6 m, got " + std::to_string(v));
     }
     return {};
 }

@@ -164,8 +164,8 @@ struct LowestByScan
 /// Separation of B from face `i` of A: B's lowest point along the face normal, above the face plane.
 /// `rotation` is toMat3(bInA.q); the support of B is found in B's frame, so B's vertices need no transform.
 template <typename Lowest>
-inline float faceOfASeparation(const HullView& a, const HullView& b, const Transform& bInA, const Mat3& rotation,
-                               int i, Lowest& lowestOf)
+inline float faceOfASeparation(const HullView& a, const HullView& b, const Transform& bInA,
+                               const Mat3& rotation, int i, Lowest& lowestOf)
 {
     const HullFace& face = a.faces[i];
     const float lowest = lowestOf(b, mulTransposed(rotation, face.normal));
@@ -174,8 +174,8 @@ inline float faceOfASeparation(const HullView& a, const HullView& b, const Trans
 
 /// Separation of A from face `j` of B; `normalInA` receives the face normal in A's frame.
 template <typename Lowest>
-inline float faceOfBSeparation(const HullView& a, const HullView& b, const Transform& bInA, const Mat3& rotation,
-                               int j, Lowest& lowestOf, Vec3& normalInA)
+inline float faceOfBSeparation(const HullView& a, const HullView& b, const Transform& bInA,
+                               const Mat3& rotation, int j, Lowest& lowestOf, Vec3& normalInA)
 {
     const HullFace& face = b.faces[j];
     normalInA = rotation * face.normal;
@@ -416,8 +416,8 @@ inline int faceAcross(const HullView& hull, int e, int face)
 /// face edges while a neighbour separates more. The search stops as soon as a face reaches `good` (no face
 /// can do meaningfully better) or `maxSeparation` (separating). `separationOf(face)` is the exact query.
 template <typename SeparationOf>
-int localBestFace(const HullView& hull, int startVertex, const Vec3& direction, float good, float maxSeparation,
-                  SeparationOf separationOf, float& bestSeparation)
+int localBestFace(const HullView& hull, int startVertex, const Vec3& direction, float good,
+                  float maxSeparation, SeparationOf separationOf, float& bestSeparation)
 {
     SmallIndexSet seen;
     int best = -1;
@@ -527,10 +527,12 @@ SatResult satHullsNear(const HullView& a, const HullView& b, const Transform& bI
         float separationB;
         const int faceB = localBestFace(
             b, supportB, directionInB, hint.separationLowerBound, maxSeparation,
-            [&](int j) { return faceOfBSeparation(a, b, bInA, rotation, j, lowest, normalInA); }, separationB);
+            [&](int j) { return faceOfBSeparation(a, b, bInA, rotation, j, lowest, normalInA); },
+            separationB);
         if (faceB >= 0)
         {
-            result.bestFaceB = {SatFeature::FaceOfB, separationB, -(rotation * b.faces[faceB].normal), -1, faceB};
+            result.bestFaceB = {SatFeature::FaceOfB, separationB, -(rotation * b.faces[faceB].normal), -1,
+                                faceB};
             if (separationB > maxSeparation)
             {
                 result.separated = true;
@@ -662,7 +664,8 @@ HullView viewOf(const ConvexHull& hull)
     view.faces = hull.faces.data();
     view.faceVertices = hull.faceVertices.data();
     view.edges = hull.edges.data();
-    if (hull.faceEdges.size() == hull.faceVertices.size() && hull.vertexEdgeStart.size() == hull.vertices.size() + 1 &&
+    if (hull.faceEdges.size() == hull.faceVertices.size() &&
+        hull.vertexEdgeStart.size() == hull.vertices.size() + 1 &&
         hull.vertexEdges.size() == 2 * hull.edges.size())
     {
         view.faceEdges = hull.faceEdges.data();
@@ -810,8 +813,9 @@ SatResult satBoxes(const BoxShape& a, const BoxShape& b, const Transform& bInA, 
     {
         winners |= static_cast<unsigned>(edgeSeparations[e] == bestEdgeSeparation) << e;
     }
-    best = winners != 0 && bestEdgeSeparation > -std::numeric_limits<float>::infinity() ? std::countr_zero(winners)
-                                                                                       : -1;
+    best = winners != 0 && bestEdgeSeparation > -std::numeric_limits<float>::infinity()
+               ? std::countr_zero(winners)
+               : -1;
     if (best >= 0)
     {
         const float bestLength = std::sqrt(length2s[best]);

@@ -409,8 +409,8 @@ bool parseSceneName(std::string_view name, SceneName& out, std::string& error)
         }
     }
     error = "unknown scene '" + std::string(name) + "'; accepted: " + acceptedSceneNames() +
-            " (pile and stack: N = 1.." + std::to_string(kMaxSizedSceneCubes) +
-            "; pyramid: N = 1.." + std::to_string(kMaxPyramidBase) + ")";
+            " (pile and stack: N = 1.." + std::to_string(kMaxSizedSceneCubes) + "; pyramid: N = 1.." +
+            std::to_string(kMaxPyramidBase) + ")";
     return false;
 }
 

@@ -191,8 +191,8 @@ Aabb tightBoxOf(const Shape& s, const Transform& xf, std::span<const ConvexHull>
 }
 
 World::World(const WorldConfig& config)
-    : m_config(config),
-      m_fatBoxPolicy{config.broadphaseMargin, kFatBoxShrinkSlackInMargins * config.broadphaseMargin},
+    : m_config(config), m_fatBoxPolicy{config.broadphaseMargin,
+                                       kFatBoxShrinkSlackInMargins * config.broadphaseMargin},
       m_broadphase(
           [&]
           {
@@ -1121,13 +1121,13 @@ void World::solve(float dt)
     {
         integrateVelocities(bodies, m_solverMotions, h, m_config.maxLinearSpeed);
         warmStartContacts(constraints, bodies);
-        solveContacts(constraints, bodies, inverseH, m_config.contactPushoutVelocity,
-                      m_config.linearSlop, true);
+        solveContacts(constraints, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
+                      true);
         integratePositions(bodies, m_solverMotions, h);
         for (int relax = 0; relax < m_config.relaxIterations; ++relax)
         {
-            solveContacts(constraints, bodies, inverseH, m_config.contactPushoutVelocity,
-                          m_config.linearSlop, false);
+            solveContacts(constraints, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
+                          false);
         }
     }
     applyRestitution(constraints, bodies, m_config.restitutionThreshold);

@@ -563,7 +563,8 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         }
         const bool speedOk = length(s.linearVelocity) <= 1.001f * m_config.maxLinearSpeed + 1e-3f &&
                              length(s.angularVelocity) < 1e6f;
-        const bool massOk = s.inverseMass <= kMaxInverseMass && plausibleInertia(s.inertiaLocal, kMaxInertiaEntry) &&
+        const bool massOk = s.inverseMass <= kMaxInverseMass &&
+                            plausibleInertia(s.inertiaLocal, kMaxInertiaEntry) &&
                             plausibleInertia(s.inverseInertiaLocal, kMaxInverseInertiaEntry);
         if (!poseOk || !boxOk || !speedOk || !massOk)
         {
@@ -649,8 +650,8 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
             if (!(c.normalImpulse[p] >= 0.0f && c.normalImpulse[p] <= kMaxContactImpulse) ||
                 !(std::fabs(c.tangentImpulse1[p]) <= kMaxContactImpulse) ||
                 !(std::fabs(c.tangentImpulse2[p]) <= kMaxContactImpulse) ||
-                !(std::fabs(cp.separation) <= kMaxPointCoordinate) || !(maxAbs(cp.pointA) <= kMaxPointCoordinate) ||
-                !(maxAbs(cp.pointB) <= kMaxPointCoordinate))
+                !(std::fabs(cp.separation) <= kMaxPointCoordinate) ||
+                !(maxAbs(cp.pointA) <= kMaxPointCoordinate) || !(maxAbs(cp.pointB) <= kMaxPointCoordinate))
             {
                 return fail(RestoreStatus::Corrupt);
             }
@@ -658,8 +659,8 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         c.friction = r.f32();
         c.restitution = r.f32();
         const float normalLength2 = lengthSquared(c.manifold.normal);
-        if (!(normalLength2 > 0.99f && normalLength2 < 1.01f) || c.friction < 0.0f || c.friction > kMaxFriction ||
-            c.restitution < 0.0f || c.restitution > 1.0f)
+        if (!(normalLength2 > 0.99f && normalLength2 < 1.01f) || c.friction < 0.0f ||
+            c.friction > kMaxFriction || c.restitution < 0.0f || c.restitution > 1.0f)
         {
             return fail(RestoreStatus::Corrupt);
         }

@@ -38,7 +38,8 @@ AdminMac adminMac(const AdminMacKey& key, std::span<const std::uint8_t> command)
     return mac;
 }
 
-bool verifyAdminMac(const AdminMacKey& key, std::span<const std::uint8_t> command, std::span<const std::uint8_t> mac)
+bool verifyAdminMac(const AdminMacKey& key, std::span<const std::uint8_t> command,
+                    std::span<const std::uint8_t> mac)
 {
     if (mac.size() != kAdminMacBytes || !sodiumReady())
     {

@@ -14,16 +14,25 @@ constexpr flatbuffers::uoffset_t kMaxVerifierTables = 16;
 /// File identifier of an AdminCommand buffer (it is not a Packet).
 constexpr const char* kAdminCommandIdentifier = "PLTA";
 
-bool finite(const wire::Vec3f& v) { return std::isfinite(v.x()) && std::isfinite(v.y()) && std::isfinite(v.z()); }
+bool finite(const wire::Vec3f& v)
+{
+    return std::isfinite(v.x()) && std::isfinite(v.y()) && std::isfinite(v.z());
+}
 
 template <class Enum> bool validEnum(Enum value)
 {
     return static_cast<std::uint8_t>(value) <= static_cast<std::uint8_t>(Enum::MAX);
 }
 
-bool validName(const flatbuffers::String* name) { return !name || name->size() <= kMaxClientNameBytes; }
+bool validName(const flatbuffers::String* name)
+{
+    return !name || name->size() <= kMaxClientNameBytes;
+}
 
-bool validRoom(const flatbuffers::String* room) { return !room || room->size() <= kMaxRoomNameBytes; }
+bool validRoom(const flatbuffers::String* room)
+{
+    return !room || room->size() <= kMaxRoomNameBytes;
+}
 
 bool validCookie(const flatbuffers::Vector<std::uint8_t>* cookie)
 {
@@ -191,7 +200,10 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
     return false;
 }
 
-wire::Vec3f toWire(const std::array<float, 3>& v) { return wire::Vec3f(v[0], v[1], v[2]); }
+wire::Vec3f toWire(const std::array<float, 3>& v)
+{
+    return wire::Vec3f(v[0], v[1], v[2]);
+}
 
 } // namespace
 
@@ -447,17 +459,18 @@ PacketWriter::PacketWriter() : m_builder(kMaxDatagramBytes + 256)
 std::span<const std::uint8_t> PacketWriter::finish(const HeaderFields& fields, wire::PacketType type,
                                                    flatbuffers::Offset<void> message)
 {
-    const wire::PacketHeader header(kProtocolId, kProtocolVersion, type, fields.flags, fields.sequence, fields.ack,
-                                    fields.ackBits);
+    const wire::PacketHeader header(kProtocolId, kProtocolVersion, type, fields.flags, fields.sequence,
+                                    fields.ack, fields.ackBits);
     const auto packet = wire::CreatePacket(m_builder, &header, static_cast<wire::Message>(type), message);
     wire::FinishPacketBuffer(m_builder, packet);
     return {m_builder.GetBufferPointer(), m_builder.GetSize()};
 }
 
-std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
+std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header,
+                                                   std::span<const std::uint8_t> cookie,
                                                    std::string_view clientName, std::string_view room,
-                                                   std::uint16_t snapshotRateHz, bool spectator, bool isResponse,
-                                                   const TokenCredentialFields* token)
+                                                   std::uint16_t snapshotRateHz, bool spectator,
+                                                   bool isResponse, const TokenCredentialFields* token)
 {
     // Pad so that the finished datagram is at least kMinConnectRequestBytes. The padding vector's payload
     // is the size we still need after everything else; a first pass measures the rest.
@@ -483,8 +496,9 @@ std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, s
         if (isResponse)
         {
             const auto cookieOffset = m_builder.CreateVector(cookie.data(), cookie.size());
-            const auto message = wire::CreateChallengeResponse(m_builder, cookieOffset, nameOffset, paddingOffset,
-                                                               roomOffset, snapshotRateHz, spectator, tokenOffset);
+            const auto message =
+                wire::CreateChallengeResponse(m_builder, cookieOffset, nameOffset, paddingOffset, roomOffset,
+                                              snapshotRateHz, spectator, tokenOffset);
             bytes = finish(header, wire::PacketType::ChallengeResponse, message.Union());
         }
         else
@@ -502,13 +516,15 @@ std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header, s
     return {m_builder.GetBufferPointer(), m_builder.GetSize()};
 }
 
-std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& header, std::string_view clientName,
-                                                          std::string_view room, const TokenCredentialFields* token)
+std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& header,
+                                                           std::string_view clientName, std::string_view room,
+                                                           const TokenCredentialFields* token)
 {
     return padded(header, {}, clientName, room, 0, false, false, token);
 }
 
-std::span<const std::uint8_t> PacketWriter::challenge(const HeaderFields& header, std::span<const std::uint8_t> cookie)
+std::span<const std::uint8_t> PacketWriter::challenge(const HeaderFields& header,
+                                                      std::span<const std::uint8_t> cookie)
 {
     m_builder.Clear();
     const auto cookieOffset = m_builder.CreateVector(cookie.data(), cookie.size());
@@ -516,16 +532,15 @@ std::span<const std::uint8_t> PacketWriter::challenge(const HeaderFields& header
     return finish(header, wire::PacketType::Challenge, message.Union());
 }
 
-std::span<const std::uint8_t> PacketWriter::challengeResponse(const HeaderFields& header,
-                                                              std::span<const std::uint8_t> cookie,
-                                                              std::string_view clientName, std::string_view room,
-                                                              std::uint16_t snapshotRateHz, bool spectator,
-                                                              const TokenCredentialFields* token)
+std::span<const std::uint8_t> PacketWriter::challengeResponse(
+    const HeaderFields& header, std::span<const std::uint8_t> cookie, std::string_view clientName,
+    std::string_view room, std::uint16_t snapshotRateHz, bool spectator, const TokenCredentialFields* token)
 {
     return padded(header, cookie, clientName, room, snapshotRateHz, spectator, true, token);
 }
 
-std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& header, const SessionParameters& session)
+std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& header,
+                                                            const SessionParameters& session)
 {
     m_builder.Clear();
     const std::string_view name = std::string_view(session.scene).substr(0, kMaxSceneNameBytes);
@@ -534,10 +549,10 @@ std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& 
     const auto roomOffset = m_builder.CreateString(room.data(), room.size());
     const wire::Vec3f boundsMin = toWire(session.position.boundsMin);
     const wire::Vec3f boundsMax = toWire(session.position.boundsMax);
-    const auto message = wire::CreateConnectAccepted(m_builder, session.clientId, session.tickRateHz,
-                                                     session.snapshotRateHz, sceneOffset, &boundsMin, &boundsMax,
-                                                     session.position.stepsPerMetre, session.maxBaselineAgeTicks,
-                                                     session.firstTick, roomOffset);
+    const auto message =
+        wire::CreateConnectAccepted(m_builder, session.clientId, session.tickRateHz, session.snapshotRateHz,
+                                    sceneOffset, &boundsMin, &boundsMax, session.position.stepsPerMetre,
+                                    session.maxBaselineAgeTicks, session.firstTick, roomOffset);
     return finish(header, wire::PacketType::ConnectAccepted, message.Union());
 }
 
@@ -572,13 +587,15 @@ std::span<const std::uint8_t> PacketWriter::catalogue(const HeaderFields& header
     return finish(header, wire::PacketType::Catalogue, message.Union());
 }
 
-std::span<const std::uint8_t> PacketWriter::clientInput(const HeaderFields& header, std::span<const InputCommand> inputs)
+std::span<const std::uint8_t> PacketWriter::clientInput(const HeaderFields& header,
+                                                        std::span<const InputCommand> inputs)
 {
     m_builder.Clear();
     m_inputStaging.clear();
     for (const InputCommand& in : inputs)
     {
-        m_inputStaging.emplace_back(in.tick, in.sequence, in.bodyId, in.bodyGeneration, toWire(in.vector), in.kind);
+        m_inputStaging.emplace_back(in.tick, in.sequence, in.bodyId, in.bodyGeneration, toWire(in.vector),
+                                    in.kind);
     }
     flatbuffers::Offset<flatbuffers::Vector<const wire::Input*>> vector = 0;
     if (!m_inputStaging.empty())
@@ -596,7 +613,8 @@ std::span<const std::uint8_t> PacketWriter::keepAlive(const HeaderFields& header
     return finish(header, wire::PacketType::KeepAlive, message.Union());
 }
 
-std::span<const std::uint8_t> PacketWriter::disconnect(const HeaderFields& header, wire::DisconnectReason reason)
+std::span<const std::uint8_t> PacketWriter::disconnect(const HeaderFields& header,
+                                                       wire::DisconnectReason reason)
 {
     m_builder.Clear();
     const auto message = wire::CreateDisconnect(m_builder, reason);
@@ -604,8 +622,8 @@ std::span<const std::uint8_t> PacketWriter::disconnect(const HeaderFields& heade
 }
 
 std::span<const std::uint8_t> PacketWriter::adminRequest(const HeaderFields& header,
-                                                        std::span<const std::uint8_t> command,
-                                                        std::span<const std::uint8_t> mac)
+                                                         std::span<const std::uint8_t> command,
+                                                         std::span<const std::uint8_t> mac)
 {
     std::size_t padding = 0;
     for (int pass = 0; pass < 2; ++pass)
@@ -627,8 +645,9 @@ std::span<const std::uint8_t> PacketWriter::adminRequest(const HeaderFields& hea
     return {m_builder.GetBufferPointer(), m_builder.GetSize()};
 }
 
-std::span<const std::uint8_t> PacketWriter::adminReply(const HeaderFields& header, std::uint64_t nonce, bool ok,
-                                                      std::string_view message, const AdminMacKey* key)
+std::span<const std::uint8_t> PacketWriter::adminReply(const HeaderFields& header, std::uint64_t nonce,
+                                                       bool ok, std::string_view message,
+                                                       const AdminMacKey* key)
 {
     m_builder.Clear();
     const std::string_view text = message.substr(0, kMaxAdminMessageBytes);
@@ -651,8 +670,8 @@ std::vector<std::uint8_t> encodeAdminCommand(const AdminCommandFields& c)
     const auto roomOffset = builder.CreateString(room.data(), room.size());
     const auto textOffset = builder.CreateString(text.data(), text.size());
     const wire::Vec3f vector = toWire(c.vector);
-    const auto command =
-        wire::CreateAdminCommand(builder, roomOffset, c.nonce, c.time, c.op, c.count, c.value, &vector, textOffset);
+    const auto command = wire::CreateAdminCommand(builder, roomOffset, c.nonce, c.time, c.op, c.count,
+                                                  c.value, &vector, textOffset);
     builder.Finish(command, kAdminCommandIdentifier);
     return {builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize()};
 }
@@ -679,8 +698,9 @@ bool decodeAdminCommand(std::span<const std::uint8_t> bytes, AdminCommandFields&
         return false;
     }
     const auto* c = flatbuffers::GetRoot<wire::AdminCommand>(aligned.data());
-    if (!validRoom(c->room()) || (c->text() && c->text()->size() > kMaxAdminTextBytes) || !validEnum(c->op()) ||
-        !std::isfinite(c->time()) || !std::isfinite(c->value()) || (c->vector() && !finite(*c->vector())))
+    if (!validRoom(c->room()) || (c->text() && c->text()->size() > kMaxAdminTextBytes) ||
+        !validEnum(c->op()) || !std::isfinite(c->time()) || !std::isfinite(c->value()) ||
+        (c->vector() && !finite(*c->vector())))
     {
         return false;
     }
@@ -725,6 +745,9 @@ bool AckTracker::hasReceived(std::uint16_t sequence) const
     return !m_received.empty() && m_received.contains(unwrap(sequence));
 }
 
-bool AckTracker::onReceived(std::uint16_t sequence) { return m_received.record(unwrap(sequence)); }
+bool AckTracker::onReceived(std::uint16_t sequence)
+{
+    return m_received.record(unwrap(sequence));
+}
 
 } // namespace polytope::protocol

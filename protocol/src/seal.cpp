@@ -18,7 +18,6 @@ static_assert(crypto_aead_chacha20poly1305_IETF_NPUBBYTES == 12);
 
 constexpr std::size_t kAdditionalBytes = kSealedHeaderBytes + 2;
 
-
 void put64(std::uint8_t* out, std::uint64_t value)
 {
     for (int i = 0; i < 8; ++i)

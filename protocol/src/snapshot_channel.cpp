@@ -8,7 +8,8 @@ namespace polytope::protocol
 // ------------------------------------------------------------------------------------- SnapshotHistory
 
 SnapshotHistory::SnapshotHistory(std::uint32_t maxBaselineAgeTicks)
-    : m_maxAge(std::max<std::uint32_t>(1, maxBaselineAgeTicks)), m_slots(static_cast<std::size_t>(m_maxAge) + 1)
+    : m_maxAge(std::max<std::uint32_t>(1, maxBaselineAgeTicks)),
+      m_slots(static_cast<std::size_t>(m_maxAge) + 1)
 {
 }
 
@@ -87,7 +88,8 @@ void SnapshotSendState::onSliceSent(std::uint64_t tick, std::uint16_t sequence, 
         }
     }
     sent = {tick, sequence, true};
-    auto it = std::find_if(m_pending.begin(), m_pending.end(), [&](const PendingTick& p) { return p.tick == tick; });
+    auto it = std::find_if(m_pending.begin(), m_pending.end(),
+                           [&](const PendingTick& p) { return p.tick == tick; });
     if (it == m_pending.end())
     {
         m_pending.push_back({tick, sliceCount});

@@ -24,7 +24,6 @@ constexpr std::size_t kTagBytes = 16;
 constexpr std::size_t kMaxPrivateBytes = kMaxSealedTokenBytes - kTagBytes;
 constexpr std::size_t kAdditionalBytes = 4 + 4 + 2 + 8;
 
-
 /// "PLTK", the protocol id, the version and the expire time: what the seal binds besides the plaintext.
 void additionalOf(std::uint64_t expireTime, std::uint8_t (&ad)[kAdditionalBytes])
 {

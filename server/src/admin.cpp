@@ -22,8 +22,9 @@ constexpr std::size_t kMaxNoncesRemembered = 4096;
 
 bool Server::freshNonce(std::uint64_t nonce, double wallNow)
 {
-    while (!m_nonceOrder.empty() && (m_nonceOrder.front().first < wallNow - 2.0 * protocol::kAdminTimeWindowSeconds ||
-                                     m_nonceOrder.size() >= kMaxNoncesRemembered))
+    while (!m_nonceOrder.empty() &&
+           (m_nonceOrder.front().first < wallNow - 2.0 * protocol::kAdminTimeWindowSeconds ||
+            m_nonceOrder.size() >= kMaxNoncesRemembered))
     {
         m_nonces.erase(m_nonceOrder.front().second);
         m_nonceOrder.pop_front();
@@ -80,12 +81,14 @@ void Server::handleAdmin(const protocol::Address& from, const wire::Packet& pack
     if (target == nullptr)
     {
         ++m_metrics.adminUnknownRoom;
-        send(from, m_writer.adminReply({}, fields.nonce, false, "no room '" + fields.room + "'", &m_adminKey));
+        send(from,
+             m_writer.adminReply({}, fields.nonce, false, "no room '" + fields.room + "'", &m_adminKey));
         return;
     }
     ++m_metrics.adminAccepted;
     // Carried out by the room between two of its ticks; the room replies.
-    hostOf(*target).post([fields, from, now, key = m_adminKey](Room& room) { room.runAdmin(fields, from, now, key); });
+    hostOf(*target).post([fields, from, now, key = m_adminKey](Room& room)
+                         { room.runAdmin(fields, from, now, key); });
 }
 
 } // namespace polytope::server

@@ -26,7 +26,10 @@ std::chrono::microseconds toMicroseconds(double seconds)
 
 AgonesSdk::AgonesSdk(AgonesSdkConfig config) : m_config(std::move(config)) {}
 
-AgonesSdk::~AgonesSdk() { stopHealthPings(); }
+AgonesSdk::~AgonesSdk()
+{
+    stopHealthPings();
+}
 
 std::optional<std::uint16_t> AgonesSdk::parsePort(std::string_view text)
 {
@@ -60,7 +63,8 @@ std::unique_ptr<AgonesSdk> AgonesSdk::createFromEnvironment(AgonesSdkConfig defa
     const std::optional<std::uint16_t> port = parsePort(value);
     if (!port)
     {
-        spdlog::warn("agones: ignoring AGONES_SDK_HTTP_PORT='{}' (not a port 1..65535); Agones SDK disabled", value);
+        spdlog::warn("agones: ignoring AGONES_SDK_HTTP_PORT='{}' (not a port 1..65535); Agones SDK disabled",
+                     value);
         return nullptr;
     }
     defaults.port = *port;
@@ -112,8 +116,8 @@ bool AgonesSdk::lifecycleCall(std::string_view path)
             spdlog::info("agones: {} acknowledged", path);
             return true;
         }
-        spdlog::warn("agones: POST {} to {}:{} failed (attempt {} of {}): {}", path, m_config.host, m_config.port,
-                     attempt, attempts, failure);
+        spdlog::warn("agones: POST {} to {}:{} failed (attempt {} of {}): {}", path, m_config.host,
+                     m_config.port, attempt, attempts, failure);
         if (attempt < attempts && m_config.retryDelaySeconds > 0.0)
         {
             std::this_thread::sleep_for(toMicroseconds(m_config.retryDelaySeconds));
@@ -124,9 +128,18 @@ bool AgonesSdk::lifecycleCall(std::string_view path)
     return false;
 }
 
-bool AgonesSdk::ready() { return lifecycleCall("/ready"); }
-bool AgonesSdk::allocate() { return lifecycleCall("/allocate"); }
-bool AgonesSdk::shutdown() { return lifecycleCall("/shutdown"); }
+bool AgonesSdk::ready()
+{
+    return lifecycleCall("/ready");
+}
+bool AgonesSdk::allocate()
+{
+    return lifecycleCall("/allocate");
+}
+bool AgonesSdk::shutdown()
+{
+    return lifecycleCall("/shutdown");
+}
 
 bool AgonesSdk::health()
 {
@@ -231,7 +244,8 @@ void AgonesSdk::backgroundLoop()
             nextPing = std::max(nextPing, std::chrono::steady_clock::now());
             continue;
         }
-        m_healthWake.wait_until(lock, nextPing, [this] { return m_healthStopRequested || m_allocateRequested; });
+        m_healthWake.wait_until(lock, nextPing,
+                                [this] { return m_healthStopRequested || m_allocateRequested; });
     }
 }
 

@@ -65,7 +65,8 @@ std::vector<std::uint8_t> frameCheckpoint(std::span<const std::uint8_t> payload)
     return file;
 }
 
-bool unframeCheckpoint(std::span<const std::uint8_t> file, std::vector<std::uint8_t>& payload, std::string& error)
+bool unframeCheckpoint(std::span<const std::uint8_t> file, std::vector<std::uint8_t>& payload,
+                       std::string& error)
 {
     if (file.size() < kHeaderBytes + kHashBytes)
     {
@@ -90,8 +91,8 @@ bool unframeCheckpoint(std::span<const std::uint8_t> file, std::vector<std::uint
     }
     if (size > kMaxPayloadBytes || file.size() != kHeaderBytes + size + kHashBytes)
     {
-        error = "checkpoint truncated or padded: header says " + std::to_string(size) + " payload bytes, file has " +
-                std::to_string(file.size()) + " bytes";
+        error = "checkpoint truncated or padded: header says " + std::to_string(size) +
+                " payload bytes, file has " + std::to_string(file.size()) + " bytes";
         return false;
     }
     std::uint8_t hash[kHashBytes];
@@ -101,7 +102,8 @@ bool unframeCheckpoint(std::span<const std::uint8_t> file, std::vector<std::uint
         error = "checkpoint corrupt (hash mismatch)";
         return false;
     }
-    payload.assign(file.begin() + kHeaderBytes, file.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes + size));
+    payload.assign(file.begin() + kHeaderBytes,
+                   file.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes + size));
     return true;
 }
 
@@ -206,7 +208,8 @@ bool writeCheckpointFile(const std::string& path, std::span<const std::uint8_t> 
     }
     // Make the rename itself durable.
     const std::size_t slash = path.find_last_of('/');
-    const std::string directory = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    const std::string directory =
+        slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
     const int dirFd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirFd >= 0)
     {

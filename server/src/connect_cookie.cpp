@@ -18,7 +18,6 @@ constexpr std::size_t kStampBytes = 4;
 constexpr std::size_t kMacBytes = protocol::kCookieBytes - kSaltBytes - kStampBytes;
 static_assert(kMacBytes >= crypto_generichash_BYTES_MIN, "the cookie's hash is too short for BLAKE2b");
 
-
 std::uint32_t stampOf(double now)
 {
     return static_cast<std::uint32_t>(std::floor(std::fmax(0.0, now)));
@@ -47,7 +46,8 @@ ConnectCookies::ConnectCookies(double lifetimeSeconds) : m_lifetimeSeconds(lifet
     crypto_generichash_keygen(m_key.data());
 }
 
-ConnectCookies::ConnectCookies(const Key& key, double lifetimeSeconds) : m_key(key), m_lifetimeSeconds(lifetimeSeconds)
+ConnectCookies::ConnectCookies(const Key& key, double lifetimeSeconds)
+    : m_key(key), m_lifetimeSeconds(lifetimeSeconds)
 {
     protocol::ensureSodium();
 }
@@ -55,7 +55,8 @@ ConnectCookies::ConnectCookies(const Key& key, double lifetimeSeconds) : m_key(k
 void ConnectCookies::mac(const protocol::Address& address, std::span<const std::uint8_t> saltAndStamp,
                          std::uint8_t* out) const
 {
-    // Hashed: family, the 16 address bytes, port (little-endian), then salt and stamp as they are in the cookie.
+    // Hashed: family, the 16 address bytes, port (little-endian), then salt and stamp as they are in the
+    // cookie.
     std::uint8_t message[1 + 16 + 2 + kSaltBytes + kStampBytes];
     message[0] = static_cast<std::uint8_t>(address.family);
     std::memcpy(message + 1, address.bytes.data(), 16);

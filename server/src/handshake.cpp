@@ -23,12 +23,15 @@ namespace wire = protocol::wire;
 
 namespace
 {
-std::string roomOf(const flatbuffers::String* name) { return name ? name->str() : std::string(); }
+std::string roomOf(const flatbuffers::String* name)
+{
+    return name ? name->str() : std::string();
+}
 } // namespace
 
 Room* Server::admitHandshake(const protocol::Address& from, ClientSlot slot, std::string_view roomName,
-                             const wire::TokenCredential* credential, AdmitKind kind, std::size_t bytes, double now,
-                             TokenCheck& token)
+                             const wire::TokenCredential* credential, AdmitKind kind, std::size_t bytes,
+                             double now, TokenCheck& token)
 {
     // Every handshake datagram pays the rate limits, from a connected address too.
     const char* what = kind == AdmitKind::Connect ? "connect request" : "challenge response";
@@ -57,8 +60,9 @@ Room* Server::admitHandshake(const protocol::Address& from, ClientSlot slot, std
     return room;
 }
 
-bool Server::checkToken(const protocol::Address& from, const wire::TokenCredential* credential, ClientSlot slot,
-                        std::string_view roomName, std::size_t bytes, const char* what, TokenCheck& out)
+bool Server::checkToken(const protocol::Address& from, const wire::TokenCredential* credential,
+                        ClientSlot slot, std::string_view roomName, std::size_t bytes, const char* what,
+                        TokenCheck& out)
 {
     const bool sealedConnection = slot != kNoSlot && m_connections[slot].channel.active();
     protocol::TokenCredentialFields fields;
@@ -88,8 +92,8 @@ bool Server::checkToken(const protocol::Address& from, const wire::TokenCredenti
     return true;
 }
 
-void Server::handleConnectRequest(const protocol::Address& from, const wire::Packet& packet, std::size_t bytes,
-                                  double now)
+void Server::handleConnectRequest(const protocol::Address& from, const wire::Packet& packet,
+                                  std::size_t bytes, double now)
 {
     const ClientSlot slot = m_connections.find(from);
     const auto* message = packet.message_as_ConnectRequest();
@@ -112,8 +116,8 @@ void Server::handleConnectRequest(const protocol::Address& from, const wire::Pac
     m_hosts[m_connections[slot].room]->post([slot, cookie](Room& r) { r.sendChallenge(slot, cookie); });
 }
 
-void Server::handleChallengeResponse(const protocol::Address& from, const wire::Packet& packet, std::size_t bytes,
-                                     double now)
+void Server::handleChallengeResponse(const protocol::Address& from, const wire::Packet& packet,
+                                     std::size_t bytes, double now)
 {
     ClientSlot slot = m_connections.find(from);
     const auto* message = packet.message_as_ChallengeResponse();
@@ -126,12 +130,13 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
         m_metrics.bytesIn += bytes;
         m_metrics.drops.add(protocol::DropReason::BadCookie);
         ++(check == CookieCheck::Expired ? m_metrics.cookiesExpired : m_metrics.cookiesForged);
-        spdlog::debug("ignored challenge response from {}: bad_cookie ({})", from.toString(), cookieCheckName(check));
+        spdlog::debug("ignored challenge response from {}: bad_cookie ({})", from.toString(),
+                      cookieCheckName(check));
         return;
     }
     TokenCheck token;
-    Room* room = admitHandshake(from, slot, roomOf(message->room()), message->token(), AdmitKind::Response, bytes,
-                                now, token);
+    Room* room = admitHandshake(from, slot, roomOf(message->room()), message->token(), AdmitKind::Response,
+                                bytes, now, token);
     if (room == nullptr)
     {
         return;
@@ -148,7 +153,8 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
     }
     if (withToken && slot == kNoSlot && m_gate.usedTokens() >= m_config.security.maxUsedTokens)
     {
-        spdlog::warn("used-token table full ({} entries): refusing connects until tokens expire", m_gate.usedTokens());
+        spdlog::warn("used-token table full ({} entries): refusing connects until tokens expire",
+                     m_gate.usedTokens());
         drop(from, protocol::DropReason::TokenRefused, bytes, "challenge response");
         return;
     }

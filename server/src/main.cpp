@@ -51,15 +51,16 @@ std::string renderMetrics(const polytope::server::UdpServer& server)
 /// starting with the setting to fix when there is one. What files or clients gave is escaped.
 void reportFailure(const std::string& setting, const std::string& message)
 {
-    const std::string text =
-        polytope::server::printableExcerpt(setting.empty() ? message : setting + ": " + message, kMaxReportedBytes);
+    const std::string text = polytope::server::printableExcerpt(
+        setting.empty() ? message : setting + ": " + message, kMaxReportedBytes);
     std::fprintf(stderr, "polytope-server: %s\n", text.c_str());
 }
 
 /// The setting that failed when UdpServer::open did: a room's scene (--scene, or the room's --room entry)
 /// when the error names a room, else the socket's address.
 std::string settingOfOpenError(const polytope::server::ServerOptions& options,
-                               const std::vector<polytope::server::RoomConfig>& rooms, const std::string& error)
+                               const std::vector<polytope::server::RoomConfig>& rooms,
+                               const std::string& error)
 {
     for (std::size_t i = 0; i < rooms.size(); ++i)
     {
@@ -149,17 +150,19 @@ int main(int argc, char** argv)
             reportFailure(settingOfOpenError(options, serverConfig.rooms, error), error);
             return server::kExitStartFailed;
         }
-        spdlog::info("polytope-server listening on UDP {}:{}, {} Hz ticks, {} Hz snapshots, {} kbps per client",
-                     config.bindAddress, server.localPort(), config.tickRateHz, config.snapshotRateHz,
-                     config.maxClientKbps);
+        spdlog::info(
+            "polytope-server listening on UDP {}:{}, {} Hz ticks, {} Hz snapshots, {} kbps per client",
+            config.bindAddress, server.localPort(), config.tickRateHz, config.snapshotRateHz,
+            config.maxClientKbps);
         for (const server::RoomConfig& room : serverConfig.rooms)
         {
             spdlog::info("room '{}': scene '{}'", room.room, room.scene);
         }
         if (struct stat info{}; ::stat(config.sceneDirectory.c_str(), &info) == 0)
         {
-            spdlog::info("scene directory '{}': scene names that are not built in (admin load) are files in it",
-                         config.sceneDirectory);
+            spdlog::info(
+                "scene directory '{}': scene names that are not built in (admin load) are files in it",
+                config.sceneDirectory);
         }
         else
         {
@@ -187,8 +190,8 @@ int main(int argc, char** argv)
                 reportFailure("--restore '" + options.restoreFile + "'", error);
                 return server::kExitStartFailed;
             }
-            spdlog::info("restored {} (room '{}' at tick {})", options.restoreFile, server.server().room(0).config().room,
-                         server.server().room(0).tick());
+            spdlog::info("restored {} (room '{}' at tick {})", options.restoreFile,
+                         server.server().room(0).config().room, server.server().room(0).tick());
         }
 
         server::OpsHttpServer http;
@@ -199,7 +202,8 @@ int main(int argc, char** argv)
             httpConfig.port = options.httpPort;
             if (!http.start(httpConfig, error))
             {
-                reportFailure("--http-bind " + options.httpBind + " --http-port " + std::to_string(options.httpPort),
+                reportFailure("--http-bind " + options.httpBind + " --http-port " +
+                                  std::to_string(options.httpPort),
                               error + " (--http-port 0 disables HTTP)");
                 return server::kExitStartFailed;
             }
@@ -273,7 +277,8 @@ int main(int argc, char** argv)
             const server::Room& room = server.server().room(i);
             const server::RoomMetrics& m = room.metrics();
             spdlog::info("room '{}' stopped after {} ticks; {} datagrams in, {} out, {} dropped, {} overruns",
-                         room.config().room, room.tick(), m.datagramsIn, m.datagramsOut, m.drops.total(), m.overruns);
+                         room.config().room, room.tick(), m.datagramsIn, m.datagramsOut, m.drops.total(),
+                         m.overruns);
         }
         if (!options.checkpointFile.empty())
         {
@@ -283,8 +288,10 @@ int main(int argc, char** argv)
             }
             else
             {
-                // The state since the last periodic checkpoint is lost: whatever restarts the server must know.
-                reportFailure("--checkpoint '" + options.checkpointFile + "'", "final checkpoint not written: " + error);
+                // The state since the last periodic checkpoint is lost: whatever restarts the server must
+                // know.
+                reportFailure("--checkpoint '" + options.checkpointFile + "'",
+                              "final checkpoint not written: " + error);
                 exitStatus = server::kExitFinalCheckpointFailed;
             }
         }

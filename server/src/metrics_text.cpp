@@ -67,7 +67,8 @@ constexpr CounterFamily kCounters[] = {
     {"polytope_bodies_removed_total", "Owned bodies removed (Remove inputs, leaving clients).",
      &RoomMetrics::bodiesRemoved},
     {"polytope_clients_kicked_total", "Sessions ended by an admin kick.", &RoomMetrics::clientsKicked},
-    {"polytope_admin_commands_total", "Admin commands carried out in this room.", &RoomMetrics::adminCommands},
+    {"polytope_admin_commands_total", "Admin commands carried out in this room.",
+     &RoomMetrics::adminCommands},
     {"polytope_paused_ticks_total", "Tick slots skipped while paused.", &RoomMetrics::pausedTicks},
     {"polytope_snapshot_bodies_deferred_total", "Changed bodies left out of a snapshot by a client's budget.",
      &RoomMetrics::bodiesDeferred},
@@ -245,12 +246,15 @@ std::string renderServerPrometheus(const ServerMetrics& host, const SocketCounte
     {
         const auto reason = static_cast<protocol::DropReason>(i);
         counter("polytope_host_datagrams_dropped_total", "",
-                "reason=\"" + escapeLabelValue(protocol::dropReasonName(reason)) + "\"", host.drops[reason], false);
+                "reason=\"" + escapeLabelValue(protocol::dropReasonName(reason)) + "\"", host.drops[reason],
+                false);
     }
-    counter("polytope_host_unknown_room_total", "Connection attempts naming no room.", "", host.unknownRoom, true);
-    counter("polytope_connect_challenges_sent_total", "Connect challenges sent.", "", host.challengesSent, true);
-    counter("polytope_connect_cookies_forged_total", "Challenge responses with a forged, tampered or foreign cookie.",
-            "", host.cookiesForged, true);
+    counter("polytope_host_unknown_room_total", "Connection attempts naming no room.", "", host.unknownRoom,
+            true);
+    counter("polytope_connect_challenges_sent_total", "Connect challenges sent.", "", host.challengesSent,
+            true);
+    counter("polytope_connect_cookies_forged_total",
+            "Challenge responses with a forged, tampered or foreign cookie.", "", host.cookiesForged, true);
     counter("polytope_connect_cookies_expired_total", "Challenge responses with an expired cookie.", "",
             host.cookiesExpired, true);
     header(out, "polytope_sessions_opened_total", "Sessions opened, by kind (sealed: with a connect token).",
@@ -262,40 +266,44 @@ std::string renderServerPrometheus(const ServerMetrics& host, const SocketCounte
     counter("polytope_datagrams_opened_total", "Datagrams from sealed sessions that authenticated.", "",
             host.datagramsOpened, true);
     counter("polytope_datagrams_late_after_close_total",
-            "Sealed datagrams from a session closed moments before (late copies of its goodbye): not forged.", "",
-            host.lateAfterClose, true);
+            "Sealed datagrams from a session closed moments before (late copies of its goodbye): not forged.",
+            "", host.lateAfterClose, true);
     counter("polytope_host_received_bytes_total",
             "Bytes of the datagrams the front door handled itself: dropped, handshakes, admin requests.", "",
             host.bytesIn, true);
     counter("polytope_host_datagrams_sent_total",
-            "Datagrams the front door sent itself: challenges, denials (rooms send the rest).", "", host.datagramsOut,
-            true);
-    counter("polytope_host_sent_bytes_total", "Bytes of those, and the seal overhead of every sealed datagram.", "",
-            host.bytesOut, true);
+            "Datagrams the front door sent itself: challenges, denials (rooms send the rest).", "",
+            host.datagramsOut, true);
+    counter("polytope_host_sent_bytes_total",
+            "Bytes of those, and the seal overhead of every sealed datagram.", "", host.bytesOut, true);
     if (socket != nullptr)
     {
-        counter("polytope_socket_datagrams_received_total", "Datagrams read from the UDP socket, before any check.",
-                "", socket->datagramsReceived, true);
-        counter("polytope_socket_received_bytes_total", "Bytes read from the UDP socket, before any check.", "",
-                socket->bytesReceived, true);
-        counter("polytope_socket_datagrams_sent_total", "Datagrams the UDP socket sent.", "", socket->datagramsSent,
+        counter("polytope_socket_datagrams_received_total",
+                "Datagrams read from the UDP socket, before any check.", "", socket->datagramsReceived, true);
+        counter("polytope_socket_received_bytes_total", "Bytes read from the UDP socket, before any check.",
+                "", socket->bytesReceived, true);
+        counter("polytope_socket_datagrams_sent_total", "Datagrams the UDP socket sent.", "",
+                socket->datagramsSent, true);
+        counter("polytope_socket_sent_bytes_total", "Bytes the UDP socket sent.", "", socket->bytesSent,
                 true);
-        counter("polytope_socket_sent_bytes_total", "Bytes the UDP socket sent.", "", socket->bytesSent, true);
         counter("polytope_socket_send_errors_total", "Datagrams the UDP socket refused to send.", "",
                 socket->sendErrors, true);
         counter("polytope_socket_kernel_drops_total",
-                "Datagrams the kernel dropped because the socket's receive buffer was full.", "", socket->kernelDrops,
-                true);
-        header(out, "polytope_socket_receive_buffer_bytes", "The receive buffer the kernel granted the socket.",
-               "gauge");
+                "Datagrams the kernel dropped because the socket's receive buffer was full.", "",
+                socket->kernelDrops, true);
+        header(out, "polytope_socket_receive_buffer_bytes",
+               "The receive buffer the kernel granted the socket.", "gauge");
         fmt::format_to(std::back_inserter(out), "polytope_socket_receive_buffer_bytes {}\n",
                        socket->receiveBufferBytes);
     }
     header(out, "polytope_admin_requests_total", "Admin requests, by outcome.", "counter");
-    const std::pair<const char*, std::uint64_t> outcomes[] = {
-        {"accepted", host.adminAccepted}, {"disabled", host.adminDisabled},   {"bad_mac", host.adminBadMac},
-        {"malformed", host.adminMalformed}, {"stale", host.adminStale},       {"replayed", host.adminReplayed},
-        {"unknown_room", host.adminUnknownRoom}};
+    const std::pair<const char*, std::uint64_t> outcomes[] = {{"accepted", host.adminAccepted},
+                                                              {"disabled", host.adminDisabled},
+                                                              {"bad_mac", host.adminBadMac},
+                                                              {"malformed", host.adminMalformed},
+                                                              {"stale", host.adminStale},
+                                                              {"replayed", host.adminReplayed},
+                                                              {"unknown_room", host.adminUnknownRoom}};
     for (const auto& [name, value] : outcomes)
     {
         counter("polytope_admin_requests_total", "", std::string("outcome=\"") + name + "\"", value, false);

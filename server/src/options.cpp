@@ -82,7 +82,8 @@ CLI::Validator finiteIn(const FloatRange& range)
             double value = 0.0;
             const char* end = text.data() + text.size();
             const std::from_chars_result parsed = std::from_chars(text.data(), end, value);
-            if ((parsed.ec != std::errc() && parsed.ec != std::errc::result_out_of_range) || parsed.ptr != end)
+            if ((parsed.ec != std::errc() && parsed.ec != std::errc::result_out_of_range) ||
+                parsed.ptr != end)
             {
                 return "not a number: '" + printableExcerpt(text) + "'";
             }
@@ -111,9 +112,9 @@ std::size_t firstBinaryByte(std::string_view text)
 }
 
 /// CLI11's TOML/INI reader over the text read (and checked) beforehand. CLI11 still opens the path itself
-/// before calling from_config, only to pass a stream that is ignored here: what is parsed is what was checked.
-/// (A FIFO swapped in for the file between the check and that open would block it; doing so needs write
-/// access to the config file's directory, which is the operator's.)
+/// before calling from_config, only to pass a stream that is ignored here: what is parsed is what was
+/// checked. (A FIFO swapped in for the file between the check and that open would block it; doing so needs
+/// write access to the config file's directory, which is the operator's.)
 class CheckedConfig : public CLI::ConfigTOML
 {
   public:
@@ -213,12 +214,14 @@ void declare(CLI::App& app, ServerOptions& out)
     withVariable(app.add_option("--agones-allocate-on-join", out.agonesAllocateOnJoin,
                                 "under Agones, mark the GameServer Allocated when the first client joins "
                                 "(true or false)"));
-    withVariable(app.add_option("--room", out.rooms,
-                                "a room as NAME or NAME=SCENE; repeat for several (POLYTOPE_ROOM: comma-separated); "
-                                "default: one room named main")
-                     ->delimiter(','));
-    withVariable(app.add_option("--admin-key", out.adminKey,
-                                "secret that authenticates admin commands (POLYTOPE_ADMIN_KEY); empty: admin off"));
+    withVariable(
+        app.add_option("--room", out.rooms,
+                       "a room as NAME or NAME=SCENE; repeat for several (POLYTOPE_ROOM: comma-separated); "
+                       "default: one room named main")
+            ->delimiter(','));
+    withVariable(
+        app.add_option("--admin-key", out.adminKey,
+                       "secret that authenticates admin commands (POLYTOPE_ADMIN_KEY); empty: admin off"));
     withVariable(app.add_option("--token-key", out.tokenKey,
                                 "64 hex digits shared with the backend that makes connect tokens "
                                 "(polytope-token); required unless --insecure"));
@@ -229,14 +232,16 @@ void declare(CLI::App& app, ServerOptions& out)
                                 "HOST:PORT that connect tokens must name (repeat, or comma-separated); "
                                 "default: any address with this server's port")
                      ->delimiter(','));
-    withVariable(app.add_option("--connect-rate-per-ip", out.connectRatePerIp,
-                                "handshake and admin datagrams per second accepted from one IP address, bursts "
-                                "of four times that (raise it for load tests from one machine)")
-                     ->check(finiteIn(kConnectRatePerIpRange)));
-    withVariable(app.add_option("--connect-rate", out.connectRate,
-                                "handshake and admin datagrams per second accepted from all addresses together, "
-                                "bursts of twice that")
-                     ->check(finiteIn(kConnectRateRange)));
+    withVariable(
+        app.add_option("--connect-rate-per-ip", out.connectRatePerIp,
+                       "handshake and admin datagrams per second accepted from one IP address, bursts "
+                       "of four times that (raise it for load tests from one machine)")
+            ->check(finiteIn(kConnectRatePerIpRange)));
+    withVariable(
+        app.add_option("--connect-rate", out.connectRate,
+                       "handshake and admin datagrams per second accepted from all addresses together, "
+                       "bursts of twice that")
+            ->check(finiteIn(kConnectRateRange)));
     withVariable(app.add_option("--checkpoint", out.checkpointFile,
                                 "write the whole state to this file periodically and at shutdown"));
     withVariable(app.add_option("--checkpoint-interval", out.checkpointSeconds, "seconds between checkpoints")
@@ -246,9 +251,10 @@ void declare(CLI::App& app, ServerOptions& out)
                                 "bandwidth budget per client in kbit/s (0: unlimited)")
                      ->check(CLI::Range(0, 1000000)));
     // Last, so that the order of the others (serverOptionNames) stays as it was.
-    withVariable(app.add_option("--scene-dir", config.sceneDirectory,
-                                "directory of scene files: a scene name that is not built in (--scene, --room, "
-                                "admin load) stands for NAME.json in it; admin load reads nothing else"));
+    withVariable(
+        app.add_option("--scene-dir", config.sceneDirectory,
+                       "directory of scene files: a scene name that is not built in (--scene, --room, "
+                       "admin load) stands for NAME.json in it; admin load reads nothing else"));
     app.add_flag("--list-scenes", out.listScenes, "print the built-in scenes and exit")->configurable(false);
 }
 
@@ -416,7 +422,8 @@ OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOption
         std::string why;
         const std::string named =
             config.setting + ": config file '" + printableExcerpt(config.path, kMaxQuotedPathBytes) + "'";
-        if (readRegularFile(config.path, FileRules{kMaxConfigFileBytes, true}, configText, why) != FileStatus::Ok)
+        if (readRegularFile(config.path, FileRules{kMaxConfigFileBytes, true}, configText, why) !=
+            FileStatus::Ok)
         {
             return failure(named + ": " + why);
         }
@@ -489,8 +496,9 @@ OptionsResult parseServerOptions(int argc, const char* const* argv, ServerOption
     // Settings that are fine alone but not together, named by flag; RoomConfig::validate is the backstop.
     if (out.server.snapshotRateHz > out.server.tickRateHz)
     {
-        return failure("--snapshot-hz: snapshot rate must be 1..--tick-hz (" + std::to_string(out.server.tickRateHz) +
-                       ") Hz, got " + std::to_string(out.server.snapshotRateHz));
+        return failure("--snapshot-hz: snapshot rate must be 1..--tick-hz (" +
+                       std::to_string(out.server.tickRateHz) + ") Hz, got " +
+                       std::to_string(out.server.snapshotRateHz));
     }
     if (out.server.sceneDirectory.empty())
     {
@@ -531,7 +539,8 @@ bool checkServerFiles(const ServerOptions& options, std::string& error)
         return fail("--checkpoint", options.checkpointFile, why);
     }
     if (!options.restoreFile.empty() &&
-        checkRegularFile(options.restoreFile, FileRules{kMaxCheckpointFileBytes, true}, why) != FileStatus::Ok)
+        checkRegularFile(options.restoreFile, FileRules{kMaxCheckpointFileBytes, true}, why) !=
+            FileStatus::Ok)
     {
         return fail("--restore", options.restoreFile, why);
     }
@@ -555,8 +564,8 @@ bool checkServerFiles(const ServerOptions& options, std::string& error)
         {
             // A room's scene comes from its --room entry when that names one, else from --scene.
             const bool fromRoom = !options.rooms.empty() && options.rooms[i].find('=') != std::string::npos;
-            return fail(fromRoom ? "--room " + printableExcerpt(rooms[i].room) + "=" : "--scene", rooms[i].scene,
-                        problem);
+            return fail(fromRoom ? "--room " + printableExcerpt(rooms[i].room) + "=" : "--scene",
+                        rooms[i].scene, problem);
         }
     }
     return true;
@@ -582,7 +591,8 @@ bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::stri
     }
     if (!inRange(options.connectRate, kConnectRateRange))
     {
-        error = "--connect-rate: must be " + rangeText(kConnectRateRange) + ", got " + number(options.connectRate);
+        error = "--connect-rate: must be " + rangeText(kConnectRateRange) + ", got " +
+                number(options.connectRate);
         return false;
     }
     if (!options.tokenKey.empty())

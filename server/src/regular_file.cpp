@@ -16,7 +16,8 @@ namespace polytope::server
 namespace
 {
 
-/// Read in steps of this size, so that a file whose size fstat understates (those of /proc say 0) still reads.
+/// Read in steps of this size, so that a file whose size fstat understates (those of /proc say 0) still
+/// reads.
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
 
 const char* kindOf(mode_t mode)
@@ -203,7 +204,8 @@ FileStatus checkRegularFile(const std::string& path, const FileRules& rules, std
     return status;
 }
 
-FileStatus readRegularFile(const std::string& path, const FileRules& rules, std::string& out, std::string& error)
+FileStatus readRegularFile(const std::string& path, const FileRules& rules, std::string& out,
+                           std::string& error)
 {
     return readInto(path, rules, out, error);
 }

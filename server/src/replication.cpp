@@ -58,7 +58,8 @@ protocol::SnapshotCodecConfig codecConfigOf(const RoomConfig& config)
     return codec;
 }
 
-protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body, std::span<const physics::ConvexHull> hulls)
+protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body,
+                                          std::span<const physics::ConvexHull> hulls)
 {
     protocol::CatalogueEntry out;
     out.id = body.id.index;
@@ -142,7 +143,8 @@ void Replicator::onAcked(ClientReplication& client, std::uint16_t sequence) cons
     for (const ClientReplication::CatalogueRecord& r : records)
     {
         const auto dirty = client.catalogueDirty.find(r.id);
-        if (dirty != client.catalogueDirty.end() && r.id < m_catalogue.size() && m_catalogue[r.id].version == r.version)
+        if (dirty != client.catalogueDirty.end() && r.id < m_catalogue.size() &&
+            m_catalogue[r.id].version == r.version)
         {
             client.catalogueDirty.erase(dirty);
         }
@@ -158,7 +160,8 @@ void Replicator::charge(ClientReplication& client, std::size_t bytes) const
     }
 }
 
-// ---- Catalogue ---------------------------------------------------------------------------------------------
+// ---- Catalogue
+// ---------------------------------------------------------------------------------------------
 
 void Replicator::refreshCatalogue(const physics::World& world, std::uint64_t tick,
                                   std::span<ClientReplication* const> clients)
@@ -236,12 +239,14 @@ void Replicator::sendCatalogue(ClientReplication& client, double now)
     {
         m_catalogueScratch.clear();
         std::vector<ClientReplication::CatalogueRecord> records;
-        for (; it != client.catalogueDirty.end() && m_catalogueScratch.size() < protocol::kMaxCatalogueEntriesPerDatagram;
+        for (; it != client.catalogueDirty.end() &&
+               m_catalogueScratch.size() < protocol::kMaxCatalogueEntriesPerDatagram;
              ++it)
         {
             const CatalogueSlot& slot = m_catalogue[it->first];
             ClientReplication::PendingCatalogue& pending = it->second;
-            const bool due = pending.sentVersion != slot.version || now - pending.sentTime >= m_config.catalogueResendSeconds;
+            const bool due = pending.sentVersion != slot.version ||
+                             now - pending.sentTime >= m_config.catalogueResendSeconds;
             if (!due)
             {
                 continue;
@@ -250,7 +255,8 @@ void Replicator::sendCatalogue(ClientReplication& client, double now)
             pending.sentVersion = slot.version;
             pending.sentTime = now;
             m_catalogueScratch.push_back(slot.entry);
-            m_catalogueScratch.back().owned = !slot.entry.removed && owns(client, slot.entry.id, slot.entry.generation);
+            m_catalogueScratch.back().owned =
+                !slot.entry.removed && owns(client, slot.entry.id, slot.entry.generation);
             records.push_back({it->first, slot.version});
         }
         if (m_catalogueScratch.empty())
@@ -266,9 +272,13 @@ void Replicator::sendCatalogue(ClientReplication& client, double now)
     }
 }
 
-// ---- Snapshots ---------------------------------------------------------------------------------------------
+// ---- Snapshots
+// ---------------------------------------------------------------------------------------------
 
-void Replicator::beginTick() { m_sharedCount = 0; }
+void Replicator::beginTick()
+{
+    m_sharedCount = 0;
+}
 
 void Replicator::captureSnapshot(const physics::World& world, std::uint64_t tick)
 {
@@ -280,13 +290,15 @@ void Replicator::captureSnapshot(const physics::World& world, std::uint64_t tick
             const bool atRest = body.type == physics::BodyType::Static || body.sleeping ||
                                 (lengthSquared(body.linearVelocity) < kRestSpeedSquared &&
                                  lengthSquared(body.angularVelocity) < kRestSpeedSquared);
-            bodies.push_back(protocol::quantizeBody(m_codec.position, body.id.index, body.id.generation, atRest,
-                                                    {xf.p.x, xf.p.y, xf.p.z}, {xf.q.x, xf.q.y, xf.q.z, xf.q.w}));
+            bodies.push_back(protocol::quantizeBody(m_codec.position, body.id.index, body.id.generation,
+                                                    atRest, {xf.p.x, xf.p.y, xf.p.z},
+                                                    {xf.q.x, xf.q.y, xf.q.z, xf.q.w}));
         });
     m_history.commit(); // forEachBody visits slots in increasing order: sorted by id
 }
 
-const protocol::SnapshotFrame* Replicator::sentFrame(const ClientReplication& client, std::uint64_t tick) const
+const protocol::SnapshotFrame* Replicator::sentFrame(const ClientReplication& client,
+                                                     std::uint64_t tick) const
 {
     return client.sentFrames ? client.sentFrames->find(tick) : m_history.find(tick);
 }
@@ -325,7 +337,8 @@ bool Replicator::composeBudgeted(ClientReplication& client, const protocol::Snap
         {
             ++j; // removed since the baseline: left out, so the client learns it
         }
-        const bool kept = j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
+        const bool kept =
+            j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
         if (kept && base[j].sameState(cur[i]))
         {
             client.priority[cur[i].id] = 0.0f;
@@ -371,7 +384,8 @@ bool Replicator::composeBudgeted(ClientReplication& client, const protocol::Snap
         {
             ++j;
         }
-        const bool kept = j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
+        const bool kept =
+            j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
         if ((kept && base[j].sameState(cur[i])) || chosen[i])
         {
             out.push_back(cur[i]);
@@ -390,8 +404,8 @@ bool Replicator::composeBudgeted(ClientReplication& client, const protocol::Snap
 }
 
 bool Replicator::chooseBudgeted(ClientReplication& client, const protocol::SnapshotFrame*& current,
-                                const protocol::SnapshotFrame*& baseline, const protocol::SnapshotFrame*& reference,
-                                double now)
+                                const protocol::SnapshotFrame*& baseline,
+                                const protocol::SnapshotFrame*& reference, double now)
 {
     const double rate = m_config.maxClientKbps * 1000.0 / 8.0; // bytes per second
     if (!client.sentFrames)
@@ -425,7 +439,8 @@ bool Replicator::chooseBudgeted(ClientReplication& client, const protocol::Snaps
         if (simBaseline && !client.deviatedTicks.count(simBaseline->tick))
         {
             baseline = simBaseline;
-            reference = simReference && !client.deviatedTicks.count(simReference->tick) ? simReference : nullptr;
+            reference =
+                simReference && !client.deviatedTicks.count(simReference->tick) ? simReference : nullptr;
         }
     }
     // What this client is sent is kept as its own frame (with the history's unchanged-since hints): it is the
@@ -509,7 +524,8 @@ void Replicator::sendSnapshot(ClientReplication& client, double now, double tick
         client.snapshots.choose(m_history, current->tick, baseline, reference);
     }
     if (baseline == nullptr && client.snapshots.sentAny &&
-        static_cast<double>(current->tick - client.lastFullTick) * tickSeconds < m_config.fullSnapshotResendSeconds)
+        static_cast<double>(current->tick - client.lastFullTick) * tickSeconds <
+            m_config.fullSnapshotResendSeconds)
     {
         // The client holds nothing yet and a full snapshot is on its way: do not flood it with more.
         ++m_metrics.snapshotsSkipped;
@@ -575,10 +591,10 @@ void Replicator::sendSnapshot(ClientReplication& client, double now, double tick
         }
         if (changed > 0)
         {
-            const double perBody =
-                std::max(1.0, (static_cast<double>(bytes) - kSnapshotOverheadBytes) / static_cast<double>(changed));
-            client.bytesPerChangedBody =
-                (1.0 - kBytesPerBodySmoothing) * client.bytesPerChangedBody + kBytesPerBodySmoothing * perBody;
+            const double perBody = std::max(1.0, (static_cast<double>(bytes) - kSnapshotOverheadBytes) /
+                                                     static_cast<double>(changed));
+            client.bytesPerChangedBody = (1.0 - kBytesPerBodySmoothing) * client.bytesPerChangedBody +
+                                         kBytesPerBodySmoothing * perBody;
         }
     }
     ++m_metrics.snapshotsSent;

@@ -43,14 +43,14 @@ std::unique_ptr<Room> Room::create(const RoomConfig& config, ConnectionTable& co
 
 Room::Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, SendToAddress sendPlain,
            CloseConnection close)
-    : m_config(config), m_connections(connections), m_send(std::move(send)), m_sendPlain(std::move(sendPlain)),
-      m_close(std::move(close)),
+    : m_config(config), m_connections(connections), m_send(std::move(send)),
+      m_sendPlain(std::move(sendPlain)), m_close(std::move(close)),
       m_replicator(m_config, m_metrics,
                    [this](ClientReplication& client, std::span<const std::uint8_t> datagram)
                    { this->send(client.slot, datagram); }),
       m_clients(connections.capacity()), m_tickSeconds(1.0 / config.tickRateHz),
-      m_ticksPerSnapshot(std::max(1, static_cast<int>(std::lround(static_cast<double>(config.tickRateHz) /
-                                                                  config.snapshotRateHz))))
+      m_ticksPerSnapshot(std::max(
+          1, static_cast<int>(std::lround(static_cast<double>(config.tickRateHz) / config.snapshotRateHz))))
 {
     m_members.reserve(static_cast<std::size_t>(config.maxClients));
     m_replicationScratch.reserve(static_cast<std::size_t>(config.maxClients));
@@ -83,7 +83,8 @@ std::span<ClientReplication* const> Room::replications()
     return m_replicationScratch;
 }
 
-// ---- Clients -----------------------------------------------------------------------------------------------
+// ---- Clients
+// -----------------------------------------------------------------------------------------------
 
 std::uint32_t Room::join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now)
 {
@@ -91,7 +92,8 @@ std::uint32_t Room::join(ClientSlot slot, std::string name, int snapshotRateHz, 
     int ticksPerSnapshot = m_ticksPerSnapshot;
     if (snapshotRateHz > 0)
     {
-        ticksPerSnapshot = std::clamp((m_config.tickRateHz + snapshotRateHz - 1) / snapshotRateHz, 1, m_config.tickRateHz);
+        ticksPerSnapshot =
+            std::clamp((m_config.tickRateHz + snapshotRateHz - 1) / snapshotRateHz, 1, m_config.tickRateHz);
     }
     auto client = std::make_unique<Client>(m_config.maxBaselineAgeTicks, ticksPerSnapshot);
     client->clientId = m_nextClientId++;
@@ -115,8 +117,8 @@ std::uint32_t Room::join(ClientSlot slot, std::string name, int snapshotRateHz, 
                                      { return m_connections[s].address < a; });
     m_members.insert(at, slot);
     ++m_metrics.clientsAccepted;
-    spdlog::info("client {} ({}, {}) joined room '{}'; {} client(s)", joined.clientId, joined.name, address.toString(),
-                 m_config.room, m_members.size());
+    spdlog::info("client {} ({}, {}) joined room '{}'; {} client(s)", joined.clientId, joined.name,
+                 address.toString(), m_config.room, m_members.size());
     if (!joined.spectator)
     {
         spawnFor(joined, nullptr);
@@ -124,8 +126,8 @@ std::uint32_t Room::join(ClientSlot slot, std::string name, int snapshotRateHz, 
     return joined.clientId;
 }
 
-void Room::admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, std::uint16_t sequence,
-                 double now)
+void Room::admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator,
+                 std::uint16_t sequence, double now)
 {
     Connection& connection = m_connections[slot];
     if (!m_clients[slot])
@@ -137,7 +139,8 @@ void Room::admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spe
     send(slot, m_writer.connectAccepted(connection.acks.nextOutgoing(), sessionParameters(slot)));
 }
 
-void Room::receiveDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes, double now)
+void Room::receiveDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes,
+                           double now)
 {
     m_metrics.bytesIn += wireBytes;
     const protocol::DecodeResult decoded = protocol::decodePacket(bytes);
@@ -218,8 +221,8 @@ void Room::receive(ClientSlot slot, const protocol::DecodeResult& decoded, doubl
 {
     Client& client = *m_clients[slot];
     ++m_metrics.datagramsIn;
-    protocol::forEachAcked(*decoded.packet->header(),
-                           [&](std::uint16_t sequence) { m_replicator.onAcked(client.replication, sequence); });
+    protocol::forEachAcked(*decoded.packet->header(), [&](std::uint16_t sequence)
+                           { m_replicator.onAcked(client.replication, sequence); });
     switch (decoded.type())
     {
     case wire::PacketType::ClientInput:
@@ -245,7 +248,8 @@ void Room::sayGoodbye(ClientSlot slot, wire::DisconnectReason reason)
 void Room::timeOut(ClientSlot slot)
 {
     ++m_metrics.clientsTimedOut;
-    send(slot, m_writer.disconnect(m_connections[slot].acks.nextOutgoing(), wire::DisconnectReason::TimedOut));
+    send(slot,
+         m_writer.disconnect(m_connections[slot].acks.nextOutgoing(), wire::DisconnectReason::TimedOut));
     leave(slot, "timed out");
 }
 
@@ -355,13 +359,15 @@ void Room::releaseBodies(Client& client)
     client.owned.clear();
 }
 
-// ---- Inputs ------------------------------------------------------------------------------------------------
+// ---- Inputs
+// ------------------------------------------------------------------------------------------------
 
 void Room::handleInputs(Client& session, const wire::ClientInput& message, double now)
 {
     protocol::readInputs(message, m_inputScratch); // each already range-checked by decodePacket
-    session.inputTokens = std::min(m_config.maxInputBurst,
-                                   session.inputTokens + (now - session.inputTokenTime) * m_config.maxInputsPerSecond);
+    session.inputTokens =
+        std::min(m_config.maxInputBurst,
+                 session.inputTokens + (now - session.inputTokenTime) * m_config.maxInputsPerSecond);
     session.inputTokenTime = now;
     for (const protocol::InputCommand& input : m_inputScratch)
     {
@@ -379,11 +385,13 @@ void Room::handleInputs(Client& session, const wire::ClientInput& message, doubl
         session.inputTokens -= 1.0;
         const bool spawnKind = input.kind == wire::InputKind::Spawn || input.kind == wire::InputKind::Remove;
         if ((spawnKind && !m_config.allowClientSpawn) ||
-            (input.kind != wire::InputKind::Spawn && !ownsBody(session, {input.bodyId, input.bodyGeneration})))
+            (input.kind != wire::InputKind::Spawn &&
+             !ownsBody(session, {input.bodyId, input.bodyGeneration})))
         {
             ++m_metrics.inputsNotOwned;
             spdlog::debug("refused input {} of client {}: {}", input.sequence, session.clientId,
-                          spawnKind && !m_config.allowClientSpawn ? "spawning not allowed here" : "body not owned");
+                          spawnKind && !m_config.allowClientSpawn ? "spawning not allowed here"
+                                                                  : "body not owned");
             continue;
         }
         if (input.tick > m_tick + static_cast<std::uint64_t>(m_config.maxInputLeadTicks) ||
@@ -418,7 +426,8 @@ void Room::applyInputs(std::uint64_t tick)
         }
         queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(due));
     }
-    std::sort(m_dueInputs.begin(), m_dueInputs.end(), [](const QueuedInput& a, const QueuedInput& b)
+    std::sort(m_dueInputs.begin(), m_dueInputs.end(),
+              [](const QueuedInput& a, const QueuedInput& b)
               { return a.tick != b.tick ? a.tick < b.tick : a.arrival < b.arrival; });
     for (const QueuedInput& queued : m_dueInputs)
     {
@@ -437,7 +446,8 @@ void Room::applyInputs(std::uint64_t tick)
             const protocol::PositionQuantization& q = m_config.quantization;
             const bool inside = v.x >= q.boundsMin[0] && v.x <= q.boundsMax[0] && v.y >= q.boundsMin[1] &&
                                 v.y <= q.boundsMax[1] && v.z >= q.boundsMin[2] && v.z <= q.boundsMax[2];
-            status = inside && spawnFor(*session, &v) ? physics::WorldStatus::Ok : physics::WorldStatus::InvalidBodyDesc;
+            status = inside && spawnFor(*session, &v) ? physics::WorldStatus::Ok
+                                                      : physics::WorldStatus::InvalidBodyDesc;
         }
         else if (!ownsBody(*session, id))
         {
@@ -466,8 +476,9 @@ void Room::applyInputs(std::uint64_t tick)
                 status = m_world.applyTorque(id, v);
                 break;
             case wire::InputKind::TargetVelocity:
-                status = body.type == physics::BodyType::Static ? physics::WorldStatus::WrongBodyType
-                                                                : m_world.setVelocity(id, v, body.angularVelocity);
+                status = body.type == physics::BodyType::Static
+                             ? physics::WorldStatus::WrongBodyType
+                             : m_world.setVelocity(id, v, body.angularVelocity);
                 break;
             case wire::InputKind::Spawn:
             case wire::InputKind::Remove:
@@ -482,7 +493,8 @@ void Room::applyInputs(std::uint64_t tick)
     }
 }
 
-// ---- The tick loop -----------------------------------------------------------------------------------------
+// ---- The tick loop
+// -----------------------------------------------------------------------------------------
 
 void Room::update(double now)
 {

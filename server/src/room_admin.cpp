@@ -55,8 +55,9 @@ AdminResult Room::admin(const protocol::AdminCommandFields& command, double now)
         RoomConfig config = m_config;
         if (command.op == wire::AdminOp::LoadScene)
         {
-            // Only a scene name (scene_file.h): a built-in one, or NAME (or NAME.json) for NAME.json in the scene
-            // directory, never a path. What is refused is told in the same words whatever exists on disk.
+            // Only a scene name (scene_file.h): a built-in one, or NAME (or NAME.json) for NAME.json in the
+            // scene directory, never a path. What is refused is told in the same words whatever exists on
+            // disk.
             std::string name = command.text;
             if (name.size() > 5 && name.ends_with(".json"))
             {
@@ -72,10 +73,10 @@ AdminResult Room::admin(const protocol::AdminCommandFields& command, double now)
         }
         // The file is read (a regular file of at most kMaxSceneFileBytes, opened without blocking: FIFOs and
         // devices are refused) and the world built here, on the thread that runs the room: in polytope-server
-        // the room's own (room_host.h), so a load holds up this room's ticks but neither the network thread nor
-        // other rooms; inline (tests, tools) the caller's. The hook for taking it off the room's thread too:
-        // buildWorld below reads and builds into `fresh`; run it on a worker and continue from the swap once
-        // the world is ready.
+        // the room's own (room_host.h), so a load holds up this room's ticks but neither the network thread
+        // nor other rooms; inline (tests, tools) the caller's. The hook for taking it off the room's thread
+        // too: buildWorld below reads and builds into `fresh`; run it on a worker and continue from the swap
+        // once the world is ready.
         physics::World fresh(m_world.config());
         fresh.setGravity(physics::WorldConfig{}.gravity); // scene files set their own
         std::string error;
@@ -235,9 +236,10 @@ bool Room::restoreState(std::span<const std::uint8_t> data, std::string& error)
     const std::string savedScene(name.begin(), name.end());
     if (!std::equal(digest.begin(), digest.end(), m_sceneDigest.begin()))
     {
-        error = "the checkpoint holds scene '" + printableExcerpt(savedScene, 256) + "', this room runs scene '" +
-                printableExcerpt(m_config.scene, 256) + "'" +
-                (savedScene == m_config.scene ? " as it is now (its definition changed since)" : std::string());
+        error =
+            "the checkpoint holds scene '" + printableExcerpt(savedScene, 256) + "', this room runs scene '" +
+            printableExcerpt(m_config.scene, 256) + "'" +
+            (savedScene == m_config.scene ? " as it is now (its definition changed since)" : std::string());
         return false;
     }
     if (tickRateHz != static_cast<std::uint32_t>(m_config.tickRateHz))
@@ -246,7 +248,8 @@ bool Room::restoreState(std::span<const std::uint8_t> data, std::string& error)
                 std::to_string(m_config.tickRateHz) + " Hz (--tick-hz)";
         return false;
     }
-    if (paused > 1 || !(timeScale >= kMinTimeScale && timeScale <= kMaxTimeScale) || worldBytes != data.size())
+    if (paused > 1 || !(timeScale >= kMinTimeScale && timeScale <= kMaxTimeScale) ||
+        worldBytes != data.size())
     {
         error = "room state corrupt (flags, time scale or size)";
         return false;

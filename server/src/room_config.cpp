@@ -48,7 +48,8 @@ std::string RoomConfig::validate() const
     }
     if (maxQueuedInputsPerClient < 1 || maxQueuedInputsPerClient > 65536)
     {
-        return "max queued inputs per client must be 1..65536, got " + std::to_string(maxQueuedInputsPerClient);
+        return "max queued inputs per client must be 1..65536, got " +
+               std::to_string(maxQueuedInputsPerClient);
     }
     if (maxCatalogueDatagramsPerTick < 1 || maxInputLeadTicks < 1)
     {

@@ -19,9 +19,15 @@ constexpr std::size_t kMaxQueuedDatagrams = 4096;
 constexpr double kOverrunLogSeconds = 1.0;
 } // namespace
 
-RoomHost::RoomHost(Room& room) : m_room(room) { publish(); }
+RoomHost::RoomHost(Room& room) : m_room(room)
+{
+    publish();
+}
 
-RoomHost::~RoomHost() { stop(); }
+RoomHost::~RoomHost()
+{
+    stop();
+}
 
 void RoomHost::start(std::function<double()> clock)
 {
@@ -48,7 +54,8 @@ void RoomHost::stop()
     m_thread.join();
 }
 
-void RoomHost::postDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes, double now)
+void RoomHost::postDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes,
+                            double now)
 {
     if (!m_thread.joinable())
     {
@@ -114,7 +121,10 @@ void RoomHost::update(double now)
     }
 }
 
-double RoomHost::nextUpdateTime() const { return m_room.nextUpdateTime(); }
+double RoomHost::nextUpdateTime() const
+{
+    return m_room.nextUpdateTime();
+}
 
 RoomStatus RoomHost::status() const
 {
@@ -160,7 +170,8 @@ void RoomHost::handle(Event& event)
         event.task = nullptr;
         return;
     }
-    m_room.receiveDatagram(event.slot, {reinterpret_cast<const std::uint8_t*>(event.words.data()), event.size},
+    m_room.receiveDatagram(event.slot,
+                           {reinterpret_cast<const std::uint8_t*>(event.words.data()), event.size},
                            event.wireBytes, event.now);
 }
 

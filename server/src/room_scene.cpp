@@ -51,7 +51,8 @@ std::array<std::uint8_t, 32> sceneDigest(const physics::World& built)
     return digest;
 }
 
-bool spawnDefaultPlayer(physics::World& world, std::uint32_t spawnIndex, const physics::Vec3* at, physics::BodyId& out)
+bool spawnDefaultPlayer(physics::World& world, std::uint32_t spawnIndex, const physics::Vec3* at,
+                        physics::BodyId& out)
 {
     physics::BodyDesc desc;
     desc.shape = physics::Shape::makeSphere(kPlayerRadius);
@@ -68,7 +69,8 @@ bool spawnDefaultPlayer(physics::World& world, std::uint32_t spawnIndex, const p
     {
         const float angle = kGoldenAngle * static_cast<float>(spawnIndex % kSpawnsPerRing);
         const float radius =
-            kSpawnInnerRadius + kSpawnRingSpacing * static_cast<float>((spawnIndex / kSpawnsPerRing) % kSpawnRings);
+            kSpawnInnerRadius +
+            kSpawnRingSpacing * static_cast<float>((spawnIndex / kSpawnsPerRing) % kSpawnRings);
         desc.transform.p = {radius * std::cos(angle), kSpawnHeight, radius * std::sin(angle)};
     }
     const physics::CreateBodyResult result = world.createBody(desc);
@@ -120,8 +122,8 @@ bool Room::buildWorld(const RoomConfig& config, physics::World& world, std::stri
         return false;
     }
     FileStatus status = FileStatus::Ok;
-    if (!loadSceneFile(sceneFileFor(config.sceneDirectory, config.scene), kSceneDirectoryFileRules, *description,
-                       status, error))
+    if (!loadSceneFile(sceneFileFor(config.sceneDirectory, config.scene), kSceneDirectoryFileRules,
+                       *description, status, error))
     {
         // Missing and unreadable look the same (nothing but the name is told); a file that is there but too
         // large or not a valid scene is the operator's to fix, and says why.
@@ -145,9 +147,10 @@ void Room::adoptSceneRules(std::shared_ptr<const SceneDescription> file)
     m_sceneFile = std::move(file);
     if (!m_sceneFile)
     {
-        m_config.spawnPlayer = m_explicitSpawn ? m_explicitSpawn
-                                               : (!m_config.buildScene && m_config.playerBodies ? spawnDefaultPlayer
-                                                                                                 : SpawnFunction{});
+        m_config.spawnPlayer =
+            m_explicitSpawn
+                ? m_explicitSpawn
+                : (!m_config.buildScene && m_config.playerBodies ? spawnDefaultPlayer : SpawnFunction{});
         return;
     }
     const SceneDescription& scene = *m_sceneFile;

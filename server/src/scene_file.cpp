@@ -449,7 +449,8 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
         std::string why;
         if (!physics::parseSceneName(out.builtin, name, why))
         {
-            return fail(error, "builtin", "unknown built-in scene \"" + out.builtin.substr(0, 64) + "\" (" + why + ")");
+            return fail(error, "builtin",
+                        "unknown built-in scene \"" + out.builtin.substr(0, 64) + "\" (" + why + ")");
         }
     }
     if (scene.bodies() != nullptr)
@@ -646,8 +647,9 @@ bool loadSceneFile(const std::string& path, SceneDescription& out, std::string& 
 
 bool isSceneName(std::string_view text)
 {
-    if (text.empty() || text.size() > kMaxSceneNameBytes || !std::isalnum(static_cast<unsigned char>(text[0])) ||
-        text.find("..") != std::string_view::npos || isScenePath(text))
+    if (text.empty() || text.size() > kMaxSceneNameBytes ||
+        !std::isalnum(static_cast<unsigned char>(text[0])) || text.find("..") != std::string_view::npos ||
+        isScenePath(text))
     {
         return false;
     }

@@ -159,7 +159,8 @@ bool Server::isSealed(const protocol::Address& address) const
     return slot != kNoSlot && m_connections[slot].channel.active();
 }
 
-// ---- Sending -----------------------------------------------------------------------------------------------
+// ---- Sending
+// -----------------------------------------------------------------------------------------------
 
 void Server::send(const protocol::Address& to, std::span<const std::uint8_t> datagram)
 {
@@ -237,14 +238,17 @@ void Server::freeSlot(ClientSlot slot)
     m_connections.close(slot);
 }
 
-void Server::drop(const protocol::Address& from, protocol::DropReason reason, std::size_t bytes, const char* what)
+void Server::drop(const protocol::Address& from, protocol::DropReason reason, std::size_t bytes,
+                  const char* what)
 {
     m_metrics.bytesIn += bytes;
     m_metrics.drops.add(reason);
-    spdlog::debug("dropped {} from {}: {} ({} bytes)", what, from.toString(), protocol::dropReasonName(reason), bytes);
+    spdlog::debug("dropped {} from {}: {} ({} bytes)", what, from.toString(),
+                  protocol::dropReasonName(reason), bytes);
 }
 
-// ---- Receiving ---------------------------------------------------------------------------------------------
+// ---- Receiving
+// ---------------------------------------------------------------------------------------------
 
 bool Server::closedLately(const protocol::Address& address, double now)
 {
@@ -303,12 +307,13 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
     // 2. Decode; only the handshake is plain on a sealed connection.
     const protocol::DecodeResult decoded = protocol::decodePacket(bytes);
     const wire::PacketType type = decoded.ok() ? decoded.type() : wire::PacketType::KeepAlive;
-    const bool handshake =
-        decoded.ok() && (type == wire::PacketType::ConnectRequest || type == wire::PacketType::ChallengeResponse);
+    const bool handshake = decoded.ok() && (type == wire::PacketType::ConnectRequest ||
+                                            type == wire::PacketType::ChallengeResponse);
     if (sealedConnection && bytes.data() == datagram.data() && !handshake)
     {
         // Plain from a sealed session's address: forged or spoofed.
-        drop(from, decoded.ok() ? protocol::DropReason::Unsealed : decoded.reason, datagram.size(), "datagram");
+        drop(from, decoded.ok() ? protocol::DropReason::Unsealed : decoded.reason, datagram.size(),
+             "datagram");
         return;
     }
 
@@ -353,7 +358,8 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
     }
 }
 
-// ---- The loop ----------------------------------------------------------------------------------------------
+// ---- The loop
+// ----------------------------------------------------------------------------------------------
 
 void Server::update(double now)
 {
@@ -391,7 +397,8 @@ double Server::nextUpdateTime() const
     return next;
 }
 
-// ---- Checkpoints -------------------------------------------------------------------------------------------
+// ---- Checkpoints
+// -------------------------------------------------------------------------------------------
 
 void Server::saveState(std::vector<std::uint8_t>& out) const
 {

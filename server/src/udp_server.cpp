@@ -258,11 +258,14 @@ bool UdpServer::open(const RoomConfig& config, std::string& error)
     return open(host, config.bindAddress, config.port, error);
 }
 
-bool UdpServer::open(const ServerConfig& config, const std::string& bindAddress, std::uint16_t port, std::string& error)
+bool UdpServer::open(const ServerConfig& config, const std::string& bindAddress, std::uint16_t port,
+                     std::string& error)
 {
     Impl& impl = *m_impl;
     impl.server = Server::create(
-        config, [&impl](const protocol::Address& to, std::span<const std::uint8_t> datagram) { impl.send(to, datagram); },
+        config,
+        [&impl](const protocol::Address& to, std::span<const std::uint8_t> datagram)
+        { impl.send(to, datagram); },
         error);
     if (!impl.server)
     {
@@ -330,9 +333,15 @@ void UdpServer::stop()
     asio::post(m_impl->io, [impl = m_impl.get()] { impl->finish(); });
 }
 
-Server& UdpServer::server() { return *m_impl->server; }
+Server& UdpServer::server()
+{
+    return *m_impl->server;
+}
 
-const Server& UdpServer::server() const { return *m_impl->server; }
+const Server& UdpServer::server() const
+{
+    return *m_impl->server;
+}
 
 SocketCounters UdpServer::socketCounters() const
 {
@@ -343,8 +352,14 @@ SocketCounters UdpServer::socketCounters() const
     return out;
 }
 
-std::uint64_t UdpServer::sendErrors() const { return m_impl->sendErrors.load(std::memory_order_relaxed); }
+std::uint64_t UdpServer::sendErrors() const
+{
+    return m_impl->sendErrors.load(std::memory_order_relaxed);
+}
 
-void UdpServer::setLoopHook(std::function<void(double now, bool ticked)> hook) { m_impl->loopHook = std::move(hook); }
+void UdpServer::setLoopHook(std::function<void(double now, bool ticked)> hook)
+{
+    m_impl->loopHook = std::move(hook);
+}
 
 } // namespace polytope::server

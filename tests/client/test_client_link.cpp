@@ -16,7 +16,7 @@ namespace
 {
 
 const protocol::Address kClient = protocol::Address::ipv4(10, 0, 0, 2, 5000);
-const server::ConnectCookies::Key kKey{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6,
+const server::ConnectCookies::Key kKey{9, 8, 7, 6,  5,  4,  3,  2,  1,  0,  1,  2,  3,  4,  5,  6,
                                        7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
 
 /// The room of these tests: the default scene at `snapshotRateHz`.
@@ -35,7 +35,8 @@ double percentile(std::vector<double> samples, double p)
 
 } // namespace
 
-TEST_CASE("client RTT estimate: 50 ms each way gives about 100 ms plus the server's ack delay", "[client][link]")
+TEST_CASE("client RTT estimate: 50 ms each way gives about 100 ms plus the server's ack delay",
+          "[client][link]")
 {
     protocol::NetworkConditions conditions;
     conditions.latencySeconds = 0.05;
@@ -50,7 +51,8 @@ TEST_CASE("client RTT estimate: 50 ms each way gives about 100 ms plus the serve
     net.runUntil(5.0, dropSnapshots);
     REQUIRE(c.isConnected());
     CHECK(c.stats().rttSamples > 100);
-    INFO("srtt " << c.rttSeconds() << " s, last " << c.lastRttSeconds() << " s, rttvar " << c.rttVariationSeconds());
+    INFO("srtt " << c.rttSeconds() << " s, last " << c.lastRttSeconds() << " s, rttvar "
+                 << c.rttVariationSeconds());
     CHECK(c.rttSeconds() >= 0.099);
     CHECK(c.rttSeconds() <= 0.100 + 1.0 / 60.0 + 2.0 / 240.0 + 0.001);
     const std::vector<double> samples(c.rttSamples().begin(), c.rttSamples().end());
@@ -92,11 +94,12 @@ TEST_CASE("client loss estimates: 10% loss each way is measured as about 10%", "
     const client::ClientStats& s = c.stats();
     const double sentLoss =
         static_cast<double>(s.packetsLost) / static_cast<double>(s.packetsLost + s.packetsAcknowledged);
-    const double receivedLoss =
-        static_cast<double>(s.serverPacketsMissing) / static_cast<double>(s.serverPacketsMissing + s.serverPacketsReceived);
+    const double receivedLoss = static_cast<double>(s.serverPacketsMissing) /
+                                static_cast<double>(s.serverPacketsMissing + s.serverPacketsReceived);
     INFO("sent: " << s.packetsLost << " lost of " << s.packetsLost + s.packetsAcknowledged << " (recent "
                   << c.lossFraction() << "); received: " << s.serverPacketsMissing << " missing of "
-                  << s.serverPacketsMissing + s.serverPacketsReceived << " (recent " << c.receiveLossFraction() << ")");
+                  << s.serverPacketsMissing + s.serverPacketsReceived << " (recent "
+                  << c.receiveLossFraction() << ")");
     CHECK(s.packetsLost + s.packetsAcknowledged > 1000);
     CHECK(s.serverPacketsReceived > 1000);
     // About 1700 datagrams each way: one standard deviation of the measured share is 0.7 points.

@@ -18,8 +18,8 @@ namespace
 
 constexpr double kPi = 3.14159265358979323846;
 
-SnapshotBody makeBody(std::uint32_t id, std::array<float, 3> position, std::array<float, 4> orientation = {0, 0, 0, 1},
-                      std::uint32_t generation = 1)
+SnapshotBody makeBody(std::uint32_t id, std::array<float, 3> position,
+                      std::array<float, 4> orientation = {0, 0, 0, 1}, std::uint32_t generation = 1)
 {
     SnapshotBody b;
     b.id = id;
@@ -31,7 +31,8 @@ SnapshotBody makeBody(std::uint32_t id, std::array<float, 3> position, std::arra
     return b;
 }
 
-ReceivedSnapshot makeSnapshot(std::uint64_t tick, double serverTime, double receiveTime, std::vector<SnapshotBody> bodies)
+ReceivedSnapshot makeSnapshot(std::uint64_t tick, double serverTime, double receiveTime,
+                              std::vector<SnapshotBody> bodies)
 {
     ReceivedSnapshot s;
     s.tick = tick;
@@ -108,7 +109,8 @@ TEST_CASE("interpolation: orientations take the short way", "[client][interpolat
     // The helpers alone, at both ends and between.
     CHECK(sameRotation(client::nlerpOrientation(a, b, 0.0), a) > 0.999999);
     CHECK(sameRotation(client::nlerpOrientation(a, b, 1.0), b) > 0.999999);
-    CHECK(sameRotation(client::extrapolateOrientation(a, b, 1.0), aboutAxis({0, 0, 1}, 40.0 * kPi / 180.0)) > 0.999999);
+    CHECK(sameRotation(client::extrapolateOrientation(a, b, 1.0), aboutAxis({0, 0, 1}, 40.0 * kPi / 180.0)) >
+          0.999999);
 }
 
 TEST_CASE("interpolation: extrapolation follows the last velocity for at most 250 ms, then holds",
@@ -144,14 +146,17 @@ TEST_CASE("interpolation: extrapolation follows the last velocity for at most 25
     CHECK(buffer.stats().framesHeld == 1);
 }
 
-TEST_CASE("interpolation: bodies appearing and disappearing are not interpolated across", "[client][interpolation]")
+TEST_CASE("interpolation: bodies appearing and disappearing are not interpolated across",
+          "[client][interpolation]")
 {
     InterpolationBuffer buffer(config50ms());
-    buffer.add(makeSnapshot(1, 0.0, 0.1,
-                            {makeBody(1, {0, 0, 0}), makeBody(2, {5, 0, 0}), makeBody(4, {7, 0, 0}, {0, 0, 0, 1}, 1)}));
+    buffer.add(makeSnapshot(
+        1, 0.0, 0.1,
+        {makeBody(1, {0, 0, 0}), makeBody(2, {5, 0, 0}), makeBody(4, {7, 0, 0}, {0, 0, 0, 1}, 1)}));
     // Body 2 destroyed, body 3 created, body 4's slot reused by a new body (generation 2) far away.
-    buffer.add(makeSnapshot(2, 0.05, 0.15,
-                            {makeBody(1, {1, 0, 0}), makeBody(3, {9, 0, 0}), makeBody(4, {-50, 0, 0}, {0, 0, 0, 1}, 2)}));
+    buffer.add(makeSnapshot(
+        2, 0.05, 0.15,
+        {makeBody(1, {1, 0, 0}), makeBody(3, {9, 0, 0}), makeBody(4, {-50, 0, 0}, {0, 0, 0, 1}, 2)}));
     std::vector<SnapshotBody> out;
     REQUIRE(buffer.sample(0.275, out).kind == SampleKind::Interpolated);
     REQUIRE(out.size() == 3);
@@ -172,7 +177,8 @@ TEST_CASE("interpolation: bodies appearing and disappearing are not interpolated
     CHECK(out[2].position[0] == -50.0f);
 }
 
-TEST_CASE("interpolation: the delay follows 3 intervals plus the measured jitter, smoothly", "[client][interpolation]")
+TEST_CASE("interpolation: the delay follows 3 intervals plus the measured jitter, smoothly",
+          "[client][interpolation]")
 {
     client::InterpolationConfig config;
     config.snapshotIntervalSeconds = 0.0; // estimated from the snapshots
@@ -213,7 +219,8 @@ TEST_CASE("interpolation: continuous across lost and late snapshots (no jump lar
     //   |p_k - p_{k-1}| <= |v| * (r_k - r_{k-1}) + 1e-4 m   (the motion over the render time elapsed, plus
     //   float rounding): the shown body never moves further than the body itself did.
     const std::array<double, 3> velocity{3.0, -0.5, 1.25};
-    const double speed = std::sqrt(velocity[0] * velocity[0] + velocity[1] * velocity[1] + velocity[2] * velocity[2]);
+    const double speed =
+        std::sqrt(velocity[0] * velocity[0] + velocity[1] * velocity[1] + velocity[2] * velocity[2]);
     protocol::NetworkConditions conditions;
     conditions.latencySeconds = 0.07;
     conditions.jitterSeconds = 0.06;
@@ -237,7 +244,8 @@ TEST_CASE("interpolation: continuous across lost and late snapshots (no jump lar
     std::uint64_t frames = 0;
     const auto positionAt = [&](double t)
     {
-        return std::array<float, 3>{static_cast<float>(1.0 + velocity[0] * t), static_cast<float>(2.0 + velocity[1] * t),
+        return std::array<float, 3>{static_cast<float>(1.0 + velocity[0] * t),
+                                    static_cast<float>(2.0 + velocity[1] * t),
                                     static_cast<float>(-3.0 + velocity[2] * t)};
     };
     for (double now = 0.0; now < 30.0; now += 1.0 / 600.0)
@@ -286,7 +294,8 @@ TEST_CASE("interpolation: continuous across lost and late snapshots (no jump lar
                 moved += d * d;
             }
             moved = std::sqrt(moved);
-            INFO("frame " << frames << " render " << r.renderTime << " kind " << client::sampleKindName(r.kind));
+            INFO("frame " << frames << " render " << r.renderTime << " kind "
+                          << client::sampleKindName(r.kind));
             REQUIRE(moved <= speed * advanced + 1e-4);
         }
         havePrevious = true;
@@ -294,13 +303,14 @@ TEST_CASE("interpolation: continuous across lost and late snapshots (no jump lar
         previousPosition = out[0].position;
     }
     const auto& stats = buffer.stats();
-    CHECK(net.stats().lost > 100);     // the link did lose snapshots...
-    CHECK(gapsBridged > 100);          // ...and frames were interpolated across the gaps
+    CHECK(net.stats().lost > 100); // the link did lose snapshots...
+    CHECK(gapsBridged > 100);      // ...and frames were interpolated across the gaps
     CHECK(stats.framesSampled == frames);
     CHECK(stats.renderClockSnaps == 1); // only the first sample set the clock
-    WARN("continuity: " << frames << " frames, " << stats.framesExtrapolated << " extrapolated, " << stats.framesHeld
-                        << " held, " << gapsBridged << " across gaps; delay p95 " << buffer.delayPercentile(0.95) * 1e3
-                        << " ms, jitter " << stats.jitterSeconds * 1e3 << " ms");
+    WARN("continuity: " << frames << " frames, " << stats.framesExtrapolated << " extrapolated, "
+                        << stats.framesHeld << " held, " << gapsBridged << " across gaps; delay p95 "
+                        << buffer.delayPercentile(0.95) * 1e3 << " ms, jitter " << stats.jitterSeconds * 1e3
+                        << " ms");
 }
 
 TEST_CASE("interpolation: across a 1 s outage poses hold, then resume without going backwards",

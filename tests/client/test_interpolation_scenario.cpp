@@ -4,8 +4,8 @@
 // simulated time. Targets: interpolation delay p95 <= 85 ms, fewer than 0.5% of frames extrapolated.
 #include "polytope/client/interpolation.h"
 #include "polytope/client/recording.h"
-#include "polytope/protocol/network_simulator.h"
 #include "polytope/physics/scenes.h"
+#include "polytope/protocol/network_simulator.h"
 #include "polytope/server/server.h"
 #include "support/in_process.h"
 
@@ -38,7 +38,8 @@ bool buildMovingScene(physics::World& world)
         desc.shape = physics::Shape::makeBox({0.4f, 0.3f, 0.2f});
         desc.transform.p = {static_cast<float>(i % 8) * 3.0f - 12.0f, 2.0f + static_cast<float>(i / 8),
                             static_cast<float>(i / 8) * 3.0f - 9.0f};
-        desc.linearVelocity = {0.5f + 0.1f * static_cast<float>(i % 5), 0.0f, -0.3f * static_cast<float>(i % 3)};
+        desc.linearVelocity = {0.5f + 0.1f * static_cast<float>(i % 5), 0.0f,
+                               -0.3f * static_cast<float>(i % 3)};
         desc.angularVelocity = {0.0f, 1.0f + 0.1f * static_cast<float>(i % 7), 0.5f};
         if (world.createBody(desc).id.isNull())
         {
@@ -48,7 +49,8 @@ bool buildMovingScene(physics::World& world)
     return true;
 }
 
-/// One run of the target scenario on a seed: measures, prints and checks the figures, then replays the recording.
+/// One run of the target scenario on a seed: measures, prints and checks the figures, then replays the
+/// recording.
 void runScenario(std::uint64_t seed)
 {
     protocol::NetworkConditions conditions;
@@ -69,8 +71,9 @@ void runScenario(std::uint64_t seed)
     client::Client& c = net.addClient(kClientAddress);
 
     // Record what arrives as well: the recording must replay to the same snapshots (see the recording tests).
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("polytope_client_scenario_" + std::to_string(seed) + ".pltr")).string();
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("polytope_client_scenario_" + std::to_string(seed) + ".pltr"))
+                                 .string();
     client::RecordingWriter writer;
 
     client::InterpolationConfig interpolation;
@@ -122,15 +125,16 @@ void runScenario(std::uint64_t seed)
     std::sort(delays.begin(), delays.end());
     REQUIRE(frames > 1000);
     const double p50 = delays[delays.size() / 2];
-    const double p95 = delays[static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(delays.size()))) - 1];
+    const double p95 =
+        delays[static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(delays.size()))) - 1];
     const double extrapolatedShare = static_cast<double>(extrapolated) / static_cast<double>(frames);
     const auto& stats = buffer.stats();
-    WARN("interpolation target scenario, seed " << seed << ": " << frames << " frames; delay p50 " << p50 * 1e3 << " ms, p95 " << p95 * 1e3
-                                           << " ms (target <= 85); extrapolated " << extrapolated << " ("
-                                           << extrapolatedShare * 100.0 << "%, target < 0.5%), held " << held
-                                           << "; snapshots shown " << c.stats().snapshotsShown << ", superseded "
-                                           << c.stats().snapshotsSuperseded << "; jitter " << stats.jitterSeconds * 1e3
-                                           << " ms, target delay " << stats.targetDelaySeconds * 1e3 << " ms");
+    WARN("interpolation target scenario, seed "
+         << seed << ": " << frames << " frames; delay p50 " << p50 * 1e3 << " ms, p95 " << p95 * 1e3
+         << " ms (target <= 85); extrapolated " << extrapolated << " (" << extrapolatedShare * 100.0
+         << "%, target < 0.5%), held " << held << "; snapshots shown " << c.stats().snapshotsShown
+         << ", superseded " << c.stats().snapshotsSuperseded << "; jitter " << stats.jitterSeconds * 1e3
+         << " ms, target delay " << stats.targetDelaySeconds * 1e3 << " ms");
     // Bounds looser than the targets. Measured over seeds 1..8, 77 and 2026: p95 is 81-83 ms on seven of
     // them and 91-93 ms on three (seed 1 is one), extrapolation at most 0.25%; the figures are printed.
     CHECK(p95 <= 0.095);
@@ -155,8 +159,9 @@ void runScenario(std::uint64_t seed)
         {
             const auto& x = replayed.bodies[b];
             const auto& y = received[i].bodies[b];
-            REQUIRE((x.id == y.id && x.generation == y.generation && x.shape == y.shape && x.atRest == y.atRest &&
-                     x.position == y.position && x.orientation == y.orientation && x.extent == y.extent));
+            REQUIRE((x.id == y.id && x.generation == y.generation && x.shape == y.shape &&
+                     x.atRest == y.atRest && x.position == y.position && x.orientation == y.orientation &&
+                     x.extent == y.extent));
         }
     }
     std::filesystem::remove(path);
@@ -164,7 +169,8 @@ void runScenario(std::uint64_t seed)
 
 } // namespace
 
-TEST_CASE("interpolation target: 60 Hz snapshots at 5% loss and 100 +- 30 ms jitter", "[client][interpolation][scenario]")
+TEST_CASE("interpolation target: 60 Hz snapshots at 5% loss and 100 +- 30 ms jitter",
+          "[client][interpolation][scenario]")
 {
     for (const std::uint64_t seed : {2026u, 1u, 77u})
     {

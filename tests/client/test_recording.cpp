@@ -29,7 +29,8 @@ std::vector<std::uint8_t> readAll(const std::string& path)
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-/// Frames every 3 ticks (20 Hz at 60 Hz), some missing; body 5 appears at frame 10, body 2 leaves at frame 20.
+/// Frames every 3 ticks (20 Hz at 60 Hz), some missing; body 5 appears at frame 10, body 2 leaves at
+/// frame 20.
 std::vector<ReceivedSnapshot> makeFrames(int count)
 {
     std::mt19937 random(7);
@@ -67,8 +68,8 @@ std::vector<ReceivedSnapshot> makeFrames(int count)
 
 bool sameFrame(const ReceivedSnapshot& a, const ReceivedSnapshot& b)
 {
-    if (a.tick != b.tick || a.serverTime != b.serverTime || a.receiveTime != b.receiveTime || a.bytes != b.bytes ||
-        a.bodies.size() != b.bodies.size())
+    if (a.tick != b.tick || a.serverTime != b.serverTime || a.receiveTime != b.receiveTime ||
+        a.bytes != b.bytes || a.bodies.size() != b.bodies.size())
     {
         return false;
     }
@@ -117,11 +118,12 @@ std::string writeRecording(const char* name, const std::vector<ReceivedSnapshot>
     }
     else
     {
-        // Abandoned without an index, as a crash would leave it: copy what is on disk now (flushed per record).
+        // Abandoned without an index, as a crash would leave it: copy what is on disk now (flushed per
+        // record).
         const auto bytes = readAll(path);
         const std::string cut = path + ".cut";
-        std::ofstream(cut, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                   static_cast<std::streamsize>(bytes.size()));
+        std::ofstream(cut, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
         REQUIRE(writer.close(error));
         std::filesystem::remove(path);
         std::filesystem::rename(cut, path);
@@ -213,7 +215,8 @@ TEST_CASE("recording: a file cut short still reads every complete frame", "[clie
             for (const auto& info : index)
             {
                 const std::size_t at = info.offset;
-                const std::size_t size = bytes[at] | bytes[at + 1] << 8 | bytes[at + 2] << 16 | std::size_t{bytes[at + 3]} << 24;
+                const std::size_t size =
+                    bytes[at] | bytes[at + 1] << 8 | bytes[at + 2] << 16 | std::size_t{bytes[at + 3]} << 24;
                 complete += at + 4 + size <= length ? 1 : 0;
             }
             CHECK(reader.indexRebuilt());
@@ -314,15 +317,15 @@ TEST_CASE("recording: the summary counts frames, bodies, bytes and gaps", "[clie
     std::string error;
     REQUIRE(reader.open(path, error));
     std::size_t progressCalls = 0;
-    const client::RecordingSummary s =
-        client::summarizeRecording(reader, [&](std::size_t done, std::size_t all) { progressCalls += done <= all; });
+    const client::RecordingSummary s = client::summarizeRecording(
+        reader, [&](std::size_t done, std::size_t all) { progressCalls += done <= all; });
     CHECK(progressCalls >= 2);
     CHECK(s.frames == 50);
     CHECK(s.firstTick == frames.front().tick);
     CHECK(s.lastTick == frames.back().tick);
     CHECK(s.durationSeconds == Approx(frames.back().serverTime - frames.front().serverTime));
     CHECK(s.expectedTickStep == 3);
-    CHECK(s.gaps == 2);             // frames 16 and 33 came 9 ticks after the one before
+    CHECK(s.gaps == 2); // frames 16 and 33 came 9 ticks after the one before
     CHECK(s.missingSnapshots == 4);
     CHECK(s.largestGapSeconds == Approx(9.0 / 60.0));
     CHECK(s.maxBodies == 6);

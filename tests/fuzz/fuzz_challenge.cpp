@@ -15,8 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     {
         return 0;
     }
-    const protocol::Address address =
-        protocol::Address::ipv4(data[0], data[1], data[2], data[3], static_cast<std::uint16_t>(data[4] | (data[5] << 8)));
+    const protocol::Address address = protocol::Address::ipv4(
+        data[0], data[1], data[2], data[3], static_cast<std::uint16_t>(data[4] | (data[5] << 8)));
     const double now = static_cast<double>(data[6] | (data[7] << 8));
     const std::span<const std::uint8_t> cookie(data + 8, size - 8);
     const server::CookieCheck check = cookies.verify(address, cookie, now);

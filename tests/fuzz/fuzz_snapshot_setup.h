@@ -29,8 +29,10 @@ inline std::vector<protocol::QuantizedBody> fuzzScene(std::uint64_t tick)
         b.generation = 1 + i % 3;
         b.atRest = i % 5 == 0;
         const auto t = static_cast<std::uint32_t>(tick);
-        b.position = {200000u + i * 1000u + (b.atRest ? 0u : t * 7u), 60000u + i * 11u, 250000u - (b.atRest ? 0u : t)};
-        b.orientation[1] = static_cast<std::uint16_t>(protocol::kOrientationZeroCode + (b.atRest ? 0 : (t % 50)));
+        b.position = {200000u + i * 1000u + (b.atRest ? 0u : t * 7u), 60000u + i * 11u,
+                      250000u - (b.atRest ? 0u : t)};
+        b.orientation[1] =
+            static_cast<std::uint16_t>(protocol::kOrientationZeroCode + (b.atRest ? 0 : (t % 50)));
         bodies.push_back(b);
     }
     return bodies;

@@ -136,6 +136,7 @@ int main(int argc, char** argv)
     corpus.save("sealed", "plain_keep_alive", keepAlive);
 
     std::printf("%d seed files in %s\n", corpus.written(), corpus.root().c_str());
-    // 10 packets, 2 catalogues, 2 input datagrams, 3 slices, 2 cookies, a token file, 2 token datagrams, 2 sealed
+    // 10 packets, 2 catalogues, 2 input datagrams, 3 slices, 2 cookies, a token file, 2 token datagrams, 2
+    // sealed
     return corpus.written() >= 24 ? 0 : 1;
 }

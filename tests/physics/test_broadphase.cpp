@@ -203,8 +203,7 @@ struct SceneChecker
     float side;
     std::uint64_t nextUserData = 1000;
 
-    SceneChecker(const BroadphaseConfig& config, const FatBoxPolicy& fatBoxes, std::uint32_t seed,
-                 int count)
+    SceneChecker(const BroadphaseConfig& config, const FatBoxPolicy& fatBoxes, std::uint32_t seed, int count)
         : tree(config), policy(fatBoxes), rng(seed),
           side(2.5f * std::cbrt(static_cast<float>(std::max(count, 1))))
     {

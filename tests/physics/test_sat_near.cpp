@@ -247,15 +247,15 @@ TEST_CASE("seeded hull manifolds match the exhaustive-SAT manifolds on random pa
             const bool found = contactDirectionOf(a, b, bInA, direction);
             const SatResult near = satHullsNear(viewOf(a), viewOf(b), bInA, SatSearchHint{direction}, margin);
             INFO("direction found " << found << " near sep " << near.maxSeparation() << " chosen "
-                                    << int(near.chosen.feature) << " " << near.chosen.separation << " exhaustive chosen "
-                                    << int(sat.chosen.feature) << " " << sat.chosen.separation);
+                                    << int(near.chosen.feature) << " " << near.chosen.separation
+                                    << " exhaustive chosen " << int(sat.chosen.feature) << " "
+                                    << sat.chosen.separation);
             REQUIRE(deepestSeparation(exhaustive) >= margin - 1e-4f);
             continue;
         }
         REQUIRE(std::fabs(length(seeded.normal) - 1.0f) < 1e-5f);
         const float depthTolerance = 0.08f * std::fabs(sat.maxSeparation()) + 2e-3f;
-        REQUIRE(deepestSeparation(seeded) ==
-                Approx(deepestSeparation(exhaustive)).margin(depthTolerance));
+        REQUIRE(deepestSeparation(seeded) == Approx(deepestSeparation(exhaustive)).margin(depthTolerance));
         bool same = seeded.pointCount == exhaustive.pointCount && seeded.normal == exhaustive.normal;
         for (int i = 0; same && i < seeded.pointCount; ++i)
         {
@@ -296,7 +296,8 @@ TEST_CASE("seeded box-hull and hull-box manifolds match the exhaustive-SAT manif
             INFO("trial " << trial << (boxIsA ? " box-hull" : " hull-box"));
             if (exhaustive.pointCount == 0 || seeded.pointCount == 0)
             {
-                REQUIRE(exhaustive.pointCount + seeded.pointCount == std::max(exhaustive.pointCount, seeded.pointCount));
+                REQUIRE(exhaustive.pointCount + seeded.pointCount ==
+                        std::max(exhaustive.pointCount, seeded.pointCount));
                 const ContactManifold& some = exhaustive.pointCount > 0 ? exhaustive : seeded;
                 if (some.pointCount > 0)
                 {
@@ -306,12 +307,13 @@ TEST_CASE("seeded box-hull and hull-box manifolds match the exhaustive-SAT manif
             }
             ++contacts;
             const SatResult sat = satHulls(a, b, bInA, margin);
-            INFO("exhaustive: feature " << int(sat.chosen.feature) << " sep " << sat.chosen.separation << " max "
-                                        << sat.maxSeparation() << "; seeded normal " << seeded.normal.x << " "
-                                        << seeded.normal.y << " " << seeded.normal.z << " kind "
-                                        << int(featureKind(seeded.points[0].featureId)));
+            INFO("exhaustive: feature " << int(sat.chosen.feature) << " sep " << sat.chosen.separation
+                                        << " max " << sat.maxSeparation() << "; seeded normal "
+                                        << seeded.normal.x << " " << seeded.normal.y << " " << seeded.normal.z
+                                        << " kind " << int(featureKind(seeded.points[0].featureId)));
             REQUIRE(deepestSeparation(seeded) ==
-                    Approx(deepestSeparation(exhaustive)).margin(0.08f * std::fabs(deepestSeparation(exhaustive)) + 2e-3f));
+                    Approx(deepestSeparation(exhaustive))
+                        .margin(0.08f * std::fabs(deepestSeparation(exhaustive)) + 2e-3f));
             bool same = seeded.pointCount == exhaustive.pointCount && seeded.normal == exhaustive.normal;
             for (int i = 0; same && i < seeded.pointCount; ++i)
             {

@@ -16,11 +16,15 @@ namespace
 /// Copies a datagram into 8-byte-aligned storage, as a receive buffer is.
 struct Datagram
 {
-    explicit Datagram(std::span<const std::uint8_t> bytes) : storage((bytes.size() + 7) / 8 + 1), size(bytes.size())
+    explicit Datagram(std::span<const std::uint8_t> bytes)
+        : storage((bytes.size() + 7) / 8 + 1), size(bytes.size())
     {
         std::memcpy(storage.data(), bytes.data(), bytes.size());
     }
-    std::span<const std::uint8_t> view() const { return {reinterpret_cast<const std::uint8_t*>(storage.data()), size}; }
+    std::span<const std::uint8_t> view() const
+    {
+        return {reinterpret_cast<const std::uint8_t*>(storage.data()), size};
+    }
     std::uint8_t* data() { return reinterpret_cast<std::uint8_t*>(storage.data()); }
     std::vector<std::uint64_t> storage;
     std::size_t size;
@@ -89,7 +93,8 @@ TEST_CASE("every message survives a round trip", "[protocol]")
         CHECK(read.expireTime == token.expireTime);
         CHECK(read.nonce == token.nonce);
         CHECK(read.sealed == token.sealed);
-        Datagram response(writer.challengeResponse(header, somePayload(kCookieBytes), std::string(kMaxClientNameBytes, 'n'),
+        Datagram response(writer.challengeResponse(header, somePayload(kCookieBytes),
+                                                   std::string(kMaxClientNameBytes, 'n'),
                                                    std::string(kMaxRoomNameBytes, 'r'), 20, true, &token));
         CHECK(response.size <= kMaxPacketBytes);
         REQUIRE(decodePacket(response.view()).ok());
@@ -139,19 +144,23 @@ TEST_CASE("every message survives a round trip", "[protocol]")
         // Bad codec parameters are refused.
         SessionParameters bad = session;
         bad.position.stepsPerMetre = 0;
-        CHECK(decodePacket(Datagram(writer.connectAccepted(header, bad)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.connectAccepted(header, bad)).view()).reason ==
+              DropReason::InvalidField);
         bad = session;
         bad.position.boundsMax[1] = -5.0f;
-        CHECK(decodePacket(Datagram(writer.connectAccepted(header, bad)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.connectAccepted(header, bad)).view()).reason ==
+              DropReason::InvalidField);
         bad = session;
         bad.maxBaselineAgeTicks = 0;
-        CHECK(decodePacket(Datagram(writer.connectAccepted(header, bad)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.connectAccepted(header, bad)).view()).reason ==
+              DropReason::InvalidField);
     }
     SECTION("connect denied, keep-alive, disconnect")
     {
         Datagram denied(writer.connectDenied(header, wire::DenyReason::ServerFull));
         REQUIRE(decodePacket(denied.view()).ok());
-        CHECK(decodePacket(denied.view()).packet->message_as_ConnectDenied()->reason() == wire::DenyReason::ServerFull);
+        CHECK(decodePacket(denied.view()).packet->message_as_ConnectDenied()->reason() ==
+              wire::DenyReason::ServerFull);
         Datagram keepAlive(writer.keepAlive(header, 12.5));
         REQUIRE(decodePacket(keepAlive.view()).ok());
         CHECK(decodePacket(keepAlive.view()).packet->message_as_KeepAlive()->time() == 12.5);
@@ -178,7 +187,8 @@ TEST_CASE("every message survives a round trip", "[protocol]")
         CHECK(m->client_name()->str() == "tester");
         // A cookie of the wrong size is refused.
         const std::vector<std::uint8_t> shortCookie = somePayload(kCookieBytes - 1);
-        CHECK(decodePacket(Datagram(writer.challenge(header, shortCookie)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.challenge(header, shortCookie)).view()).reason ==
+              DropReason::InvalidField);
         CHECK(decodePacket(Datagram(writer.challengeResponse(header, shortCookie, "x")).view()).reason ==
               DropReason::InvalidField);
     }
@@ -260,7 +270,8 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
     SECTION("oversized datagrams are refused before anything reads them")
     {
         std::vector<std::uint64_t> big(kMaxDatagramBytes / 8 + 2, 0);
-        const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(big.data()), kMaxDatagramBytes + 1);
+        const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(big.data()),
+                                                  kMaxDatagramBytes + 1);
         CHECK(decodePacket(bytes).reason == DropReason::TooLarge);
     }
     SECTION("random bytes never pass, and never crash")
@@ -314,17 +325,19 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
             fbb.Clear();
             const wire::PacketHeader header(id, version, type, 0, 0, 0, 0);
             const auto msg = wire::CreateKeepAlive(fbb, 1.0);
-            wire::FinishPacketBuffer(fbb, wire::CreatePacket(fbb, &header, wire::Message::KeepAlive, msg.Union()));
+            wire::FinishPacketBuffer(fbb,
+                                     wire::CreatePacket(fbb, &header, wire::Message::KeepAlive, msg.Union()));
             return Datagram({fbb.GetBufferPointer(), fbb.GetSize()});
         };
         CHECK(decodePacket(make(kProtocolId, kProtocolVersion, wire::PacketType::KeepAlive).view()).ok());
         CHECK(decodePacket(make(0xDEADBEEF, kProtocolVersion, wire::PacketType::KeepAlive).view()).reason ==
               DropReason::WrongProtocol);
-        CHECK(decodePacket(make(kProtocolId, kProtocolVersion + 1, wire::PacketType::KeepAlive).view()).reason ==
-              DropReason::WrongVersion);
+        CHECK(decodePacket(make(kProtocolId, kProtocolVersion + 1, wire::PacketType::KeepAlive).view())
+                  .reason == DropReason::WrongVersion);
         CHECK(decodePacket(make(kProtocolId, kProtocolVersion, wire::PacketType::Snapshot).view()).reason ==
               DropReason::TypeMismatch);
-        CHECK(decodePacket(make(kProtocolId, 1, wire::PacketType::KeepAlive).view()).reason == DropReason::WrongVersion);
+        CHECK(decodePacket(make(kProtocolId, 1, wire::PacketType::KeepAlive).view()).reason ==
+              DropReason::WrongVersion);
     }
     SECTION("NaN, negative or huge extents, bad shapes and generation 0 in the catalogue are out of range")
     {
@@ -333,13 +346,24 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
             auto bad = entries;
             switch (variant)
             {
-            case 0: bad[3].extent[1] = NAN; break;
-            case 1: bad[3].extent[0] = -1.0f; break;
-            case 2: bad[3].extent[2] = 2.0f * kMaxShapeExtentMeters; break;
-            case 3: bad[3].shape = static_cast<wire::ShapeKind>(9); break;
-            default: bad[3].generation = 0; break;
+            case 0:
+                bad[3].extent[1] = NAN;
+                break;
+            case 1:
+                bad[3].extent[0] = -1.0f;
+                break;
+            case 2:
+                bad[3].extent[2] = 2.0f * kMaxShapeExtentMeters;
+                break;
+            case 3:
+                bad[3].shape = static_cast<wire::ShapeKind>(9);
+                break;
+            default:
+                bad[3].generation = 0;
+                break;
             }
-            CHECK(decodePacket(Datagram(writer.catalogue({}, bad)).view()).reason == DropReason::InvalidField);
+            CHECK(decodePacket(Datagram(writer.catalogue({}, bad)).view()).reason ==
+                  DropReason::InvalidField);
         }
         CHECK(decodePacket(Datagram(writer.catalogue({}, {})).view()).reason == DropReason::InvalidField);
     }
@@ -351,15 +375,32 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
             auto bad = inputs;
             switch (variant)
             {
-            case 0: bad[2].vector[0] = NAN; break;
-            case 1: bad[2].vector[1] = INFINITY; break;
-            case 2: bad[3].kind = wire::InputKind::TargetVelocity; bad[3].vector[2] = 1.01f * kMaxInputVelocity; break;
-            case 3: bad[0].kind = wire::InputKind::Impulse; bad[0].vector[0] = -1.01f * kMaxInputImpulse; break;
-            case 4: bad[1].sequence = 0; break;
-            case 5: bad[1].bodyGeneration = 0; break;
-            default: bad[5].kind = static_cast<wire::InputKind>(4); break;
+            case 0:
+                bad[2].vector[0] = NAN;
+                break;
+            case 1:
+                bad[2].vector[1] = INFINITY;
+                break;
+            case 2:
+                bad[3].kind = wire::InputKind::TargetVelocity;
+                bad[3].vector[2] = 1.01f * kMaxInputVelocity;
+                break;
+            case 3:
+                bad[0].kind = wire::InputKind::Impulse;
+                bad[0].vector[0] = -1.01f * kMaxInputImpulse;
+                break;
+            case 4:
+                bad[1].sequence = 0;
+                break;
+            case 5:
+                bad[1].bodyGeneration = 0;
+                break;
+            default:
+                bad[5].kind = static_cast<wire::InputKind>(4);
+                break;
             }
-            CHECK(decodePacket(Datagram(writer.clientInput({}, bad)).view()).reason == DropReason::InvalidField);
+            CHECK(decodePacket(Datagram(writer.clientInput({}, bad)).view()).reason ==
+                  DropReason::InvalidField);
         }
         // At the limit is fine.
         auto edge = inputs;
@@ -369,38 +410,47 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
     }
     SECTION("snapshots: empty or oversized payloads and bad server times are refused")
     {
-        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, 0.0, {})).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, 0.0, {})).view()).reason ==
+              DropReason::InvalidField);
         const auto big = somePayload(kMaxSnapshotPayloadBytes + 1);
-        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, 0.0, big)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, 0.0, big)).view()).reason ==
+              DropReason::InvalidField);
         const auto small = somePayload(10);
-        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, NAN, small)).view()).reason == DropReason::InvalidField);
-        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, -1.0, small)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, NAN, small)).view()).reason ==
+              DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.snapshot({}, 1, -1.0, small)).view()).reason ==
+              DropReason::InvalidField);
         CHECK(decodePacket(Datagram(writer.snapshot({}, 1, 0.5, small)).view()).ok());
     }
     SECTION("unknown header flags are refused")
     {
         HeaderFields flagged;
         flagged.flags = 0x80;
-        CHECK(decodePacket(Datagram(writer.keepAlive(flagged, 1.0)).view()).reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.keepAlive(flagged, 1.0)).view()).reason ==
+              DropReason::InvalidField);
     }
     SECTION("an unpadded connect request or challenge response is refused")
     {
         {
             flatbuffers::FlatBufferBuilder fbb;
-            const wire::PacketHeader header(kProtocolId, kProtocolVersion, wire::PacketType::ChallengeResponse, 0, 0,
-                                            0, 0);
+            const wire::PacketHeader header(kProtocolId, kProtocolVersion,
+                                            wire::PacketType::ChallengeResponse, 0, 0, 0, 0);
             const std::vector<std::uint8_t> cookie(kCookieBytes, 1);
-            const auto msg = wire::CreateChallengeResponse(fbb, fbb.CreateVector(cookie), fbb.CreateString("short"));
-            wire::FinishPacketBuffer(fbb,
-                                     wire::CreatePacket(fbb, &header, wire::Message::ChallengeResponse, msg.Union()));
+            const auto msg =
+                wire::CreateChallengeResponse(fbb, fbb.CreateVector(cookie), fbb.CreateString("short"));
+            wire::FinishPacketBuffer(
+                fbb, wire::CreatePacket(fbb, &header, wire::Message::ChallengeResponse, msg.Union()));
             CHECK(decodePacket(Datagram({fbb.GetBufferPointer(), fbb.GetSize()}).view()).reason ==
                   DropReason::TooShort);
         }
         flatbuffers::FlatBufferBuilder fbb;
-        const wire::PacketHeader header(kProtocolId, kProtocolVersion, wire::PacketType::ConnectRequest, 0, 0, 0, 0);
+        const wire::PacketHeader header(kProtocolId, kProtocolVersion, wire::PacketType::ConnectRequest, 0, 0,
+                                        0, 0);
         const auto msg = wire::CreateConnectRequest(fbb, fbb.CreateString("short"));
-        wire::FinishPacketBuffer(fbb, wire::CreatePacket(fbb, &header, wire::Message::ConnectRequest, msg.Union()));
-        CHECK(decodePacket(Datagram({fbb.GetBufferPointer(), fbb.GetSize()}).view()).reason == DropReason::TooShort);
+        wire::FinishPacketBuffer(
+            fbb, wire::CreatePacket(fbb, &header, wire::Message::ConnectRequest, msg.Union()));
+        CHECK(decodePacket(Datagram({fbb.GetBufferPointer(), fbb.GetSize()}).view()).reason ==
+              DropReason::TooShort);
     }
 }
 
@@ -425,7 +475,7 @@ TEST_CASE("ack tracking reports the newest sequence and the 32 before it across 
         const bool received = i % 5 != 3;
         CHECK(((fields.ackBits >> (age - 1)) & 1u) == (received ? 1u : 0u));
     }
-    CHECK(acks.onReceived(static_cast<std::uint16_t>(start + 38))); // late arrival inside the window
+    CHECK(acks.onReceived(static_cast<std::uint16_t>(start + 38)));      // late arrival inside the window
     CHECK_FALSE(acks.onReceived(static_cast<std::uint16_t>(start + 3))); // too old to track
     CHECK(acks.hasReceived(static_cast<std::uint16_t>(start + 38)));
     CHECK_FALSE(acks.hasReceived(static_cast<std::uint16_t>(start + 8)));
@@ -445,7 +495,8 @@ TEST_CASE("admin replies are signed with the admin key and never larger than a r
     CHECK(bytes.size() <= kMinAdminRequestBytes);
     std::vector<std::uint64_t> aligned(bytes.size() / 8 + 1);
     std::memcpy(aligned.data(), bytes.data(), bytes.size());
-    const DecodeResult decoded = decodePacket({reinterpret_cast<const std::uint8_t*>(aligned.data()), bytes.size()});
+    const DecodeResult decoded =
+        decodePacket({reinterpret_cast<const std::uint8_t*>(aligned.data()), bytes.size()});
     REQUIRE(decoded.ok());
     const auto* reply = decoded.packet->message_as_AdminReply();
     REQUIRE(reply->mac());

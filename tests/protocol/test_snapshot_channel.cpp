@@ -168,8 +168,8 @@ TEST_CASE("deltas against baselines of every age up to the limit decode bit-exac
                 {
                     rf = SnapshotFrame(current - age - gap, *receiver.find(current - age - gap));
                 }
-                REQUIRE(decoder.decode(slice.payload, current, &bf, header.header.hasReference ? &rf : nullptr) ==
-                        CodecError::None);
+                REQUIRE(decoder.decode(slice.payload, current, &bf,
+                                       header.header.hasReference ? &rf : nullptr) == CodecError::None);
                 decoded.insert(decoded.end(), decoder.bodies().begin(), decoder.bodies().end());
             }
             std::sort(decoded.begin(), decoded.end(),
@@ -196,7 +196,8 @@ TEST_CASE("the receiver refuses slices whose baseline it lacks, and ignores dupl
         frames.push_back(world.bodies);
     }
     REQUIRE(encoder.encode(SnapshotFrame(50, frames[50]), nullptr, nullptr) == CodecError::None);
-    const std::vector<std::uint8_t> full50(encoder.slices()[0].payload.begin(), encoder.slices()[0].payload.end());
+    const std::vector<std::uint8_t> full50(encoder.slices()[0].payload.begin(),
+                                           encoder.slices()[0].payload.end());
     SliceOutcome o = receiver.onSlice(50, full50);
     CHECK(o.completed);
     CHECK(receiver.onSlice(50, full50).duplicate);

@@ -46,7 +46,8 @@ struct AdminLoop
         config.wallClock = [] { return kWallTime; };
         std::string error;
         host = server::Server::create(
-            config, [this](const protocol::Address&, std::span<const std::uint8_t> d) { replies.emplace_back(d); },
+            config,
+            [this](const protocol::Address&, std::span<const std::uint8_t> d) { replies.emplace_back(d); },
             error);
         INFO(error);
         REQUIRE(host);
@@ -77,7 +78,10 @@ struct AdminLoop
         return {reply->ok(), reply->message() ? reply->message()->str() : std::string()};
     }
 
-    std::pair<bool, std::string> load(const std::string& name) { return admin(wire::AdminOp::LoadScene, name); }
+    std::pair<bool, std::string> load(const std::string& name)
+    {
+        return admin(wire::AdminOp::LoadScene, name);
+    }
 
     void run(double seconds)
     {
@@ -198,15 +202,16 @@ TEST_CASE("admin load: paths and files outside the scene directory get one answe
         "..",
         "../../../../../../etc/passwd",
         "./spheres",
-        "x.json.json", // NAME.json of a NAME that is itself a path: would be ./x.json of the working directory
+        "x.json.json", // NAME.json of a NAME that is itself a path: would be ./x.json of the working
+                       // directory
         "scenes/../x",
         "sub/dir",
         ".hidden",
-        "nosuch",        // nothing of that name anywhere
-        "pipe",          // a FIFO inside: must not block, and looks like nothing
+        "nosuch", // nothing of that name anywhere
+        "pipe",   // a FIFO inside: must not block, and looks like nothing
         "pipe.json",
-        "folder",        // a directory inside
-        "link",          // a symbolic link inside, to a valid scene outside
+        "folder", // a directory inside
+        "link",   // a symbolic link inside, to a valid scene outside
         "C:\\windows",
         "name with spaces",
         std::string("nul\0byte", 8),
@@ -247,7 +252,8 @@ TEST_CASE("admin load: a file in the scene directory that is too large or not a 
     TempDirectory scenes("admin_load");
     // Sparse: the size check comes before any read.
     sparseFile(scenes.path() / "huge.json", server::kMaxSceneFileBytes + 1);
-    writeFile(scenes.path() / "broken.json", R"({"bodies": [{"shape_type": "Sphere", "shape": {"radius": -1}}]})");
+    writeFile(scenes.path() / "broken.json",
+              R"({"bodies": [{"shape_type": "Sphere", "shape": {"radius": -1}}]})");
     writeFile(scenes.path() / "edge.json", std::string(server::kMaxSceneFileBytes - 2, ' ') + "{}");
 
     AdminLoop loop("stack10", scenes.path().string());
@@ -281,8 +287,8 @@ TEST_CASE("scene names: the grammar admin load and --scene share", "[server][adm
         INFO(name);
         CHECK(server::isSceneName(name));
     }
-    for (const char* name : {"", "/etc/passwd", "../x", "..", "a..b", ".hidden", "-flag", "a/b", "a\\b", "a b",
-                             "caf\xc3\xa9", "x\n", "arena.json"})
+    for (const char* name : {"", "/etc/passwd", "../x", "..", "a..b", ".hidden", "-flag", "a/b", "a\\b",
+                             "a b", "caf\xc3\xa9", "x\n", "arena.json"})
     {
         INFO(server::printableExcerpt(name));
         CHECK_FALSE(server::isSceneName(name));
@@ -315,11 +321,11 @@ TEST_CASE("scene files: FIFOs, directories and devices are refused without block
     fs::create_symlink(dir.path() / "real.json", dir.path() / "alias.json");
     CHECK(server::loadSceneFile((dir.path() / "alias.json").string(), scene, error));
     server::FileStatus status = server::FileStatus::Ok;
-    CHECK_FALSE(server::loadSceneFile((dir.path() / "alias.json").string(), server::kSceneDirectoryFileRules, scene,
-                                      status, error));
+    CHECK_FALSE(server::loadSceneFile((dir.path() / "alias.json").string(), server::kSceneDirectoryFileRules,
+                                      scene, status, error));
     CHECK(status == server::FileStatus::CannotOpen);
-    CHECK(server::loadSceneFile((dir.path() / "real.json").string(), server::kSceneDirectoryFileRules, scene, status,
-                                error));
+    CHECK(server::loadSceneFile((dir.path() / "real.json").string(), server::kSceneDirectoryFileRules, scene,
+                                status, error));
     CHECK(status == server::FileStatus::Ok);
     CHECK(scene.bodies.size() == 3);
 }

@@ -24,7 +24,10 @@ using Clock = std::chrono::steady_clock;
 namespace
 {
 
-double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double secondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 /// Silences spdlog for one test (the failures under test are logged on purpose), then restores it.
 struct QuietLogs
@@ -38,7 +41,7 @@ struct QuietLogs
 /// that path) and records what it was sent.
 class FakeSidecar
 {
-public:
+  public:
     struct Request
     {
         std::string method;
@@ -109,7 +112,7 @@ public:
         return out;
     }
 
-private:
+  private:
     void install()
     {
         m_server.Post(R"(/.*)",
@@ -441,7 +444,8 @@ TEST_CASE("a dead sidecar neither hangs nor crashes the caller", "[server][agone
     CHECK(c.healthPingsFailed == c.healthPingsSent);
 }
 
-TEST_CASE("a sidecar that never answers costs one time-out per request, and stop still joins", "[server][agones]")
+TEST_CASE("a sidecar that never answers costs one time-out per request, and stop still joins",
+          "[server][agones]")
 {
     QuietLogs quiet;
     SilentListener silent;

@@ -19,7 +19,7 @@ using namespace polytope;
 namespace
 {
 
-const server::ConnectCookies::Key kCookieKey{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+const server::ConnectCookies::Key kCookieKey{1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                                              17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 
 } // namespace
@@ -91,7 +91,8 @@ TEST_CASE("handshake: the server keeps no state before a valid challenge respons
         REQUIRE(r.ok());
         REQUIRE(r.type() == protocol::wire::PacketType::ConnectAccepted);
         CHECK(accepted.size() < request.size());
-        const protocol::SessionParameters p = protocol::readSessionParameters(*r.packet->message_as_ConnectAccepted());
+        const protocol::SessionParameters p =
+            protocol::readSessionParameters(*r.packet->message_as_ConnectAccepted());
         CHECK(p.clientId == 1);
         CHECK(p.maxBaselineAgeTicks == server->room(0).config().maxBaselineAgeTicks);
         CHECK(p.position.stepsPerMetre == server->room(0).config().quantization.stepsPerMetre);
@@ -191,8 +192,9 @@ TEST_CASE("the shape catalogue arrives reliably under loss and follows removals 
     {
         std::map<std::uint32_t, std::pair<std::uint32_t, protocol::wire::ShapeKind>> out;
         server->room(0).world().forEachBody(
-            [&](const physics::BodyState& b)
-            { out[b.id.index] = {b.id.generation, static_cast<protocol::wire::ShapeKind>(b.shape.type)}; });
+            [&](const physics::BodyState& b) {
+                out[b.id.index] = {b.id.generation, static_cast<protocol::wire::ShapeKind>(b.shape.type)};
+            });
         return out;
     };
     auto clientCatalogue = [&]
@@ -353,10 +355,10 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
             // The client decodes exactly what it was sent ...
             const protocol::SnapshotFrame* sent = server->room(0).sentFrame(c.clientId(), s.tick);
             REQUIRE(sent != nullptr);
-            mismatched += std::equal(s.quantized.begin(), s.quantized.end(), sent->bodies.begin(),
-                                     sent->bodies.end())
-                              ? 0
-                              : 1;
+            mismatched +=
+                std::equal(s.quantized.begin(), s.quantized.end(), sent->bodies.begin(), sent->bodies.end())
+                    ? 0
+                    : 1;
             ++compared;
             // ... where its own body is always current, while others may lag behind the truth.
             const protocol::SnapshotFrame* truth = server->room(0).history().find(s.tick);
@@ -364,7 +366,8 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
             for (const protocol::QuantizedBody& b : s.quantized)
             {
                 const auto t = std::lower_bound(truth->bodies.begin(), truth->bodies.end(), b.id,
-                                                [](const protocol::QuantizedBody& q, std::uint32_t id) { return q.id < id; });
+                                                [](const protocol::QuantizedBody& q, std::uint32_t id)
+                                                { return q.id < id; });
                 const bool current = t != truth->bodies.end() && *t == b;
                 if (b.id == own.index)
                 {
@@ -378,7 +381,8 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
         }
     }
     const double seconds = net.now() - start;
-    const double kbps = static_cast<double>(server->room(0).metrics().bytesOut - bytesAtStart) * 8.0 / 1000.0 / seconds;
+    const double kbps =
+        static_cast<double>(server->room(0).metrics().bytesOut - bytesAtStart) * 8.0 / 1000.0 / seconds;
     INFO("sent " << kbps << " kbps to a client with a 48 kbps budget; " << compared << " snapshots, "
                  << server->room(0).metrics().bodiesDeferred << " bodies deferred");
     CHECK(kbps <= 48.0 * 1.05);
@@ -390,7 +394,8 @@ TEST_CASE("a client's bandwidth budget holds and its own body goes first", "[ser
     CHECK(server->room(0).metrics().budgetLimitedSnapshots > 0);
 }
 
-TEST_CASE("the server's state equals a local replay of the inputs it applied, bit for bit", "[server][netcode]")
+TEST_CASE("the server's state equals a local replay of the inputs it applied, bit for bit",
+          "[server][netcode]")
 {
     protocol::NetworkConditions conditions;
     conditions.latencySeconds = 0.05;

@@ -163,8 +163,13 @@ TEST_CASE("udp server: the loop hook sees the rooms tick and the histogram count
             const polytope::server::RoomStatus status = server.server().roomStatus(0);
             if (status.tick >= 12 && hookCalls < 1000)
             {
-                const RoomMetricsView room{config.scene,   &status.metrics, status.clients, status.bodies,
-                                           &status.metrics.tickSeconds, server.sendErrors(), status.tick};
+                const RoomMetricsView room{config.scene,
+                                           &status.metrics,
+                                           status.clients,
+                                           status.bodies,
+                                           &status.metrics.tickSeconds,
+                                           server.sendErrors(),
+                                           status.tick};
                 http.publishMetrics(renderPrometheus({&room, 1}));
                 publishedCount = status.metrics.tickSeconds.count();
                 hookCalls = 1000; // publish and stop once

@@ -63,7 +63,8 @@ TEST_CASE("F1: a room that overruns on its thread stops neither the network thre
     std::vector<std::pair<double, std::vector<std::uint8_t>>> sentToAdmin;
     std::size_t challenges = 0;
     const auto start = std::chrono::steady_clock::now();
-    const auto clock = [start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    const auto clock = [start]
+    { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     const protocol::Address admin = protocol::Address::ipv4(10, 0, 0, 99, 4000);
     std::string error;
     auto server = server::Server::create(
@@ -85,7 +86,8 @@ TEST_CASE("F1: a room that overruns on its thread stops neither the network thre
         error);
     INFO(error);
     REQUIRE(server);
-    server->room(0).setPreStepHook([](std::uint64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
+    server->room(0).setPreStepHook([](std::uint64_t)
+                                   { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
     server->startRoomThreads(clock);
 
     // The network thread's part, on this thread, for 1.5 s: junk, connect requests and admin requests to the
@@ -108,7 +110,8 @@ TEST_CASE("F1: a room that overruns on its thread stops neither the network thre
                             {reinterpret_cast<const std::uint8_t*>(junk.data()), 100}, now);
             ++junkSent;
         }
-        const protocol::Address player = protocol::Address::ipv4(10, 1, 0, static_cast<std::uint8_t>(connectsSent % 200 + 1), 5000);
+        const protocol::Address player =
+            protocol::Address::ipv4(10, 1, 0, static_cast<std::uint8_t>(connectsSent % 200 + 1), 5000);
         server->receive(player, AlignedDatagram(writer.connectRequest({}, "player", "fast")).view(), now);
         ++connectsSent;
         if (adminSent < 10 && now > 0.1 * static_cast<double>(adminSent + 1))
@@ -148,7 +151,8 @@ TEST_CASE("F1: a room that overruns on its thread stops neither the network thre
     CHECK(slowStatus.tick <= 10);
 }
 
-TEST_CASE("F2: a spoofed flood from 20,000 addresses costs a token client at most a retry", "[server][overload]")
+TEST_CASE("F2: a spoofed flood from 20,000 addresses costs a token client at most a retry",
+          "[server][overload]")
 {
     protocol::TokenKey key{};
     key.fill(0x42);
@@ -174,7 +178,8 @@ TEST_CASE("F2: a spoofed flood from 20,000 addresses costs a token client at mos
     request.serverAddresses = {"10.0.0.1:7777"};
     client::ClientConfig clientConfig;
     clientConfig.token.emplace();
-    REQUIRE(protocol::makeConnectToken(key, request, static_cast<std::uint64_t>(kWallTime), *clientConfig.token, error));
+    REQUIRE(protocol::makeConnectToken(key, request, static_cast<std::uint64_t>(kWallTime),
+                                       *clientConfig.token, error));
     const protocol::Address clientAddress = protocol::Address::ipv4(192, 0, 2, 10, 5000);
     std::size_t handshakesSent = 0;
     client::Client c(clientConfig,
@@ -182,10 +187,11 @@ TEST_CASE("F2: a spoofed flood from 20,000 addresses costs a token client at mos
                      {
                          const AlignedDatagram copy(d);
                          const protocol::DecodeResult decoded = protocol::decodePacket(copy.view());
-                         handshakesSent += decoded.ok() && (decoded.type() == wire::PacketType::ConnectRequest ||
-                                                            decoded.type() == wire::PacketType::ChallengeResponse)
-                                               ? 1
-                                               : 0;
+                         handshakesSent +=
+                             decoded.ok() && (decoded.type() == wire::PacketType::ConnectRequest ||
+                                              decoded.type() == wire::PacketType::ChallengeResponse)
+                                 ? 1
+                                 : 0;
                          net.post(clientAddress, test::kServerAddress, d, now);
                      });
     net.attach(clientAddress, c);
@@ -218,7 +224,8 @@ TEST_CASE("F2: a spoofed flood from 20,000 addresses costs a token client at mos
     CHECK(server->gate().trackedIps() >= 10000); // the flood filled the per-IP table
     c.connect(now);
     floodUntil(6.0);
-    INFO("handshake datagrams sent " << handshakesSent << ", per-IP evictions " << server->gate().evictedIps());
+    INFO("handshake datagrams sent " << handshakesSent << ", per-IP evictions "
+                                     << server->gate().evictedIps());
     CHECK(c.isConnected());
     // One ConnectRequest and one ChallengeResponse on the first try; a retry would add one or two.
     CHECK(handshakesSent <= 4);

@@ -1,8 +1,8 @@
 // A room's steady tick allocates nothing: once a client has joined and the world is warm, receiving its
 // inputs, stepping, replicating (catalogue, snapshots under the bandwidth budget) and sending allocate no
-// memory in the server. Allocations are counted around the server's calls only (support/allocation_counter.h):
-// the client and this test's transport run outside the count, and the server's datagrams go into storage
-// allocated before it.
+// memory in the server. Allocations are counted around the server's calls only
+// (support/allocation_counter.h): the client and this test's transport run outside the count, and the
+// server's datagrams go into storage allocated before it.
 #include "polytope/client/client.h"
 #include "polytope/server/server.h"
 #include "support/allocation_counter.h"
@@ -60,7 +60,8 @@ class Mailbox
 
 } // namespace
 
-TEST_CASE("a room's steady tick allocates nothing: inputs, step, catalogue, snapshots and sends", "[server][allocation]")
+TEST_CASE("a room's steady tick allocates nothing: inputs, step, catalogue, snapshots and sends",
+          "[server][allocation]")
 {
     const protocol::Address clientAddress = protocol::Address::ipv4(10, 0, 0, 2, 5000);
     Mailbox toClient(512);

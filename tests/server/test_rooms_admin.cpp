@@ -46,7 +46,8 @@ const protocol::Address kBob = protocol::Address::ipv4(10, 0, 0, 3, 5000);
 const protocol::Address kAdmin = protocol::Address::ipv4(10, 9, 9, 9, 4000);
 constexpr std::string_view kAdminKey = "secret";
 
-protocol::InputCommand inputFor(physics::BodyId id, wire::InputKind kind, std::uint32_t sequence, std::uint64_t tick)
+protocol::InputCommand inputFor(physics::BodyId id, wire::InputKind kind, std::uint32_t sequence,
+                                std::uint64_t tick)
 {
     protocol::InputCommand in;
     in.tick = tick;
@@ -54,7 +55,8 @@ protocol::InputCommand inputFor(physics::BodyId id, wire::InputKind kind, std::u
     in.bodyId = id.index;
     in.bodyGeneration = id.generation;
     in.kind = kind;
-    in.vector = kind == wire::InputKind::Remove ? std::array<float, 3>{} : std::array<float, 3>{0.0f, 2.0f, 0.0f};
+    in.vector =
+        kind == wire::InputKind::Remove ? std::array<float, 3>{} : std::array<float, 3>{0.0f, 2.0f, 0.0f};
     return in;
 }
 
@@ -468,7 +470,8 @@ namespace
 {
 std::string arenaPath()
 {
-    return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "scenes" / "arena.json")
+    return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "scenes" /
+            "arena.json")
         .string();
 }
 } // namespace
@@ -487,7 +490,7 @@ TEST_CASE("a room runs a scene file with its player template and rules", "[serve
     physics::BodyState body;
     REQUIRE(room.world().getBody(owned[0], body));
     CHECK(body.shape.type == physics::ShapeType::Capsule); // the file's template
-    CHECK(body.transform.p.x == Approx(-2.0f));             // at its first spawn point
+    CHECK(body.transform.p.x == Approx(-2.0f));            // at its first spawn point
     CHECK(body.transform.p.z == Approx(-2.0f));
     CHECK(room.world().bodyCount() == before + 1);
 

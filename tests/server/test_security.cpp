@@ -599,8 +599,8 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
              {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
         {
             // PacketWriter would write them; decodePacket refuses them on arrival.
-            protocol::InputCommand input{
-                host->room(0).tick() + 10, 100, 1, 1, wire::InputKind::Force, {bad, 0.0f, 0.0f}};
+            protocol::InputCommand input{host->room(0).tick() + 10, 100, 1, 1, wire::InputKind::Force,
+                                         {bad, 0.0f, 0.0f}};
             flatbuffers::FlatBufferBuilder builder;
             const wire::Input in(input.tick, input.sequence, input.bodyId, input.bodyGeneration,
                                  wire::Vec3f(bad, 0.0f, 0.0f), input.kind);
@@ -622,8 +622,8 @@ TEST_CASE("security: the catalogue of bad input", "[security][catalogue]")
         const test::ServerState state = test::serverState(*host);
         const protocol::InputCommand outOfRange{
             room.tick() + 10, 1, 4000000000u, 1, wire::InputKind::Impulse, {0.0f, 50.0f, 0.0f}};
-        const protocol::InputCommand someoneElses{
-            room.tick() + 10, 2, 1, 1, wire::InputKind::Impulse, {0.0f, 50.0f, 0.0f}};
+        const protocol::InputCommand someoneElses{room.tick() + 10,   2, 1, 1, wire::InputKind::Impulse,
+                                                  {0.0f, 50.0f, 0.0f}};
         peer.sendInputs(std::vector{outOfRange, someoneElses});
         CHECK(room.metrics().inputsNotOwned == notOwned + 2);
         CHECK(test::serverState(*host) == state);

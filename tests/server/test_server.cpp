@@ -201,7 +201,8 @@ TEST_CASE("end to end over loopback UDP with the UdpServer and a UdpClient", "[s
     bool fell = false;
     for (std::size_t i = 0; i < first.size(); ++i)
     {
-        fell = fell || (first[i].shape != protocol::wire::ShapeKind::Plane && last[i].position[1] < first[i].position[1] - 0.5f);
+        fell = fell || (first[i].shape != protocol::wire::ShapeKind::Plane &&
+                        last[i].position[1] < first[i].position[1] - 0.5f);
     }
     CHECK(fell);
     CHECK(udpServer.server().room(0).metrics().clientsAccepted == 1);
@@ -254,7 +255,8 @@ TEST_CASE("stopping the UDP server drains: clients are told and run() returns at
     const auto stopAt = std::chrono::steady_clock::now();
     udpServer.stop(); // what SIGTERM does
     serverThread.join();
-    const double stopSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopAt).count();
+    const double stopSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - stopAt).count();
     CHECK(stopSeconds < 1.0);
     const double toldAt = udpClient.now();
     while (!udpClient.client().isFinished() && udpClient.now() - toldAt < 2.0)

@@ -121,7 +121,8 @@ class Soak
         // the datagrams this one receives and the same update() calls. Nothing is stored, so memory stays
         // flat however long the soak runs.
         m_replica = test::makeServer(host, [](const protocol::Address&, std::span<const std::uint8_t>) {});
-        m_replica->room(0).setInputObserver([this](const server::AppliedInput&) { ++m_report.replayInputsApplied; });
+        m_replica->room(0).setInputObserver([this](const server::AppliedInput&)
+                                            { ++m_report.replayInputsApplied; });
         main.setInputObserver([this](const server::AppliedInput& a) { onApplied(a); });
         m_slots.resize(static_cast<std::size_t>(config.clients));
         for (std::size_t i = 0; i < m_slots.size(); ++i)

@@ -117,8 +117,8 @@ std::unique_ptr<Server> makeServer(const std::string& scene, int tickRateHz = 60
     config.security.insecure = true;
     config.wallClock = [] { return 1.8e9; };
     std::string error;
-    std::unique_ptr<Server> server =
-        Server::create(config, [](const protocol::Address&, std::span<const std::uint8_t>) {}, error);
+    std::unique_ptr<Server> server = Server::create(
+        config, [](const protocol::Address&, std::span<const std::uint8_t>) {}, error);
     INFO(error);
     REQUIRE(server);
     return server;
@@ -177,7 +177,8 @@ TEST_CASE("startup: every floating-point setting must be finite and within its r
     for (const FloatFlag& f : flags)
     {
         INFO(f.flag);
-        const auto named = std::find_if(names.begin(), names.end(), [&](const OptionName& n) { return n.flag == f.flag; });
+        const auto named =
+            std::find_if(names.begin(), names.end(), [&](const OptionName& n) { return n.flag == f.flag; });
         REQUIRE(named != names.end());
 
         for (const char* good : {f.min, f.max})
@@ -188,8 +189,8 @@ TEST_CASE("startup: every floating-point setting must be finite and within its r
             CHECK(result.status == OptionsStatus::Run);
         }
         for (const std::string& bad :
-             std::vector<std::string>{"nan", "NaN", "-nan", "inf", "-inf", "infinity", "1e308", "1e400", "-1", "0",
-                                      "abc", "1,5", "0x", f.below, f.above})
+             std::vector<std::string>{"nan", "NaN", "-nan", "inf", "-inf", "infinity", "1e308", "1e400", "-1",
+                                      "0", "abc", "1,5", "0x", f.below, f.above})
         {
             expectRefused({f.flag, bad}, f.flag);
             expectRefused({std::string(f.flag) + "=" + bad}, f.flag);
@@ -209,7 +210,8 @@ TEST_CASE("startup: every floating-point setting must be finite and within its r
             ServerOptions options;
             const OptionsResult result = parseArguments({"--config", dir / "server.toml"}, options);
             CHECK(result.status == OptionsStatus::Error);
-            CHECK_THAT(result.message, Catch::Contains(f.flag) && Catch::Contains("key '" + named->configKey + "'"));
+            CHECK_THAT(result.message,
+                       Catch::Contains(f.flag) && Catch::Contains("key '" + named->configKey + "'"));
         }
     }
 
@@ -332,7 +334,8 @@ TEST_CASE("startup: config files that are not regular files, or too large, are r
         ServerOptions options;
         OptionsResult result = parseArguments({"--config", path}, options);
         CHECK(result.status == OptionsStatus::Error);
-        CHECK_THAT(result.message, Catch::StartsWith("--config: config file '" + path + "'") && Catch::Contains(why));
+        CHECK_THAT(result.message,
+                   Catch::StartsWith("--config: config file '" + path + "'") && Catch::Contains(why));
         checkOneLine(result.message);
 
         ScopedEnvironment inner;
@@ -340,8 +343,8 @@ TEST_CASE("startup: config files that are not regular files, or too large, are r
         ServerOptions fromVariable;
         result = parseArguments({}, fromVariable);
         CHECK(result.status == OptionsStatus::Error);
-        CHECK_THAT(result.message, Catch::StartsWith("POLYTOPE_CONFIG: config file '" + path + "'") &&
-                                       Catch::Contains(why));
+        CHECK_THAT(result.message,
+                   Catch::StartsWith("POLYTOPE_CONFIG: config file '" + path + "'") && Catch::Contains(why));
     }
 
     // At the cap exactly: read.
@@ -389,8 +392,9 @@ TEST_CASE("startup: a checkpoint path that cannot be written is refused", "[serv
     CHECK_FALSE(fs::exists(dir / "new.ckpt.tmp"));
 }
 
-TEST_CASE("startup: probing a checkpoint path leaves an existing checkpoint and a left-over temporary file alone",
-          "[server][startup][checkpoint]")
+TEST_CASE(
+    "startup: probing a checkpoint path leaves an existing checkpoint and a left-over temporary file alone",
+    "[server][startup][checkpoint]")
 {
     TempDirectory dir("startup");
     const std::string path = dir / "state.ckpt";
@@ -485,26 +489,31 @@ TEST_CASE("startup: scene files and the scene directory are checked, naming --sc
         config.rooms = {room};
         config.security.insecure = true;
         std::string createError;
-        CHECK_FALSE(Server::create(config, [](const protocol::Address&, std::span<const std::uint8_t>) {}, createError));
+        CHECK_FALSE(Server::create(
+            config, [](const protocol::Address&, std::span<const std::uint8_t>) {}, createError));
         CHECK_THAT(createError, Catch::Contains(why));
     }
     // Names: built in, NAME.json in the scene directory, or refused naming the flag.
     CHECK(fileCheckError(optionsWith("", "", "stack10", sceneDirectory)).empty());
     CHECK(fileCheckError(optionsWith("", "", "fine", sceneDirectory)).empty());
     CHECK(fileCheckError(optionsWith("", "", dir / "fine.json", sceneDirectory)).empty());
-    CHECK_THAT(fileCheckError(optionsWith("", "", "nosuch", sceneDirectory)), Catch::StartsWith("--scene 'nosuch'"));
-    CHECK_THAT(fileCheckError(optionsWith("", "", "fifo", sceneDirectory)), Catch::StartsWith("--scene 'fifo'"));
+    CHECK_THAT(fileCheckError(optionsWith("", "", "nosuch", sceneDirectory)),
+               Catch::StartsWith("--scene 'nosuch'"));
+    CHECK_THAT(fileCheckError(optionsWith("", "", "fifo", sceneDirectory)),
+               Catch::StartsWith("--scene 'fifo'"));
     CHECK_THAT(fileCheckError(optionsWith("", "", "bad name!", sceneDirectory)),
                Catch::StartsWith("--scene 'bad name!'"));
-    CHECK_THAT(fileCheckError(optionsWith("", "", "stack10", dir / "fine.json")), Catch::StartsWith("--scene-dir"));
+    CHECK_THAT(fileCheckError(optionsWith("", "", "stack10", dir / "fine.json")),
+               Catch::StartsWith("--scene-dir"));
     // A missing scene directory is not an error by itself: only the built-in scenes are there to load.
     CHECK(fileCheckError(optionsWith("", "", "stack10", dir / "no-such-dir")).empty());
 
     // --scene-dir is a setting like the others.
     ScopedEnvironment env;
     ServerOptions options;
-    REQUIRE(parseArguments({"--scene-dir", sceneDirectory, "--room", "a=fine", "--room", "b"}, options)
-                .status == OptionsStatus::Run);
+    REQUIRE(
+        parseArguments({"--scene-dir", sceneDirectory, "--room", "a=fine", "--room", "b"}, options).status ==
+        OptionsStatus::Run);
     std::vector<RoomConfig> rooms;
     std::string error;
     REQUIRE(roomConfigs(options, rooms, error));
@@ -536,7 +545,8 @@ TEST_CASE("startup: a checkpoint of another scene or tick rate is refused, namin
     std::string error;
     CHECK_FALSE(stack->restoreState(state, error));
     INFO(error);
-    CHECK_THAT(error, Catch::Contains("room 'main'") && Catch::Contains("'pile1000'") && Catch::Contains("'stack10'"));
+    CHECK_THAT(error, Catch::Contains("room 'main'") && Catch::Contains("'pile1000'") &&
+                          Catch::Contains("'stack10'"));
     CHECK(stack->room(0).tick() == tickBefore);
     CHECK(stack->room(0).world().bodyCount() == bodiesBefore);
 
@@ -597,7 +607,8 @@ TEST_CASE("startup: a checkpoint of the room state version before scene identiti
     std::memcpy(&*(at + 4), &version, 4);
     std::string error;
     CHECK_FALSE(server->restoreState(state, error));
-    CHECK_THAT(error, Catch::Contains("room 'main'") && Catch::Contains("version 1") && Catch::Contains("--restore"));
+    CHECK_THAT(error, Catch::Contains("room 'main'") && Catch::Contains("version 1") &&
+                          Catch::Contains("--restore"));
 }
 
 // ---- The polytope-server program -----------------------------------------------------------------------
@@ -659,8 +670,8 @@ class ServerProcess
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_addopen(&actions, 1, m_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         posix_spawn_file_actions_addopen(&actions, 2, m_err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        const int spawned =
-            ::posix_spawn(&m_pid, program.c_str(), &actions, nullptr, argvPointers.data(), environmentPointers.data());
+        const int spawned = ::posix_spawn(&m_pid, program.c_str(), &actions, nullptr, argvPointers.data(),
+                                          environmentPointers.data());
         posix_spawn_file_actions_destroy(&actions);
         REQUIRE(spawned == 0);
     }
@@ -773,9 +784,10 @@ TEST_CASE("polytope-server: a failed final checkpoint is a non-zero exit status,
     const fs::path place = dir.path() / "checkpoints";
     fs::create_directories(place);
     const std::string path = (place / "state.ckpt").string();
-    const std::vector<std::string> args = {"--insecure", "--port",      "0",       "--http-port",           "0",
-                                           "--scene",    "stack10",     "--checkpoint", path,                "--log-level",
-                                           "info",       "--checkpoint-interval", "3600"};
+    const std::vector<std::string> args = {"--insecure", "--port",      "0",       "--http-port",
+                                           "0",          "--scene",     "stack10", "--checkpoint",
+                                           path,         "--log-level", "info",    "--checkpoint-interval",
+                                           "3600"};
     SECTION("written: exit 0")
     {
         ServerProcess process(program, args, dir);

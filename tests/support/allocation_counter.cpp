@@ -26,7 +26,10 @@ AllocationCounter::AllocationCounter()
     g_allocations = 0;
     g_countAllocations = true;
 }
-AllocationCounter::~AllocationCounter() { stop(); }
+AllocationCounter::~AllocationCounter()
+{
+    stop();
+}
 std::int64_t AllocationCounter::stop()
 {
     if (m_running)
@@ -36,7 +39,10 @@ std::int64_t AllocationCounter::stop()
     }
     return g_allocations.load();
 }
-std::int64_t AllocationCounter::count() const { return g_allocations.load(); }
+std::int64_t AllocationCounter::count() const
+{
+    return g_allocations.load();
+}
 } // namespace polytope::test
 
 // Every non-aligned form, so that allocation and release always pair up (the sanitizer checks that).
@@ -56,11 +62,35 @@ void* operator new[](std::size_t size)
     }
     throw std::bad_alloc();
 }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return countedAllocation(size); }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return countedAllocation(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept
+{
+    return countedAllocation(size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
+{
+    return countedAllocation(size);
+}
+void operator delete(void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}

@@ -22,6 +22,7 @@ struct AdminOutcome
 /// could run the command twice. Returns false with an error for local failures (bad address, socket); no
 /// reply is not an error here (outcome.replied stays false).
 bool sendAdminCommand(const std::string& host, std::uint16_t port, protocol::AdminCommandFields command,
-                      const std::string& adminKey, double timeoutSeconds, AdminOutcome& outcome, std::string& error);
+                      const std::string& adminKey, double timeoutSeconds, AdminOutcome& outcome,
+                      std::string& error);
 
 } // namespace polytope::client

@@ -1,8 +1,8 @@
 // Polytope client library: the connection to a server, independent of sockets and clocks.
 //
 // Like the server core, the Client is driven from outside: receive() for every datagram from the server,
-// update() with the current time, and it sends through the SendFunction it was given. UdpClient (udp_client.h)
-// binds it to a real socket; tests use the in-process NetworkSimulator and a test clock.
+// update() with the current time, and it sends through the SendFunction it was given. UdpClient
+// (udp_client.h) binds it to a real socket; tests use the in-process NetworkSimulator and a test clock.
 //
 // The handshake (protocol/STANDARD.md): ConnectRequest -> Challenge -> ChallengeResponse (echoing the
 // cookie) -> ConnectAccepted, which carries the snapshot codec's parameters. Snapshot slices are decoded as
@@ -47,18 +47,18 @@ using SendFunction = std::function<void(std::span<const std::uint8_t> datagram)>
 
 struct ClientConfig
 {
-    std::string name = "polytope-client";  ///< sent in the connect request (logs)
-    double connectTimeoutSeconds = 5.0;    ///< give up when no accept arrives within this
-    double connectResendSeconds = 0.1;     ///< resend the connect request / challenge response this often
-    double keepAliveSeconds = 1.0;         ///< send a keep-alive this often when nothing else is sent
+    std::string name = "polytope-client";    ///< sent in the connect request (logs)
+    double connectTimeoutSeconds = 5.0;      ///< give up when no accept arrives within this
+    double connectResendSeconds = 0.1;       ///< resend the connect request / challenge response this often
+    double keepAliveSeconds = 1.0;           ///< send a keep-alive this often when nothing else is sent
     double ackIntervalSeconds = 1.0 / 120.0; ///< acknowledge (and resend inputs) at most this often
-    double serverTimeoutSeconds = 10.0;    ///< connection lost when the server is silent this long
-    std::size_t maxQueuedSnapshots = 256;  ///< older complete snapshots are dropped past this
-    std::size_t maxPendingInputs = 1024;   ///< inputs waiting for acknowledgement; sendInput refuses past this
-    double lossTimeoutSeconds = 2.0;       ///< a sent datagram not acknowledged within this counts as lost
-    std::string room;                      ///< the room to join; empty: the server's first room
-    std::uint16_t snapshotRateHz = 0;      ///< snapshots per second wanted; 0: the room's rate
-    bool spectator = false;                ///< watch only: the server spawns no player body for this client
+    double serverTimeoutSeconds = 10.0;      ///< connection lost when the server is silent this long
+    std::size_t maxQueuedSnapshots = 256;    ///< older complete snapshots are dropped past this
+    std::size_t maxPendingInputs = 1024; ///< inputs waiting for acknowledgement; sendInput refuses past this
+    double lossTimeoutSeconds = 2.0;     ///< a sent datagram not acknowledged within this counts as lost
+    std::string room;                    ///< the room to join; empty: the server's first room
+    std::uint16_t snapshotRateHz = 0;    ///< snapshots per second wanted; 0: the room's rate
+    bool spectator = false;              ///< watch only: the server spawns no player body for this client
     /// The connect token from the game's backend (polytope-token). With one, the session is sealed: keys come
     /// from the token and the challenge's salt, and every datagram after the handshake is encrypted and
     /// authenticated (protocol/STANDARD.md §11). Without one, only an --insecure server accepts the client.
@@ -67,13 +67,13 @@ struct ClientConfig
 
 enum class ClientState : std::uint8_t
 {
-    Disconnected = 0,  ///< not started, or disconnect() called
-    Connecting,        ///< sending connect requests, then challenge responses
-    Connected,         ///< accepted; receiving snapshots
-    ConnectTimedOut,   ///< nothing answered within connectTimeoutSeconds
-    ConnectionDenied,  ///< the server refused (e.g. full)
-    ConnectionLost,    ///< the server went silent for serverTimeoutSeconds
-    ServerClosed,      ///< the server said goodbye
+    Disconnected = 0, ///< not started, or disconnect() called
+    Connecting,       ///< sending connect requests, then challenge responses
+    Connected,        ///< accepted; receiving snapshots
+    ConnectTimedOut,  ///< nothing answered within connectTimeoutSeconds
+    ConnectionDenied, ///< the server refused (e.g. full)
+    ConnectionLost,   ///< the server went silent for serverTimeoutSeconds
+    ServerClosed,     ///< the server said goodbye
 };
 
 const char* clientStateName(ClientState state);
@@ -94,11 +94,11 @@ struct SnapshotBody
 struct ReceivedSnapshot
 {
     std::uint64_t tick = 0;
-    double serverTime = 0.0;  ///< seconds, server's simulation clock
-    double receiveTime = 0.0; ///< seconds, the client's clock, when it became complete and showable
-    std::size_t bytes = 0;    ///< datagram bytes of all its slices
-    std::vector<SnapshotBody> bodies;             ///< sorted by id; only bodies whose shape is known
-    std::size_t bodiesWithoutShape = 0;           ///< decoded bodies left out: catalogue entry not here yet
+    double serverTime = 0.0;            ///< seconds, server's simulation clock
+    double receiveTime = 0.0;           ///< seconds, the client's clock, when it became complete and showable
+    std::size_t bytes = 0;              ///< datagram bytes of all its slices
+    std::vector<SnapshotBody> bodies;   ///< sorted by id; only bodies whose shape is known
+    std::size_t bodiesWithoutShape = 0; ///< decoded bodies left out: catalogue entry not here yet
     std::vector<protocol::QuantizedBody> quantized; ///< the same bodies exactly as decoded
 };
 
@@ -117,23 +117,24 @@ struct ClientStats
     std::uint64_t snapshotsSuperseded = 0; ///< complete but older than one already shown, or replaced while
                                            ///< waiting for the catalogue
     std::uint64_t catalogueEntries = 0;    ///< catalogue entries received (duplicates included)
-    std::uint64_t catalogueStale = 0;      ///< entries older than what the client knew (late duplicates), ignored
-    std::uint64_t inputsSent = 0;          ///< inputs queued by sendInput
+    std::uint64_t catalogueStale = 0; ///< entries older than what the client knew (late duplicates), ignored
+    std::uint64_t inputsSent = 0;     ///< inputs queued by sendInput
     std::uint64_t inputsAcknowledged = 0;
     std::array<std::uint64_t, protocol::kCodecErrorCount> sliceErrors{}; ///< by protocol::CodecError
     protocol::DropCounters drops;
 
     // Round trip and loss (see the file comment). Datagrams sent while connecting are not counted as lost.
-    std::uint64_t rttSamples = 0;         ///< RTT samples taken
-    std::uint64_t packetsAcknowledged = 0; ///< our datagrams the server acknowledged within lossTimeoutSeconds
-    std::uint64_t packetsLost = 0;         ///< our datagrams not acknowledged within lossTimeoutSeconds
+    std::uint64_t rttSamples = 0; ///< RTT samples taken
+    std::uint64_t packetsAcknowledged =
+        0;                         ///< our datagrams the server acknowledged within lossTimeoutSeconds
+    std::uint64_t packetsLost = 0; ///< our datagrams not acknowledged within lossTimeoutSeconds
     std::uint64_t serverPacketsReceived = 0; ///< distinct server sequences received since the session opened
     std::uint64_t serverPacketsMissing = 0;  ///< server sequences skipped and not (yet) arrived
 };
 
 class Client
 {
-public:
+  public:
     Client(const ClientConfig& config, SendFunction send);
 
     /// Starts the handshake.
@@ -190,7 +191,7 @@ public:
     static constexpr std::size_t kRttHistory = 256;
     static constexpr std::size_t kLossWindow = 256;
 
-private:
+  private:
     struct InputDatagram
     {
         std::uint16_t sequence = 0;
@@ -220,9 +221,9 @@ private:
     double m_lastSendTime = -1e9;
     double m_lastReceiveTime = 0.0;
     bool m_receivedSinceAck = false;
-    std::vector<std::uint8_t> m_cookie; ///< from the first Challenge, echoed until accepted
+    std::vector<std::uint8_t> m_cookie;           ///< from the first Challenge, echoed until accepted
     protocol::TokenCredentialFields m_credential; ///< from config.token
-    protocol::SealedChannel m_channel;  ///< active from the Challenge on, with a token
+    protocol::SealedChannel m_channel;            ///< active from the Challenge on, with a token
     protocol::SessionParameters m_session;
     ClientStats m_stats;
 
@@ -233,7 +234,7 @@ private:
     std::vector<protocol::CatalogueEntry> m_catalogueScratch;
     bool m_anyShown = false;
     std::uint64_t m_lastShownTick = 0;
-    bool m_waiting = false;        ///< a complete tick waits for catalogue entries
+    bool m_waiting = false; ///< a complete tick waits for catalogue entries
     std::uint64_t m_waitingTick = 0;
     std::deque<ReceivedSnapshot> m_complete;
 
@@ -248,9 +249,9 @@ private:
         bool acknowledged = false;
         bool countsForLoss = false; ///< sent while connected
     };
-    std::vector<SentDatagram> m_sent;    ///< ring, by count of datagrams sent
-    std::uint64_t m_sentCount = 0;       ///< datagrams sent; m_sent[(m_sentCount - 1) % size] is the newest
-    std::uint64_t m_resolvedCount = 0;   ///< the oldest m_resolvedCount are acknowledged or counted lost
+    std::vector<SentDatagram> m_sent;  ///< ring, by count of datagrams sent
+    std::uint64_t m_sentCount = 0;     ///< datagrams sent; m_sent[(m_sentCount - 1) % size] is the newest
+    std::uint64_t m_resolvedCount = 0; ///< the oldest m_resolvedCount are acknowledged or counted lost
     double m_srtt = 0.0;
     double m_rttVar = 0.0;
     std::deque<double> m_rttHistory;
@@ -258,8 +259,8 @@ private:
     std::size_t m_lossOutcomeCount = 0;
     std::size_t m_lossOutcomeNext = 0;
     bool m_anyServerSequence = false;
-    std::int64_t m_firstServerSequence = 0;  ///< unwrapped
-    std::int64_t m_newestServerSequence = 0; ///< unwrapped
+    std::int64_t m_firstServerSequence = 0;           ///< unwrapped
+    std::int64_t m_newestServerSequence = 0;          ///< unwrapped
     std::array<bool, kLossWindow> m_serverReceived{}; ///< by unwrapped server sequence mod kLossWindow
 };
 

@@ -6,9 +6,9 @@
 //
 // The rule, precisely. For every snapshot added, transit = receiveTime - serverTime (local seconds minus
 // server seconds: the clock offset plus this snapshot's delay). Over the last clockWindowSeconds of arrivals:
-//   offset   = min(transit)                  the fastest delivery seen: local time of server time s is s + offset
-//   jitter   = (max(transit) - min(transit)) / 2    the +- amplitude of the delivery time ("100 ms +- 30 ms")
-//   interval = snapshotIntervalSeconds       (or, when that is 0, the smallest server-time step seen)
+//   offset   = min(transit)                  the fastest delivery seen: local time of server time s is s +
+//   offset jitter   = (max(transit) - min(transit)) / 2    the +- amplitude of the delivery time ("100 ms +-
+//   30 ms") interval = snapshotIntervalSeconds       (or, when that is 0, the smallest server-time step seen)
 //   newest(t) = t - offset                   the newest server time that can have arrived by local time t
 //   targetDelay = intervalMultiple * interval + jitter, clamped to [minDelaySeconds, maxDelaySeconds]
 //   target(t)   = newest(t) - targetDelay
@@ -44,15 +44,15 @@ struct InterpolationConfig
 {
     /// Nominal seconds between snapshots (1 / snapshot rate). 0: use the smallest server-time step seen.
     double snapshotIntervalSeconds = 0.0;
-    double intervalMultiple = 3.0;          ///< snapshot intervals of delay, before jitter
-    double minDelaySeconds = 0.0;           ///< the target delay is clamped to [min, max]
+    double intervalMultiple = 3.0; ///< snapshot intervals of delay, before jitter
+    double minDelaySeconds = 0.0;  ///< the target delay is clamped to [min, max]
     double maxDelaySeconds = 1.0;
-    double clockWindowSeconds = 2.0;        ///< arrivals (local seconds) over which offset and jitter are taken
-    double maxExtrapolationSeconds = 0.25;  ///< past the newest snapshot, then held
-    double correctionSeconds = 0.5;         ///< a render-clock error is corrected at error / this per second
-    double maxRateChange = 0.1;             ///< playback rate stays within 1 +- this (0.1: 90% .. 110%)
-    double snapSeconds = 0.5;               ///< the render clock jumps forward when this far behind the target
-    std::size_t maxSnapshots = 1024;        ///< snapshots kept at most (the oldest go first)
+    double clockWindowSeconds = 2.0; ///< arrivals (local seconds) over which offset and jitter are taken
+    double maxExtrapolationSeconds = 0.25; ///< past the newest snapshot, then held
+    double correctionSeconds = 0.5;        ///< a render-clock error is corrected at error / this per second
+    double maxRateChange = 0.1;            ///< playback rate stays within 1 +- this (0.1: 90% .. 110%)
+    double snapSeconds = 0.5;              ///< the render clock jumps forward when this far behind the target
+    std::size_t maxSnapshots = 1024;       ///< snapshots kept at most (the oldest go first)
     std::size_t delayHistoryFrames = 65536; ///< delays of the last this many frames are kept for percentiles
 };
 
@@ -62,7 +62,7 @@ enum class SampleKind : std::uint8_t
     Empty = 0,    ///< no snapshot yet; nothing written
     Interpolated, ///< between two snapshots around render time
     Extrapolated, ///< past the newest snapshot, by at most maxExtrapolationSeconds
-    Held,         ///< a snapshot's pose held: before the oldest, only one snapshot, or past the extrapolation cap
+    Held, ///< a snapshot's pose held: before the oldest, only one snapshot, or past the extrapolation cap
 };
 
 const char* sampleKindName(SampleKind kind);
@@ -75,30 +75,30 @@ struct SampleResult
     double delaySeconds = 0.0;  ///< newest(t) - renderTime
     std::uint64_t fromTick = 0; ///< snapshot at or before render time (the held or extrapolated-from one)
     std::uint64_t toTick = 0;   ///< snapshot after render time (= fromTick when not interpolating)
-    double alpha = 0.0;         ///< interpolation weight of toTick in [0, 1); extrapolation: seconds past newest
+    double alpha = 0.0; ///< interpolation weight of toTick in [0, 1); extrapolation: seconds past newest
 };
 
 struct InterpolationStats
 {
     std::uint64_t snapshotsAdded = 0;
-    std::uint64_t snapshotsIgnored = 0;   ///< duplicates (same tick) or not finite times
-    std::uint64_t snapshotsLate = 0;      ///< arrived older than the render time already shown
-    std::uint64_t framesSampled = 0;      ///< sample() calls that wrote poses
+    std::uint64_t snapshotsIgnored = 0; ///< duplicates (same tick) or not finite times
+    std::uint64_t snapshotsLate = 0;    ///< arrived older than the render time already shown
+    std::uint64_t framesSampled = 0;    ///< sample() calls that wrote poses
     std::uint64_t framesInterpolated = 0;
     std::uint64_t framesExtrapolated = 0;
     std::uint64_t framesHeld = 0;
-    std::uint64_t renderClockSnaps = 0;   ///< forward jumps of the render clock (the first sample included)
-    double currentDelaySeconds = 0.0;     ///< of the last frame
+    std::uint64_t renderClockSnaps = 0; ///< forward jumps of the render clock (the first sample included)
+    double currentDelaySeconds = 0.0;   ///< of the last frame
     double targetDelaySeconds = 0.0;
     double jitterSeconds = 0.0;
-    double offsetSeconds = 0.0;           ///< local minus server time, fastest path
-    double intervalSeconds = 0.0;         ///< snapshot interval in use
-    double playbackRate = 1.0;            ///< of the last frame
+    double offsetSeconds = 0.0;   ///< local minus server time, fastest path
+    double intervalSeconds = 0.0; ///< snapshot interval in use
+    double playbackRate = 1.0;    ///< of the last frame
 };
 
 class InterpolationBuffer
 {
-public:
+  public:
     explicit InterpolationBuffer(const InterpolationConfig& config = {});
 
     /// Adds a complete snapshot (bodies sorted by id, as the Client gives them). Snapshots may come in any
@@ -106,9 +106,9 @@ public:
     void add(const ReceivedSnapshot& snapshot);
     void add(ReceivedSnapshot&& snapshot);
 
-    /// Advances the render clock to local time `localNow` (seconds, the clock of receiveTime; calls should not
-    /// go backwards, a backwards call does not move the render clock) and writes the bodies' poses at render
-    /// time into `out` (cleared first; sorted by id).
+    /// Advances the render clock to local time `localNow` (seconds, the clock of receiveTime; calls should
+    /// not go backwards, a backwards call does not move the render clock) and writes the bodies' poses at
+    /// render time into `out` (cleared first; sorted by id).
     SampleResult sample(double localNow, std::vector<SnapshotBody>& out);
 
     /// Forgets every snapshot and the clock estimates; stats are kept.
@@ -124,7 +124,7 @@ public:
     /// The p-quantile (p in [0, 1]) of delayHistory(), by nearest rank; 0 when empty.
     double delayPercentile(double p) const;
 
-private:
+  private:
     void insert(ReceivedSnapshot&& snapshot);
     void updateClock();
     double targetRenderTime(double localNow) const;
@@ -154,6 +154,7 @@ std::array<float, 3> lerpPosition(const std::array<float, 3>& a, const std::arra
 /// Normalized lerp of unit quaternions (x, y, z, w) taking the short way (b negated when a.b < 0).
 std::array<float, 4> nlerpOrientation(const std::array<float, 4>& a, const std::array<float, 4>& b, double t);
 /// The rotation from a to b (short way), applied `t` times after b (t >= 0): constant angular velocity.
-std::array<float, 4> extrapolateOrientation(const std::array<float, 4>& a, const std::array<float, 4>& b, double t);
+std::array<float, 4> extrapolateOrientation(const std::array<float, 4>& a, const std::array<float, 4>& b,
+                                            double t);
 
 } // namespace polytope::client

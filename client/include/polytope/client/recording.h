@@ -14,8 +14,8 @@
 // the session's quantization. The price is size: 50 bytes a body against about 16 for the codes.
 //
 // The reader treats the file as untrusted: every record is bounds-checked against the file and verified with
-// flatbuffers::Verifier, frames are checked (shape kinds, finite numbers, ids strictly increasing, generations
-// non-zero), and any failure comes back as false with a message; it never throws or aborts.
+// flatbuffers::Verifier, frames are checked (shape kinds, finite numbers, ids strictly increasing,
+// generations non-zero), and any failure comes back as false with a message; it never throws or aborts.
 #pragma once
 
 #include "polytope/client/client.h"
@@ -63,7 +63,7 @@ struct RecordingFrameInfo
 
 class RecordingWriter
 {
-public:
+  public:
     RecordingWriter() = default;
     ~RecordingWriter(); ///< closes (index and footer) when still open
     RecordingWriter(const RecordingWriter&) = delete;
@@ -80,7 +80,7 @@ public:
     std::uint64_t framesWritten() const { return m_index.size(); }
     std::uint64_t bytesWritten() const { return m_offset; }
 
-private:
+  private:
     bool writeRecord(std::span<const std::uint8_t> sizePrefixed, std::string& error);
 
     std::FILE* m_file = nullptr;
@@ -90,7 +90,7 @@ private:
 
 class RecordingReader
 {
-public:
+  public:
     RecordingReader() = default;
     ~RecordingReader();
     RecordingReader(const RecordingReader&) = delete;
@@ -121,7 +121,7 @@ public:
     /// Index of the last frame with server time <= `serverTime` (0 when none).
     std::size_t findServerTime(double serverTime) const;
 
-private:
+  private:
     bool start(std::string& error);
     /// Reads the size-prefixed record at `offset` into m_record; sets `next` to the offset after it.
     bool readRecord(std::uint64_t offset, std::uint64_t limit, std::uint64_t& next, std::string& error);
@@ -146,18 +146,18 @@ struct RecordingSummary
     std::uint64_t frames = 0;
     std::uint64_t firstTick = 0;
     std::uint64_t lastTick = 0;
-    double durationSeconds = 0.0;      ///< server time, last frame minus first
-    double receiveSpanSeconds = 0.0;   ///< recorder's clock, last frame minus first
+    double durationSeconds = 0.0;    ///< server time, last frame minus first
+    double receiveSpanSeconds = 0.0; ///< recorder's clock, last frame minus first
     double meanBodies = 0.0;
     std::size_t maxBodies = 0;
-    std::uint64_t snapshotBytes = 0;   ///< datagram bytes of every frame, as received
+    std::uint64_t snapshotBytes = 0; ///< datagram bytes of every frame, as received
     std::uint64_t fileBytes = 0;
-    double snapshotsPerSecond = 0.0;   ///< (frames - 1) / durationSeconds
+    double snapshotsPerSecond = 0.0;    ///< (frames - 1) / durationSeconds
     std::uint64_t expectedTickStep = 0; ///< tickRateHz / snapshotRateHz (at least 1)
-    std::uint64_t gaps = 0;            ///< consecutive frames further apart than expectedTickStep
+    std::uint64_t gaps = 0;             ///< consecutive frames further apart than expectedTickStep
     std::uint64_t missingSnapshots = 0; ///< snapshots the gaps skipped
-    double largestGapSeconds = 0.0;    ///< server time
-    std::uint64_t corruptFrames = 0;   ///< frames that could not be read
+    double largestGapSeconds = 0.0;     ///< server time
+    std::uint64_t corruptFrames = 0;    ///< frames that could not be read
 };
 
 /// Reads every frame once. `progress` (may be empty) is called with (frames done, frames) now and then.

@@ -14,7 +14,7 @@ bool parseHostPort(const std::string& text, std::string& host, std::uint16_t& po
 
 class UdpClient
 {
-public:
+  public:
     explicit UdpClient(const ClientConfig& config = {});
     ~UdpClient();
     UdpClient(const UdpClient&) = delete;
@@ -33,7 +33,7 @@ public:
     Client& client();
     const Client& client() const;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

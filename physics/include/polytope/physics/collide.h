@@ -6,8 +6,9 @@
 // touch); pointCount == 0 means the shapes are farther apart than that. No routine allocates.
 //
 // Convex polyhedra (boxes, hulls) go through SAT (sat.h; for hulls, searched near the GJK/EPA direction)
-// and then clip B's incident face against A's reference face or the other way round (collide_convex.cpp); rounded shapes and planes have closed forms
-// (collide_round.cpp). A dispatcher serves the mirrored pairs (box-sphere, ...) with swapManifold.
+// and then clip B's incident face against A's reference face or the other way round (collide_convex.cpp);
+// rounded shapes and planes have closed forms (collide_round.cpp). A dispatcher serves the mirrored pairs
+// (box-sphere, ...) with swapManifold.
 #pragma once
 
 #include "polytope/physics/manifold.h"

@@ -158,6 +158,7 @@ void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBod
 
 /// Restitution after the substeps: points that approached faster than `threshold` (m/s) and carried
 /// load get a normal velocity of -restitution times their approach velocity.
-void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float threshold);
+void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
+                      float threshold);
 
 } // namespace polytope::physics

@@ -23,21 +23,48 @@ struct DVec3
 };
 
 /// Exact: every float is a double.
-constexpr DVec3 toDouble(const Vec3& v) { return {v.x, v.y, v.z}; }
+constexpr DVec3 toDouble(const Vec3& v)
+{
+    return {v.x, v.y, v.z};
+}
 /// Each component rounded to the nearest float.
-constexpr Vec3 toFloat(const DVec3& v) { return {float(v.x), float(v.y), float(v.z)}; }
+constexpr Vec3 toFloat(const DVec3& v)
+{
+    return {float(v.x), float(v.y), float(v.z)};
+}
 
-constexpr DVec3 operator+(const DVec3& a, const DVec3& b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
-constexpr DVec3 operator-(const DVec3& a, const DVec3& b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
-constexpr DVec3 operator-(const DVec3& a) { return {-a.x, -a.y, -a.z}; }
-constexpr DVec3 operator*(const DVec3& a, double s) { return {a.x * s, a.y * s, a.z * s}; }
+constexpr DVec3 operator+(const DVec3& a, const DVec3& b)
+{
+    return {a.x + b.x, a.y + b.y, a.z + b.z};
+}
+constexpr DVec3 operator-(const DVec3& a, const DVec3& b)
+{
+    return {a.x - b.x, a.y - b.y, a.z - b.z};
+}
+constexpr DVec3 operator-(const DVec3& a)
+{
+    return {-a.x, -a.y, -a.z};
+}
+constexpr DVec3 operator*(const DVec3& a, double s)
+{
+    return {a.x * s, a.y * s, a.z * s};
+}
 
-constexpr double dot(const DVec3& a, const DVec3& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+constexpr double dot(const DVec3& a, const DVec3& b)
+{
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
 constexpr DVec3 cross(const DVec3& a, const DVec3& b)
 {
     return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
 }
-constexpr double lengthSquared(const DVec3& a) { return dot(a, a); }
-inline double length(const DVec3& a) { return std::sqrt(dot(a, a)); }
+constexpr double lengthSquared(const DVec3& a)
+{
+    return dot(a, a);
+}
+inline double length(const DVec3& a)
+{
+    return std::sqrt(dot(a, a));
+}
 
 } // namespace polytope::physics

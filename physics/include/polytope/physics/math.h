@@ -50,19 +50,40 @@ struct Vec3
     constexpr bool operator==(const Vec3&) const = default;
 };
 
-constexpr Vec3 operator+(const Vec3& a, const Vec3& b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
-constexpr Vec3 operator-(const Vec3& a, const Vec3& b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
-constexpr Vec3 operator*(const Vec3& a, float s) { return {a.x * s, a.y * s, a.z * s}; }
-constexpr Vec3 operator*(float s, const Vec3& a) { return {a.x * s, a.y * s, a.z * s}; }
-constexpr Vec3 operator/(const Vec3& a, float s) { return {a.x / s, a.y / s, a.z / s}; }
+constexpr Vec3 operator+(const Vec3& a, const Vec3& b)
+{
+    return {a.x + b.x, a.y + b.y, a.z + b.z};
+}
+constexpr Vec3 operator-(const Vec3& a, const Vec3& b)
+{
+    return {a.x - b.x, a.y - b.y, a.z - b.z};
+}
+constexpr Vec3 operator*(const Vec3& a, float s)
+{
+    return {a.x * s, a.y * s, a.z * s};
+}
+constexpr Vec3 operator*(float s, const Vec3& a)
+{
+    return {a.x * s, a.y * s, a.z * s};
+}
+constexpr Vec3 operator/(const Vec3& a, float s)
+{
+    return {a.x / s, a.y / s, a.z / s};
+}
 
-constexpr float dot(const Vec3& a, const Vec3& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+constexpr float dot(const Vec3& a, const Vec3& b)
+{
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
 constexpr Vec3 cross(const Vec3& a, const Vec3& b)
 {
     return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
 }
 /// Component-wise product.
-constexpr Vec3 mulPerElem(const Vec3& a, const Vec3& b) { return {a.x * b.x, a.y * b.y, a.z * b.z}; }
+constexpr Vec3 mulPerElem(const Vec3& a, const Vec3& b)
+{
+    return {a.x * b.x, a.y * b.y, a.z * b.z};
+}
 constexpr Vec3 minPerElem(const Vec3& a, const Vec3& b)
 {
     return {a.x < b.x ? a.x : b.x, a.y < b.y ? a.y : b.y, a.z < b.z ? a.z : b.z};
@@ -71,11 +92,26 @@ constexpr Vec3 maxPerElem(const Vec3& a, const Vec3& b)
 {
     return {a.x > b.x ? a.x : b.x, a.y > b.y ? a.y : b.y, a.z > b.z ? a.z : b.z};
 }
-inline Vec3 absPerElem(const Vec3& a) { return {std::fabs(a.x), std::fabs(a.y), std::fabs(a.z)}; }
-constexpr float lengthSquared(const Vec3& a) { return dot(a, a); }
-inline float length(const Vec3& a) { return std::sqrt(dot(a, a)); }
-inline float distance(const Vec3& a, const Vec3& b) { return length(a - b); }
-inline bool isFinite(const Vec3& a) { return std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z); }
+inline Vec3 absPerElem(const Vec3& a)
+{
+    return {std::fabs(a.x), std::fabs(a.y), std::fabs(a.z)};
+}
+constexpr float lengthSquared(const Vec3& a)
+{
+    return dot(a, a);
+}
+inline float length(const Vec3& a)
+{
+    return std::sqrt(dot(a, a));
+}
+inline float distance(const Vec3& a, const Vec3& b)
+{
+    return length(a - b);
+}
+inline bool isFinite(const Vec3& a)
+{
+    return std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z);
+}
 
 /// Unit vector along `a`, or `fallback` when `a` is too short to have a direction.
 inline Vec3 normalizeOr(const Vec3& a, const Vec3& fallback)
@@ -83,7 +119,10 @@ inline Vec3 normalizeOr(const Vec3& a, const Vec3& fallback)
     const float len = length(a);
     return len > 1e-20f ? a / len : fallback;
 }
-inline Vec3 normalize(const Vec3& a) { return normalizeOr(a, Vec3{1.0f, 0.0f, 0.0f}); }
+inline Vec3 normalize(const Vec3& a)
+{
+    return normalizeOr(a, Vec3{1.0f, 0.0f, 0.0f});
+}
 
 /// Index (0, 1, 2) of the component with the largest magnitude.
 inline int largestAxis(const Vec3& a)
@@ -119,14 +158,35 @@ struct Mat3
     constexpr Vec3 row(int i) const { return {c0[i], c1[i], c2[i]}; }
 };
 
-constexpr Vec3 operator*(const Mat3& m, const Vec3& v) { return m.c0 * v.x + m.c1 * v.y + m.c2 * v.z; }
-constexpr Mat3 operator*(const Mat3& a, const Mat3& b) { return {a * b.c0, a * b.c1, a * b.c2}; }
-constexpr Mat3 operator+(const Mat3& a, const Mat3& b) { return {a.c0 + b.c0, a.c1 + b.c1, a.c2 + b.c2}; }
-constexpr Mat3 operator-(const Mat3& a, const Mat3& b) { return {a.c0 - b.c0, a.c1 - b.c1, a.c2 - b.c2}; }
-constexpr Mat3 operator*(const Mat3& a, float s) { return {a.c0 * s, a.c1 * s, a.c2 * s}; }
-constexpr Mat3 transpose(const Mat3& m) { return {m.row(0), m.row(1), m.row(2)}; }
+constexpr Vec3 operator*(const Mat3& m, const Vec3& v)
+{
+    return m.c0 * v.x + m.c1 * v.y + m.c2 * v.z;
+}
+constexpr Mat3 operator*(const Mat3& a, const Mat3& b)
+{
+    return {a * b.c0, a * b.c1, a * b.c2};
+}
+constexpr Mat3 operator+(const Mat3& a, const Mat3& b)
+{
+    return {a.c0 + b.c0, a.c1 + b.c1, a.c2 + b.c2};
+}
+constexpr Mat3 operator-(const Mat3& a, const Mat3& b)
+{
+    return {a.c0 - b.c0, a.c1 - b.c1, a.c2 - b.c2};
+}
+constexpr Mat3 operator*(const Mat3& a, float s)
+{
+    return {a.c0 * s, a.c1 * s, a.c2 * s};
+}
+constexpr Mat3 transpose(const Mat3& m)
+{
+    return {m.row(0), m.row(1), m.row(2)};
+}
 /// Product transpose(a) * v, without forming the transpose.
-constexpr Vec3 mulTransposed(const Mat3& a, const Vec3& v) { return {dot(a.c0, v), dot(a.c1, v), dot(a.c2, v)}; }
+constexpr Vec3 mulTransposed(const Mat3& a, const Vec3& v)
+{
+    return {dot(a.c0, v), dot(a.c1, v), dot(a.c2, v)};
+}
 
 /// The skew-symmetric matrix [v]x such that [v]x * w == cross(v, w).
 constexpr Mat3 skew(const Vec3& v)
@@ -134,7 +194,10 @@ constexpr Mat3 skew(const Vec3& v)
     return {Vec3{0.0f, v.z, -v.y}, Vec3{-v.z, 0.0f, v.x}, Vec3{v.y, -v.x, 0.0f}};
 }
 
-constexpr float determinant(const Mat3& m) { return dot(m.c0, cross(m.c1, m.c2)); }
+constexpr float determinant(const Mat3& m)
+{
+    return dot(m.c0, cross(m.c1, m.c2));
+}
 
 /// Inverse of `m`, or the zero matrix when `m` is singular (used for zero-mass / locked axes).
 inline Mat3 inverse(const Mat3& m)
@@ -168,8 +231,14 @@ constexpr Quat operator*(const Quat& a, const Quat& b)
     return {a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y, a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
             a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w, a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z};
 }
-constexpr Quat conjugate(const Quat& q) { return {-q.x, -q.y, -q.z, q.w}; }
-constexpr float dot(const Quat& a, const Quat& b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+constexpr Quat conjugate(const Quat& q)
+{
+    return {-q.x, -q.y, -q.z, q.w};
+}
+constexpr float dot(const Quat& a, const Quat& b)
+{
+    return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+}
 inline bool isFinite(const Quat& q)
 {
     return std::isfinite(q.x) && std::isfinite(q.y) && std::isfinite(q.z) && std::isfinite(q.w);
@@ -201,7 +270,10 @@ constexpr Vec3 rotate(const Quat& q, const Vec3& v)
     const Vec3 t = cross(u, v) * 2.0f;
     return v + t * q.w + cross(u, t);
 }
-constexpr Vec3 inverseRotate(const Quat& q, const Vec3& v) { return rotate(conjugate(q), v); }
+constexpr Vec3 inverseRotate(const Quat& q, const Vec3& v)
+{
+    return rotate(conjugate(q), v);
+}
 
 /// The rotation matrix of unit quaternion q.
 constexpr Mat3 toMat3(const Quat& q)
@@ -232,8 +304,14 @@ struct Transform
     static constexpr Transform identity() { return {}; }
 };
 
-constexpr Vec3 transformPoint(const Transform& t, const Vec3& v) { return rotate(t.q, v) + t.p; }
-constexpr Vec3 inverseTransformPoint(const Transform& t, const Vec3& v) { return inverseRotate(t.q, v - t.p); }
+constexpr Vec3 transformPoint(const Transform& t, const Vec3& v)
+{
+    return rotate(t.q, v) + t.p;
+}
+constexpr Vec3 inverseTransformPoint(const Transform& t, const Vec3& v)
+{
+    return inverseRotate(t.q, v - t.p);
+}
 /// a * b: first b, then a.
 constexpr Transform operator*(const Transform& a, const Transform& b)
 {
@@ -272,12 +350,15 @@ struct Aabb
     }
     constexpr bool overlaps(const Aabb& o) const
     {
-        return !(o.min.x > max.x || o.min.y > max.y || o.min.z > max.z || min.x > o.max.x || min.y > o.max.y ||
-                 min.z > o.max.z);
+        return !(o.min.x > max.x || o.min.y > max.y || o.min.z > max.z || min.x > o.max.x ||
+                 min.y > o.max.y || min.z > o.max.z);
     }
 };
 
-constexpr Aabb unionOf(const Aabb& a, const Aabb& b) { return {minPerElem(a.min, b.min), maxPerElem(a.max, b.max)}; }
+constexpr Aabb unionOf(const Aabb& a, const Aabb& b)
+{
+    return {minPerElem(a.min, b.min), maxPerElem(a.max, b.max)};
+}
 
 constexpr float kPi = 3.14159265358979323846f;
 

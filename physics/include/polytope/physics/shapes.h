@@ -89,8 +89,8 @@ struct ConvexHull
 /// Mass, centre of mass and inertia of a shape of uniform density, in the shape's local frame.
 struct MassProperties
 {
-    float mass = 0.0f;          ///< kilograms
-    Vec3 centerOfMass{};        ///< metres, local frame
+    float mass = 0.0f;           ///< kilograms
+    Vec3 centerOfMass{};         ///< metres, local frame
     Mat3 inertia = Mat3::zero(); ///< kg m^2, about the centre of mass, local axes
 };
 

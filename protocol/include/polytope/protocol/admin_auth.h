@@ -24,7 +24,8 @@ AdminMacKey deriveAdminMacKey(std::string_view adminKey);
 /// The keyed hash of an AdminCommand's bytes.
 AdminMac adminMac(const AdminMacKey& key, std::span<const std::uint8_t> command);
 /// Constant-time check of a received mac (any size; wrong sizes fail).
-bool verifyAdminMac(const AdminMacKey& key, std::span<const std::uint8_t> command, std::span<const std::uint8_t> mac);
+bool verifyAdminMac(const AdminMacKey& key, std::span<const std::uint8_t> command,
+                    std::span<const std::uint8_t> mac);
 /// A random 64-bit nonce (libsodium's generator).
 std::uint64_t randomAdminNonce();
 

@@ -9,13 +9,13 @@ namespace polytope::protocol
 
 /// "PLTP" read as a little-endian 32-bit integer. Datagrams with another id are dropped.
 inline constexpr std::uint32_t kProtocolId = 0x50544C50u;
-/// Bumped on every incompatible change of the schema or its meaning. Datagrams of another version are dropped.
-/// Version 2: challenge handshake, delta-coded snapshot payloads, reliable shape catalogue, client inputs.
-/// Version 3: rooms, per-client snapshot rates, owned bodies (catalogue flag), Spawn/Remove inputs, admin;
-/// snapshot payloads carry a deceleration for extrapolation and predict created bodies from the two before
-/// (CODEC.md).
-/// Version 4: connect tokens (ConnectRequest and ChallengeResponse carry a TokenCredential), a per-session
-/// salt in the challenge cookie, and every datagram of a token session sealed with an AEAD (STANDARD.md §11).
+/// Bumped on every incompatible change of the schema or its meaning. Datagrams of another version are
+/// dropped. Version 2: challenge handshake, delta-coded snapshot payloads, reliable shape catalogue, client
+/// inputs. Version 3: rooms, per-client snapshot rates, owned bodies (catalogue flag), Spawn/Remove inputs,
+/// admin; snapshot payloads carry a deceleration for extrapolation and predict created bodies from the two
+/// before (CODEC.md). Version 4: connect tokens (ConnectRequest and ChallengeResponse carry a
+/// TokenCredential), a per-session salt in the challenge cookie, and every datagram of a token session sealed
+/// with an AEAD (STANDARD.md §11).
 inline constexpr std::uint16_t kProtocolVersion = 4;
 /// No datagram, in either direction, is larger than this (bytes of UDP payload).
 inline constexpr std::size_t kMaxDatagramBytes = 1200;

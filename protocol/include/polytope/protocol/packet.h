@@ -42,15 +42,15 @@ enum class DropReason : std::uint8_t
     BadCookie,         ///< a ChallengeResponse whose cookie is forged, for another address, or expired
     BadPayload,        ///< a Snapshot whose delta payload does not decode (snapshot_codec.h's CodecError)
     // Version 4: tokens, sealed sessions and connection limits (STANDARD.md §11). Counted by the Server.
-    NoToken,           ///< a connect without a token, and the server is not --insecure
-    BadToken,          ///< the token does not open with the server's key: forged, tampered or malformed
-    TokenExpired,      ///< the token's expire time has passed
-    TokenReused,       ///< the token already opened a session (or is being used from another address)
-    TokenRefused,      ///< valid, but not for this server's address or for the room asked for
-    Unsealed,          ///< a plain datagram from an address whose session is sealed
-    BadSeal,           ///< a sealed datagram that does not authenticate (forged, tampered, wrong key, no session)
-    Replayed,          ///< a sealed datagram whose sequence was already received or is too old
-    RateLimited,       ///< over the connection-attempt limits (per address or overall)
+    NoToken,      ///< a connect without a token, and the server is not --insecure
+    BadToken,     ///< the token does not open with the server's key: forged, tampered or malformed
+    TokenExpired, ///< the token's expire time has passed
+    TokenReused,  ///< the token already opened a session (or is being used from another address)
+    TokenRefused, ///< valid, but not for this server's address or for the room asked for
+    Unsealed,     ///< a plain datagram from an address whose session is sealed
+    BadSeal,      ///< a sealed datagram that does not authenticate (forged, tampered, wrong key, no session)
+    Replayed,     ///< a sealed datagram whose sequence was already received or is too old
+    RateLimited,  ///< over the connection-attempt limits (per address or overall)
     Count
 };
 inline constexpr std::size_t kDropReasonCount = static_cast<std::size_t>(DropReason::Count);
@@ -73,7 +73,7 @@ struct DecodeResult
 {
     const wire::Packet* packet = nullptr; ///< points into the datagram's bytes; valid while they are
     DropReason reason = DropReason::Malformed;
-    std::span<const std::uint8_t> bytes;  ///< the datagram decodePacket was given
+    std::span<const std::uint8_t> bytes; ///< the datagram decodePacket was given
 
     bool ok() const { return packet != nullptr; }
     wire::PacketType type() const { return packet ? packet->header()->type() : wire::PacketType::None; }
@@ -97,20 +97,21 @@ struct HeaderFields
 /// What ConnectAccepted announces: the session and everything the snapshot decoder must agree on.
 struct SessionParameters
 {
-    std::uint32_t clientId = 0;     ///< >= 1
-    std::uint16_t tickRateHz = 60;  ///< > 0
-    std::uint16_t snapshotRateHz = 20; ///< 1 .. tickRateHz
-    std::string scene;              ///< at most kMaxSceneNameBytes
-    PositionQuantization position;  ///< world bounds and steps per metre
+    std::uint32_t clientId = 0;              ///< >= 1
+    std::uint16_t tickRateHz = 60;           ///< > 0
+    std::uint16_t snapshotRateHz = 20;       ///< 1 .. tickRateHz
+    std::string scene;                       ///< at most kMaxSceneNameBytes
+    PositionQuantization position;           ///< world bounds and steps per metre
     std::uint32_t maxBaselineAgeTicks = 256; ///< 1 .. 65536
-    std::uint64_t firstTick = 0;    ///< the server's tick when the session opened
-    std::string room;               ///< the room joined, at most kMaxRoomNameBytes
+    std::uint64_t firstTick = 0;             ///< the server's tick when the session opened
+    std::string room;                        ///< the room joined, at most kMaxRoomNameBytes
 };
 
-/// A connect token's credential as ConnectRequest and ChallengeResponse carry it (token.h makes and opens it).
+/// A connect token's credential as ConnectRequest and ChallengeResponse carry it (token.h makes and opens
+/// it).
 struct TokenCredentialFields
 {
-    std::uint64_t expireTime = 0;  ///< Unix seconds
+    std::uint64_t expireTime = 0; ///< Unix seconds
     std::array<std::uint8_t, kTokenCredentialNonceBytes> nonce{};
     std::vector<std::uint8_t> sealed; ///< 17 .. kMaxTokenCredentialSealedBytes
 };
@@ -127,8 +128,8 @@ struct CatalogueEntry
     std::uint32_t id = 0;
     std::uint32_t generation = 1; ///< never 0
     wire::ShapeKind shape = wire::ShapeKind::Sphere;
-    bool removed = false;         ///< the body is gone
-    bool owned = false;           ///< the receiving client owns it (kCatalogueFlagOwned)
+    bool removed = false;          ///< the body is gone
+    bool owned = false;            ///< the receiving client owns it (kCatalogueFlagOwned)
     std::array<float, 3> extent{}; ///< metres, see the schema
 
     bool operator==(const CatalogueEntry&) const = default;
@@ -144,7 +145,7 @@ void readCatalogue(const wire::Catalogue& message, std::vector<CatalogueEntry>& 
 struct InputCommand
 {
     std::uint64_t tick = 0;
-    std::uint32_t sequence = 0;   ///< per client, from 1; assigned by the client library
+    std::uint32_t sequence = 0; ///< per client, from 1; assigned by the client library
     std::uint32_t bodyId = 0;
     std::uint32_t bodyGeneration = 1;
     wire::InputKind kind = wire::InputKind::Force;
@@ -168,7 +169,7 @@ struct AdminCommandFields
 {
     std::string room;
     std::uint64_t nonce = 0;
-    double time = 0.0;           ///< sender's Unix time, seconds
+    double time = 0.0; ///< sender's Unix time, seconds
     wire::AdminOp op = wire::AdminOp::Status;
     std::uint32_t count = 0;
     float value = 0.0f;
@@ -185,7 +186,7 @@ bool decodeAdminCommand(std::span<const std::uint8_t> bytes, AdminCommandFields&
 /// valid until the next call on the same writer. No allocation once the builder has grown to size.
 class PacketWriter
 {
-public:
+  public:
     PacketWriter();
 
     /// Padded to kMinConnectRequestBytes. `token` may be null (a tokenless connect, for --insecure servers).
@@ -194,29 +195,34 @@ public:
                                                  const TokenCredentialFields* token = nullptr);
     std::span<const std::uint8_t> challenge(const HeaderFields& header, std::span<const std::uint8_t> cookie);
     /// Padded to kMinConnectRequestBytes.
-    std::span<const std::uint8_t> challengeResponse(const HeaderFields& header, std::span<const std::uint8_t> cookie,
+    std::span<const std::uint8_t> challengeResponse(const HeaderFields& header,
+                                                    std::span<const std::uint8_t> cookie,
                                                     std::string_view clientName, std::string_view room = {},
                                                     std::uint16_t snapshotRateHz = 0, bool spectator = false,
                                                     const TokenCredentialFields* token = nullptr);
-    std::span<const std::uint8_t> connectAccepted(const HeaderFields& header, const SessionParameters& session);
+    std::span<const std::uint8_t> connectAccepted(const HeaderFields& header,
+                                                  const SessionParameters& session);
     std::span<const std::uint8_t> connectDenied(const HeaderFields& header, wire::DenyReason reason);
     /// One slice: payload.size() in 1 .. kMaxSnapshotPayloadBytes.
     std::span<const std::uint8_t> snapshot(const HeaderFields& header, std::uint64_t tick, double serverTime,
                                            std::span<const std::uint8_t> payload);
     /// entries.size() in 1 .. kMaxCatalogueEntriesPerDatagram.
-    std::span<const std::uint8_t> catalogue(const HeaderFields& header, std::span<const CatalogueEntry> entries);
+    std::span<const std::uint8_t> catalogue(const HeaderFields& header,
+                                            std::span<const CatalogueEntry> entries);
     /// inputs.size() at most kMaxInputsPerDatagram.
-    std::span<const std::uint8_t> clientInput(const HeaderFields& header, std::span<const InputCommand> inputs);
+    std::span<const std::uint8_t> clientInput(const HeaderFields& header,
+                                              std::span<const InputCommand> inputs);
     std::span<const std::uint8_t> keepAlive(const HeaderFields& header, double time);
     std::span<const std::uint8_t> disconnect(const HeaderFields& header, wire::DisconnectReason reason);
     /// `command` from encodeAdminCommand, `mac` kAdminMacBytes; padded to kMinAdminRequestBytes.
-    std::span<const std::uint8_t> adminRequest(const HeaderFields& header, std::span<const std::uint8_t> command,
+    std::span<const std::uint8_t> adminRequest(const HeaderFields& header,
+                                               std::span<const std::uint8_t> command,
                                                std::span<const std::uint8_t> mac);
     /// `message` is cut to kMaxAdminMessageBytes; signed with `key` (admin_auth.h) when given.
     std::span<const std::uint8_t> adminReply(const HeaderFields& header, std::uint64_t nonce, bool ok,
                                              std::string_view message, const AdminMacKey* key);
 
-private:
+  private:
     std::span<const std::uint8_t> finish(const HeaderFields& header, wire::PacketType type,
                                          flatbuffers::Offset<void> message);
     std::span<const std::uint8_t> padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
@@ -241,7 +247,7 @@ constexpr bool sequenceGreaterThan(std::uint16_t a, std::uint16_t b)
 /// SequenceWindow of 33 (the newest and the 32 before it).
 class AckTracker
 {
-public:
+  public:
     /// Sequence for the next outgoing packet, and the ack fields to send with it.
     HeaderFields nextOutgoing();
     /// Records a received sequence; returns false for a duplicate or one too old to track.
@@ -251,7 +257,7 @@ public:
     /// The sequence the next outgoing packet will carry.
     std::uint16_t nextSequence() const { return m_nextSequence; }
 
-private:
+  private:
     /// The 64-bit sequence a received 16-bit one stands for, nearest the newest received.
     std::uint64_t unwrap(std::uint16_t sequence) const;
 

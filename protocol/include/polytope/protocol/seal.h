@@ -86,8 +86,8 @@ class SealedChannel
     bool m_active = false;
     std::uint64_t m_sendSequence = 0;
     SequenceWindow<kReplayWindowSize> m_window; ///< replay protection (netcode.io)
-    std::vector<std::uint64_t> m_sealed; ///< 8-byte words: output of seal()
-    std::vector<std::uint64_t> m_opened; ///< 8-byte words: output of open()
+    std::vector<std::uint64_t> m_sealed;        ///< 8-byte words: output of seal()
+    std::vector<std::uint64_t> m_opened;        ///< 8-byte words: output of open()
 };
 
 } // namespace polytope::protocol

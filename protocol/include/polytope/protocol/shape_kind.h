@@ -13,7 +13,8 @@ namespace polytope::protocol
 {
 
 static_assert(static_cast<int>(physics::ShapeType::Sphere) == static_cast<int>(wire::ShapeKind::Sphere) &&
-                  static_cast<int>(physics::ShapeType::Capsule) == static_cast<int>(wire::ShapeKind::Capsule) &&
+                  static_cast<int>(physics::ShapeType::Capsule) ==
+                      static_cast<int>(wire::ShapeKind::Capsule) &&
                   static_cast<int>(physics::ShapeType::Box) == static_cast<int>(wire::ShapeKind::Box) &&
                   static_cast<int>(physics::ShapeType::Hull) == static_cast<int>(wire::ShapeKind::Hull) &&
                   static_cast<int>(physics::ShapeType::Plane) == static_cast<int>(wire::ShapeKind::Plane),
@@ -23,6 +24,9 @@ static_assert(physics::kShapeTypeCount ==
               "physics::ShapeType and wire::ShapeKind must have the same number of kinds");
 
 /// The wire's kind of an engine shape type.
-constexpr wire::ShapeKind toShapeKind(physics::ShapeType type) { return static_cast<wire::ShapeKind>(type); }
+constexpr wire::ShapeKind toShapeKind(physics::ShapeType type)
+{
+    return static_cast<wire::ShapeKind>(type);
+}
 
 } // namespace polytope::protocol

@@ -50,7 +50,7 @@ class SnapshotHistory
         SnapshotFrame frame;
     };
     std::uint32_t m_maxAge;
-    std::vector<Slot> m_slots; ///< indexed by tick mod size
+    std::vector<Slot> m_slots;  ///< indexed by tick mod size
     std::int64_t m_newest = -1; ///< slot of the newest committed snapshot
     std::uint64_t m_newestTick = 0;
     std::int64_t m_pending = -1; ///< slot begun but not committed
@@ -78,7 +78,7 @@ class SnapshotSendState
     /// True once the client holds `tick` completely.
     bool holds(std::uint64_t tick) const;
 
-    bool sentAny = false;         ///< some snapshot was sent (idle-skip policy)
+    bool sentAny = false; ///< some snapshot was sent (idle-skip policy)
     std::uint64_t lastSentTick = 0;
 
   private:
@@ -106,11 +106,11 @@ class SnapshotSendState
 struct SliceOutcome
 {
     CodecError error = CodecError::None; ///< why it was refused (then nothing else is set)
-    bool duplicate = false;    ///< a slice (or tick) already had: harmless, nothing changed
-    bool stale = false;        ///< older than the ticks kept: ignored
-    bool completed = false;    ///< this slice completed its tick (completedBodies() holds it)
+    bool duplicate = false;              ///< a slice (or tick) already had: harmless, nothing changed
+    bool stale = false;                  ///< older than the ticks kept: ignored
+    bool completed = false;              ///< this slice completed its tick (completedBodies() holds it)
     std::uint64_t tick = 0;
-    std::uint32_t bodies = 0;  ///< bodies decoded from this slice
+    std::uint32_t bodies = 0; ///< bodies decoded from this slice
 
     bool accepted() const { return error == CodecError::None && !stale; }
 };

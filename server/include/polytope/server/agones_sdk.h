@@ -28,12 +28,12 @@ namespace polytope::server
 
 struct AgonesSdkConfig
 {
-    std::string host = "localhost"; ///< the sidecar always listens on the pod's loopback
-    std::uint16_t port = 0;         ///< AGONES_SDK_HTTP_PORT (Agones sets it; 9358 by default)
-    double healthIntervalSeconds = 2.0;    ///< time between health pings; > 0
-    double requestTimeoutSeconds = 1.0;    ///< connect, read and write time-out of one request; > 0
-    int lifecycleAttempts = 3;             ///< tries of ready/allocate/shutdown before giving up; >= 1
-    double retryDelaySeconds = 0.5;        ///< pause between those tries; >= 0
+    std::string host = "localhost";     ///< the sidecar always listens on the pod's loopback
+    std::uint16_t port = 0;             ///< AGONES_SDK_HTTP_PORT (Agones sets it; 9358 by default)
+    double healthIntervalSeconds = 2.0; ///< time between health pings; > 0
+    double requestTimeoutSeconds = 1.0; ///< connect, read and write time-out of one request; > 0
+    int lifecycleAttempts = 3;          ///< tries of ready/allocate/shutdown before giving up; >= 1
+    double retryDelaySeconds = 0.5;     ///< pause between those tries; >= 0
 };
 
 /// Counters since creation; safe to read from any thread.
@@ -47,7 +47,7 @@ struct AgonesSdkCounters
 
 class AgonesSdk
 {
-public:
+  public:
     /// A client of the sidecar described by config (config.port must not be 0).
     explicit AgonesSdk(AgonesSdkConfig config);
     /// Stops the health pings (joins the thread).
@@ -88,7 +88,7 @@ public:
     AgonesSdkCounters counters() const;
     const AgonesSdkConfig& config() const { return m_config; }
 
-private:
+  private:
     /// One POST of "{}"; counts it. False, with the reason in `failure`, on no answer or a non-2xx status.
     bool post(std::string_view path, std::string& failure);
     bool lifecycleCall(std::string_view path);
@@ -102,9 +102,9 @@ private:
 
     std::mutex m_healthMutex;
     std::condition_variable m_healthWake;
-    bool m_healthStopRequested = false; ///< guarded by m_healthMutex
-    bool m_allocateRequested = false;   ///< guarded by m_healthMutex
-    bool m_healthThreadRunning = false; ///< guarded by m_healthMutex
+    bool m_healthStopRequested = false;       ///< guarded by m_healthMutex
+    bool m_allocateRequested = false;         ///< guarded by m_healthMutex
+    bool m_healthThreadRunning = false;       ///< guarded by m_healthMutex
     std::atomic<bool> m_healthFailing{false}; ///< the last ping failed (a failing streak is logged once)
     std::thread m_healthThread;
 };

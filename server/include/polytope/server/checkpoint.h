@@ -40,6 +40,7 @@ bool probeCheckpointPath(const std::string& path, std::string& error);
 
 /// The same framing in memory (tests, fuzzing).
 std::vector<std::uint8_t> frameCheckpoint(std::span<const std::uint8_t> payload);
-bool unframeCheckpoint(std::span<const std::uint8_t> file, std::vector<std::uint8_t>& payload, std::string& error);
+bool unframeCheckpoint(std::span<const std::uint8_t> file, std::vector<std::uint8_t>& payload,
+                       std::string& error);
 
 } // namespace polytope::server

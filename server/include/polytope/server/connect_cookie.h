@@ -26,9 +26,9 @@ namespace polytope::server
 enum class CookieCheck : std::uint8_t
 {
     Valid = 0,
-    BadSize,  ///< not kCookieBytes long
-    Forged,   ///< the hash does not match: forged, tampered, or issued to another address
-    Expired,  ///< issued more than the lifetime ago (or in the future)
+    BadSize, ///< not kCookieBytes long
+    Forged,  ///< the hash does not match: forged, tampered, or issued to another address
+    Expired, ///< issued more than the lifetime ago (or in the future)
 };
 
 const char* cookieCheckName(CookieCheck check);
@@ -47,10 +47,12 @@ class ConnectCookies
     /// The cookie for `address` at time `now` (seconds, the server's clock, >= 0).
     Cookie issue(const protocol::Address& address, double now) const;
     /// Checks an echoed cookie from `address` at time `now`.
-    CookieCheck verify(const protocol::Address& address, std::span<const std::uint8_t> cookie, double now) const;
+    CookieCheck verify(const protocol::Address& address, std::span<const std::uint8_t> cookie,
+                       double now) const;
 
   private:
-    void mac(const protocol::Address& address, std::span<const std::uint8_t> saltAndStamp, std::uint8_t* out) const;
+    void mac(const protocol::Address& address, std::span<const std::uint8_t> saltAndStamp,
+             std::uint8_t* out) const;
 
     Key m_key{};
     double m_lifetimeSeconds;

@@ -1,7 +1,7 @@
 // polytope-server: who may start a handshake (after netcode.io's server-side checks).
 //
-// The Server's handshake (handshake.cpp) asks the ConnectGate about every ConnectRequest, ChallengeResponse and AdminRequest that does
-// not belong to an open session, before any room sees it:
+// The Server's handshake (handshake.cpp) asks the ConnectGate about every ConnectRequest, ChallengeResponse
+// and AdminRequest that does not belong to an open session, before any room sees it:
 //   - rate limits: a token bucket per source IP (any port), and server-wide buckets per kind of datagram
 //     (connect requests, admin requests), so that a flood costs a bounded amount of work and memory. The
 //     per-IP table is allocated once: a set-associative cache indexed by a keyed hash of the IP (SipHash

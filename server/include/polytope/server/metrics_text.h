@@ -23,7 +23,7 @@ namespace polytope::server
 struct RoomMetricsView
 {
     std::string_view room;                       ///< the label value (escaped when written)
-    const RoomMetrics* metrics = nullptr;      ///< required
+    const RoomMetrics* metrics = nullptr;        ///< required
     std::size_t clients = 0;                     ///< sessions now
     std::size_t bodies = 0;                      ///< bodies in the world now
     const TickTimeHistogram* tickTime = nullptr; ///< optional: the histogram is left out when null

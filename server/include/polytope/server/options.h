@@ -31,7 +31,7 @@ inline constexpr std::size_t kMaxConfigFileBytes = 1u << 20;
 /// Everything polytope-server is configured with.
 struct ServerOptions
 {
-    RoomConfig server;           ///< the core's settings (port, scene, rates, limits)
+    RoomConfig server;             ///< the core's settings (port, scene, rates, limits)
     std::string logLevel = "info"; ///< trace, debug, info, warn, error, critical or off
     bool listScenes = false;       ///< print the built-in scenes and exit
     std::uint16_t httpPort = 8080; ///< TCP port of /healthz and /metrics; 0 disables the HTTP server
@@ -42,15 +42,15 @@ struct ServerOptions
     /// Rooms as "NAME" or "NAME=SCENE" (scene: built-in name or scene file; default --scene). Empty: one
     /// room, server.room, running server.scene.
     std::vector<std::string> rooms;
-    std::string adminKey;           ///< empty: admin commands are refused
-    std::string tokenKey;           ///< 64 hex digits shared with the token backend; required unless insecure
-    bool insecure = false;          ///< accept tokenless, unencrypted sessions (local development)
+    std::string adminKey;  ///< empty: admin commands are refused
+    std::string tokenKey;  ///< 64 hex digits shared with the token backend; required unless insecure
+    bool insecure = false; ///< accept tokenless, unencrypted sessions (local development)
     std::vector<std::string> publicAddresses; ///< HOST:PORT a connect token must name; empty: the port only
-    double connectRatePerIp = 32.0;  ///< handshake and admin datagrams per second from one IP (bursts of 4x)
-    double connectRate = 4000.0;     ///< the same over all sources (bursts of 2x)
+    double connectRatePerIp = 32.0; ///< handshake and admin datagrams per second from one IP (bursts of 4x)
+    double connectRate = 4000.0;    ///< the same over all sources (bursts of 2x)
     std::string checkpointFile;     ///< written every checkpointSeconds and at shutdown; empty: none
     double checkpointSeconds = 60.0;
-    std::string restoreFile;        ///< a checkpoint to resume from at start; empty: none
+    std::string restoreFile; ///< a checkpoint to resume from at start; empty: none
 };
 
 /// The rooms ServerOptions describes, each a copy of options.server with its name and scene. Returns false
@@ -80,7 +80,7 @@ enum class OptionsStatus
 struct OptionsResult
 {
     OptionsStatus status = OptionsStatus::Run;
-    int exitCode = 0;    ///< 0 for Run and Exit; kExitStartFailed for Error
+    int exitCode = 0; ///< 0 for Run and Exit; kExitStartFailed for Error
     /// Help text, or one line (printable ASCII: what the file or variable held is quoted escaped and cut
     /// short) naming the flag, config key or variable.
     std::string message;

@@ -31,8 +31,8 @@ enum class FileStatus : std::uint8_t
 /// What a read accepts.
 struct FileRules
 {
-    std::uint64_t maxBytes = 0;  ///< larger files are refused
-    bool followSymlinks = true;  ///< false: a symbolic link as the last component is refused (O_NOFOLLOW)
+    std::uint64_t maxBytes = 0; ///< larger files are refused
+    bool followSymlinks = true; ///< false: a symbolic link as the last component is refused (O_NOFOLLOW)
 };
 
 /// Opens and checks `path` by FileRules without reading it (start-up checks of files read later). On
@@ -40,7 +40,8 @@ struct FileRules
 FileStatus checkRegularFile(const std::string& path, const FileRules& rules, std::string& error);
 
 /// Reads the whole regular file at `path` into `out` (replacing what it held), by FileRules.
-FileStatus readRegularFile(const std::string& path, const FileRules& rules, std::string& out, std::string& error);
+FileStatus readRegularFile(const std::string& path, const FileRules& rules, std::string& out,
+                           std::string& error);
 FileStatus readRegularFile(const std::string& path, const FileRules& rules, std::vector<std::uint8_t>& out,
                            std::string& error);
 

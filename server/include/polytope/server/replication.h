@@ -41,7 +41,7 @@ struct ClientReplication
     ClientSlot slot = kNoSlot;
     std::uint32_t clientId = 0;
     int ticksPerSnapshot = 3;
-    protocol::AckTracker* acks = nullptr;      ///< the connection's (header sequences)
+    protocol::AckTracker* acks = nullptr;                ///< the connection's (header sequences)
     const std::vector<physics::BodyId>* owned = nullptr; ///< the bodies the client owns (the room's list)
 
     // Catalogue reliability.
@@ -77,7 +77,8 @@ struct ClientReplication
 class Replicator
 {
   public:
-    using SendToClient = std::function<void(ClientReplication& client, std::span<const std::uint8_t> datagram)>;
+    using SendToClient =
+        std::function<void(ClientReplication& client, std::span<const std::uint8_t> datagram)>;
 
     Replicator(const RoomConfig& config, RoomMetrics& metrics, SendToClient send);
 

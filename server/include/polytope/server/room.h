@@ -55,12 +55,14 @@ class Room
   public:
     using SendToSlot = std::function<void(ClientSlot slot, std::span<const std::uint8_t> datagram)>;
     using CloseConnection = std::function<void(ClientSlot slot)>;
-    using SendToAddress = std::function<void(const protocol::Address& to, std::span<const std::uint8_t> datagram)>;
+    using SendToAddress =
+        std::function<void(const protocol::Address& to, std::span<const std::uint8_t> datagram)>;
 
     /// Builds the scene named in config; returns nullptr and sets error when the config or scene is bad.
     /// `connections` is the Server's table, which outlives the room.
-    static std::unique_ptr<Room> create(const RoomConfig& config, ConnectionTable& connections, SendToSlot send,
-                                        SendToAddress sendPlain, CloseConnection close, std::string& error);
+    static std::unique_ptr<Room> create(const RoomConfig& config, ConnectionTable& connections,
+                                        SendToSlot send, SendToAddress sendPlain, CloseConnection close,
+                                        std::string& error);
 
     // ---- Called by the Server, on the room's thread ----
     /// The connection in `slot` sent a valid ChallengeResponse with header sequence `sequence`: it joins as a
@@ -70,7 +72,8 @@ class Room
                double now);
     /// A datagram (its plaintext; `wireBytes` as received) from the connection in `slot`: decoded, counted,
     /// its header's sequence and acks recorded, and carried out.
-    void receiveDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes, double now);
+    void receiveDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes,
+                         double now);
     /// A repeated ConnectRequest from the joined client in `slot`: its Challenge goes out on the connection.
     void sendChallenge(ClientSlot slot, std::span<const std::uint8_t> cookie);
     /// A connect refused because the room is full.
@@ -117,7 +120,10 @@ class Room
     const protocol::SnapshotFrame* sentFrame(std::uint32_t clientId, std::uint64_t tick) const;
 
     /// Called for every input applied (or refused by the World), in order.
-    void setInputObserver(std::function<void(const AppliedInput&)> observer) { m_inputObserver = std::move(observer); }
+    void setInputObserver(std::function<void(const AppliedInput&)> observer)
+    {
+        m_inputObserver = std::move(observer);
+    }
     /// Called before each tick's World::step with the tick about to be made (scripted scenes).
     void setPreStepHook(std::function<void(std::uint64_t tick)> hook) { m_preStep = std::move(hook); }
     /// A clock (seconds) used only to measure tick and encoding times into metrics().

@@ -13,14 +13,14 @@ namespace polytope::server
 
 /// Spawns a player body for a client: the `spawnIndex`-th join of the room, at `at` when given (a Spawn
 /// input) or at the scene's spawn point otherwise. Returns false when the world refused.
-using SpawnFunction =
-    std::function<bool(physics::World& world, std::uint32_t spawnIndex, const physics::Vec3* at, physics::BodyId& out)>;
+using SpawnFunction = std::function<bool(physics::World& world, std::uint32_t spawnIndex,
+                                         const physics::Vec3* at, physics::BodyId& out)>;
 
 /// The configuration of one room: its scene, tick, clients and rules. (polytope-server runs one or more.)
 struct RoomConfig
 {
-    std::string room = "main";        ///< the room's name, 1..64 bytes; clients join a room by name
-    std::uint16_t port = 7777;        ///< UDP port; 0 picks an ephemeral port
+    std::string room = "main"; ///< the room's name, 1..64 bytes; clients join a room by name
+    std::uint16_t port = 7777; ///< UDP port; 0 picks an ephemeral port
     std::string bindAddress = "0.0.0.0";
     /// A scene name (scene_file.h: a built-in name, or NAME for sceneDirectory/NAME.json) or, given by the
     /// operator at start-up only, a scene file's path (containing '/' or ending in ".json").
@@ -31,19 +31,19 @@ struct RoomConfig
     /// When set, builds the world instead of the built-in scene (benchmarks, tests); `scene` is then only the
     /// name announced to clients. Returns false when the world refused a body.
     std::function<bool(physics::World&)> buildScene;
-    int tickRateHz = 60;              ///< simulation steps per second, 1..1000
-    int snapshotRateHz = 20;          ///< snapshots per second to each client, 1..tickRateHz
+    int tickRateHz = 60;                ///< simulation steps per second, 1..1000
+    int snapshotRateHz = 20;            ///< snapshots per second to each client, 1..tickRateHz
     double clientTimeoutSeconds = 10.0; ///< a client silent this long is dropped
-    int maxClients = 64;              ///< sessions at once, 1..4096
-    int maxCatchUpTicks = 4;          ///< ticks run in one update at most; the rest of the debt is dropped
+    int maxClients = 64;                ///< sessions at once, 1..4096
+    int maxCatchUpTicks = 4;            ///< ticks run in one update at most; the rest of the debt is dropped
 
     // Replication (protocol/STANDARD.md); announced to each client in ConnectAccepted.
     protocol::PositionQuantization quantization; ///< world bounds and position resolution of snapshots
-    std::uint32_t maxBaselineAgeTicks = 256; ///< oldest baseline a snapshot may name, 1..65536 ticks
-    int idleHeartbeatTicks = 15;      ///< a snapshot identical to the client's baseline is sent only this often
+    std::uint32_t maxBaselineAgeTicks = 256;     ///< oldest baseline a snapshot may name, 1..65536 ticks
+    int idleHeartbeatTicks = 15; ///< a snapshot identical to the client's baseline is sent only this often
     double catalogueResendSeconds = 0.25; ///< an unacknowledged catalogue entry is resent after this
     int maxCatalogueDatagramsPerTick = 8; ///< catalogue datagrams per client per tick at most, >= 1
-    int maxInputLeadTicks = 600;      ///< inputs for ticks further ahead than this are refused
+    int maxInputLeadTicks = 600;          ///< inputs for ticks further ahead than this are refused
     /// Inputs of one client waiting for their tick, 1..65536. Each client has its own queue, allocated when
     /// it joins, so that one client filling it refuses only its own inputs. 1024 holds 10 s of lead at 60 Hz
     /// for a client sending 100 inputs a second.
@@ -58,13 +58,13 @@ struct RoomConfig
     double fullSnapshotResendSeconds = 0.2;
 
     // Players: each client may own bodies. A scene file's values replace these.
-    SpawnFunction spawnPlayer;        ///< empty: clients own no bodies (set from the scene when it has a player)
-    bool playerBodies = true;         ///< built-in scenes: give each client a sphere to drive
-    bool allowClientSpawn = false;    ///< Spawn/Remove inputs allowed
-    int maxBodiesPerClient = 4;       ///< bodies one client may own at once, 0..1024
-    bool keepBodiesOnLeave = false;   ///< a leaving client's bodies stay (unowned) instead of being removed
+    SpawnFunction spawnPlayer;     ///< empty: clients own no bodies (set from the scene when it has a player)
+    bool playerBodies = true;      ///< built-in scenes: give each client a sphere to drive
+    bool allowClientSpawn = false; ///< Spawn/Remove inputs allowed
+    int maxBodiesPerClient = 4;    ///< bodies one client may own at once, 0..1024
+    bool keepBodiesOnLeave = false;    ///< a leaving client's bodies stay (unowned) instead of being removed
     double maxInputsPerSecond = 600.0; ///< per client, token bucket refill rate (new inputs, not resends)
-    double maxInputBurst = 120.0;     ///< per client, token bucket size
+    double maxInputBurst = 120.0;      ///< per client, token bucket size
 
     /// Empty when every field is in range, else a message naming the first bad field.
     std::string validate() const;

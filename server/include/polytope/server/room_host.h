@@ -59,7 +59,8 @@ class RoomHost
 
     /// A datagram (its plaintext, at most kMaxDatagramBytes; `wireBytes` as received) of one of the room's
     /// clients, copied.
-    void postDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes, double now);
+    void postDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes,
+                      double now);
     /// Work for the room's thread, run in the order posted (inline: now).
     void post(std::function<void(Room&)> task);
     /// Runs `task` on the room's thread and waits for it (inline: now). Blocks for up to one tick of the

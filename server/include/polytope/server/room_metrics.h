@@ -13,43 +13,43 @@ namespace polytope::server
 /// one of them: Room::tick() is the authoritative counter.
 struct RoomMetrics
 {
-    std::uint64_t overruns = 0;      ///< updates that hit maxCatchUpTicks and dropped simulation time
-    std::uint64_t datagramsIn = 0;   ///< accepted datagrams
-    std::uint64_t bytesIn = 0;       ///< of every received datagram, accepted or not
+    std::uint64_t overruns = 0;    ///< updates that hit maxCatchUpTicks and dropped simulation time
+    std::uint64_t datagramsIn = 0; ///< accepted datagrams
+    std::uint64_t bytesIn = 0;     ///< of every received datagram, accepted or not
     std::uint64_t datagramsOut = 0;
     std::uint64_t bytesOut = 0;
-    std::uint64_t snapshotsSent = 0;      ///< snapshots (all their slices) sent, summed over clients
-    std::uint64_t snapshotsSkipped = 0;   ///< identical to the client's baseline and not due as heartbeat
-    std::uint64_t fullSnapshots = 0;      ///< sent without a baseline
+    std::uint64_t snapshotsSent = 0;    ///< snapshots (all their slices) sent, summed over clients
+    std::uint64_t snapshotsSkipped = 0; ///< identical to the client's baseline and not due as heartbeat
+    std::uint64_t fullSnapshots = 0;    ///< sent without a baseline
     std::uint64_t snapshotDatagrams = 0;
     std::uint64_t snapshotEncodeErrors = 0; ///< the encoder refused (a bug: logged)
     std::uint64_t catalogueDatagrams = 0;
-    std::uint64_t catalogueEntriesSent = 0;   ///< including resends
+    std::uint64_t catalogueEntriesSent = 0; ///< including resends
     std::uint64_t catalogueEntriesResent = 0;
     std::uint64_t clientsAccepted = 0;
     std::uint64_t clientsDenied = 0;
     std::uint64_t clientsTimedOut = 0;
     std::uint64_t clientsDisconnected = 0;
-    std::uint64_t inputsReceived = 0;  ///< inputs in accepted ClientInput datagrams, duplicates included
-    std::uint64_t inputsDuplicate = 0; ///< already received (resends), ignored
-    std::uint64_t inputsLate = 0;      ///< arrived after their tick ran: applied at the next tick
-    std::uint64_t inputsRefused = 0;   ///< too far ahead, or the room's input queue was full
-    std::uint64_t inputsApplied = 0;   ///< applied to the World
-    std::uint64_t inputsFailed = 0;    ///< the World refused (stale body id, static body)
-    std::uint64_t inputsNotOwned = 0;  ///< for a body the client does not own (or Spawn/Remove not allowed)
+    std::uint64_t inputsReceived = 0;    ///< inputs in accepted ClientInput datagrams, duplicates included
+    std::uint64_t inputsDuplicate = 0;   ///< already received (resends), ignored
+    std::uint64_t inputsLate = 0;        ///< arrived after their tick ran: applied at the next tick
+    std::uint64_t inputsRefused = 0;     ///< too far ahead, or the room's input queue was full
+    std::uint64_t inputsApplied = 0;     ///< applied to the World
+    std::uint64_t inputsFailed = 0;      ///< the World refused (stale body id, static body)
+    std::uint64_t inputsNotOwned = 0;    ///< for a body the client does not own (or Spawn/Remove not allowed)
     std::uint64_t inputsRateLimited = 0; ///< over the client's input rate
-    std::uint64_t bodiesSpawned = 0;   ///< player bodies created (joins and Spawn inputs)
-    std::uint64_t bodiesRemoved = 0;   ///< owned bodies removed (Remove inputs, leaving clients)
+    std::uint64_t bodiesSpawned = 0;     ///< player bodies created (joins and Spawn inputs)
+    std::uint64_t bodiesRemoved = 0;     ///< owned bodies removed (Remove inputs, leaving clients)
     std::uint64_t clientsKicked = 0;
-    std::uint64_t adminCommands = 0;   ///< admin commands carried out (any outcome)
-    std::uint64_t pausedTicks = 0;     ///< tick slots skipped while paused
-    std::uint64_t bodiesDeferred = 0;  ///< changed bodies left out of a snapshot by a client's budget
+    std::uint64_t adminCommands = 0;          ///< admin commands carried out (any outcome)
+    std::uint64_t pausedTicks = 0;            ///< tick slots skipped while paused
+    std::uint64_t bodiesDeferred = 0;         ///< changed bodies left out of a snapshot by a client's budget
     std::uint64_t budgetLimitedSnapshots = 0; ///< snapshots that left some changed body out
-    std::uint64_t snapshotEncodes = 0;       ///< encoder runs (shared encodings count once)
-    double encodeSeconds = 0.0;        ///< snapshot encoding time, when a profile clock is set
-    TickTimeHistogram tickSeconds;     ///< duration of each tick (step, catalogue, snapshots), when a profile
-                                       ///< clock is set
-    protocol::DropCounters drops;      ///< datagrams dropped, by reason
+    std::uint64_t snapshotEncodes = 0;        ///< encoder runs (shared encodings count once)
+    double encodeSeconds = 0.0;               ///< snapshot encoding time, when a profile clock is set
+    TickTimeHistogram tickSeconds; ///< duration of each tick (step, catalogue, snapshots), when a profile
+                                   ///< clock is set
+    protocol::DropCounters drops;  ///< datagrams dropped, by reason
 };
 
 } // namespace polytope::server

@@ -76,9 +76,10 @@ bool loadSceneFile(const std::string& path, SceneDescription& out, std::string& 
 bool loadSceneFile(const std::string& path, const FileRules& rules, SceneDescription& out, FileStatus& status,
                    std::string& error);
 
-// ---- Scene names -------------------------------------------------------------------------------------------
-// A scene name is what an admin `load` takes, and what --scene and --room take besides paths: a built-in
-// name (physics::parseSceneName: "stack10", "pile:500"), or else NAME for the file NAME.json in the scene
+// ---- Scene names
+// ------------------------------------------------------------------------------------------- A scene name is
+// what an admin `load` takes, and what --scene and --room take besides paths: a built-in name
+// (physics::parseSceneName: "stack10", "pile:500"), or else NAME for the file NAME.json in the scene
 // directory (RoomConfig::sceneDirectory). A name is never a path, so that a load cannot reach any file
 // outside that directory: 1..kMaxSceneNameBytes bytes of letters, digits, '_', '-', '.' and ':', starting
 // with a letter or a digit, without "..", and not ending in ".json" (which makes a path, isScenePath).

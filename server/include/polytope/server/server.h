@@ -66,14 +66,14 @@ struct ServerConfig
 /// Datagrams the Server itself handled or dropped (rooms count theirs in RoomMetrics).
 struct ServerMetrics
 {
-    std::uint64_t bytesIn = 0;        ///< datagrams dropped here, handshakes and admin requests
-    protocol::DropCounters drops;     ///< dropped before reaching a room
-    std::uint64_t unknownRoom = 0;    ///< connects naming no room
+    std::uint64_t bytesIn = 0;     ///< datagrams dropped here, handshakes and admin requests
+    protocol::DropCounters drops;  ///< dropped before reaching a room
+    std::uint64_t unknownRoom = 0; ///< connects naming no room
     std::uint64_t challengesSent = 0;
-    std::uint64_t cookiesForged = 0;  ///< ChallengeResponses with a forged, tampered or foreign cookie
+    std::uint64_t cookiesForged = 0; ///< ChallengeResponses with a forged, tampered or foreign cookie
     std::uint64_t cookiesExpired = 0;
     std::uint64_t adminAccepted = 0;
-    std::uint64_t adminDisabled = 0;  ///< no admin key configured
+    std::uint64_t adminDisabled = 0; ///< no admin key configured
     std::uint64_t adminBadMac = 0;
     std::uint64_t adminMalformed = 0; ///< the command inside does not decode
     std::uint64_t adminStale = 0;     ///< time outside the window
@@ -85,7 +85,8 @@ struct ServerMetrics
     std::uint64_t plainSessions = 0;  ///< tokenless sessions (--insecure)
     std::uint64_t datagramsSealed = 0;
     std::uint64_t datagramsOpened = 0;
-    std::uint64_t lateAfterClose = 0; ///< sealed datagrams from a session closed moments before (late goodbyes)
+    std::uint64_t lateAfterClose =
+        0; ///< sealed datagrams from a session closed moments before (late goodbyes)
 };
 
 class Server
@@ -143,13 +144,14 @@ class Server
     void freeSlot(ClientSlot slot);
     /// True when a sealed session at `address` closed within the last few seconds.
     bool closedLately(const protocol::Address& address, double now);
-    void drop(const protocol::Address& from, protocol::DropReason reason, std::size_t bytes, const char* what);
+    void drop(const protocol::Address& from, protocol::DropReason reason, std::size_t bytes,
+              const char* what);
     std::size_t roomIndex(const Room& room) const;
     RoomHost& hostOf(const Room& room) { return *m_hosts[roomIndex(room)]; }
 
     // handshake.cpp
-    void handleConnectRequest(const protocol::Address& from, const protocol::wire::Packet& packet, std::size_t bytes,
-                              double now);
+    void handleConnectRequest(const protocol::Address& from, const protocol::wire::Packet& packet,
+                              std::size_t bytes, double now);
     void handleChallengeResponse(const protocol::Address& from, const protocol::wire::Packet& packet,
                                  std::size_t bytes, double now);
     /// Rate limits, the connect token and the room a handshake datagram names; nullptr when it was dropped
@@ -158,8 +160,9 @@ class Server
                          const protocol::wire::TokenCredential* credential, AdmitKind kind, std::size_t bytes,
                          double now, TokenCheck& token);
     /// The connect token's checks for a connect to `roomName`; false when the datagram was dropped.
-    bool checkToken(const protocol::Address& from, const protocol::wire::TokenCredential* credential, ClientSlot slot,
-                    std::string_view roomName, std::size_t bytes, const char* what, TokenCheck& out);
+    bool checkToken(const protocol::Address& from, const protocol::wire::TokenCredential* credential,
+                    ClientSlot slot, std::string_view roomName, std::size_t bytes, const char* what,
+                    TokenCheck& out);
 
     // admin.cpp
     void handleAdmin(const protocol::Address& from, const protocol::wire::Packet& packet, double now);

@@ -18,14 +18,15 @@ namespace polytope::server
 /// room (Server::startRoomThreads). Sends come from every thread (sendto(2)).
 class UdpServer
 {
-public:
+  public:
     UdpServer();
     ~UdpServer();
     UdpServer(const UdpServer&) = delete;
     UdpServer& operator=(const UdpServer&) = delete;
 
     /// Creates the rooms and binds the socket. Returns false and sets error on failure.
-    bool open(const ServerConfig& config, const std::string& bindAddress, std::uint16_t port, std::string& error);
+    bool open(const ServerConfig& config, const std::string& bindAddress, std::uint16_t port,
+              std::string& error);
     /// One room, bound to config.bindAddress:config.port, accepting tokenless (unencrypted) clients like
     /// --insecure: for tests and local tools only.
     bool open(const RoomConfig& config, std::string& error);
@@ -50,7 +51,7 @@ public:
     /// room ticked since the last call. Set it before run(). It may read server() and call stop().
     void setLoopHook(std::function<void(double now, bool ticked)> hook);
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
