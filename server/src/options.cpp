@@ -1,3 +1,6 @@
+// polytope-server options: flags, config file and POLYTOPE_* variables (options.h).
+// Longer than 600 lines on purpose: every flag is declared here with its range, its environment variable
+// and its config-file key, and checked beside its declaration; split, a flag would drift from its check.
 #include "polytope/server/options.h"
 
 #include "polytope/physics/scenes.h"

@@ -1,6 +1,7 @@
 #include "polytope/server/replication.h"
 
 #include "polytope/protocol/shape_kind.h"
+#include "replication_policy.h"
 
 #include <spdlog/spdlog.h>
 
@@ -10,45 +11,13 @@
 namespace polytope::server
 {
 namespace wire = protocol::wire;
+using namespace replication_policy;
 
 namespace
 {
 /// Catalogue datagrams remembered per client, by sequence mod this: more than can be in flight unacked
 /// within the 33 sequences an ack header covers.
 constexpr std::size_t kCatalogueRing = 256;
-/// Initial estimate of what one changed body costs in a snapshot (bytes), before it is measured.
-constexpr double kInitialBytesPerChangedBody = 8.0;
-/// How fast that estimate follows the measurement: new = (1 - k) old + k measured. 0.3 settles within a
-/// few snapshots without following every slice's noise.
-constexpr double kBytesPerBodySmoothing = 0.3;
-/// Rough coded size of a snapshot's fixed parts (slice headers, envelopes), bytes.
-constexpr double kSnapshotOverheadBytes = 80.0;
-/// Frames of its own kept per budgeted client: baselines older than this many ticks are not used (64
-/// ticks is about a second at 60 Hz, longer than an acknowledgement takes on any usable link).
-constexpr std::uint32_t kBudgetHistoryTicks = 64;
-// How much a changed body matters to a client each snapshot it waits (Fiedler's priority accumulator adds
-// it up): the client's own bodies go first (it steers them), then bodies it has never seen (they pop into
-// view), then moving ones, then ones coming to rest (their last moves matter least).
-constexpr float kPriorityOwned = 1000.0f;
-constexpr float kPriorityCreated = 100.0f;
-constexpr float kPriorityMoving = 10.0f;
-constexpr float kPriorityResting = 2.0f;
-/// A body counts as at rest for the snapshot's rest flag below these squared speeds (m^2/s^2, rad^2/s^2).
-constexpr float kRestSpeedSquared = 1e-6f;
-
-float snapshotPriority(const protocol::QuantizedBody& body, bool owned, bool created)
-{
-    if (owned)
-    {
-        return kPriorityOwned;
-    }
-    if (created)
-    {
-        return kPriorityCreated;
-    }
-    return body.atRest ? kPriorityResting : kPriorityMoving;
-}
-
 protocol::SnapshotCodecConfig codecConfigOf(const RoomConfig& config)
 {
     protocol::SnapshotCodecConfig codec;
@@ -301,176 +270,6 @@ const protocol::SnapshotFrame* Replicator::sentFrame(const ClientReplication& cl
                                                      std::uint64_t tick) const
 {
     return client.sentFrames ? client.sentFrames->find(tick) : m_history.find(tick);
-}
-
-bool Replicator::composeBudgeted(ClientReplication& client, const protocol::SnapshotFrame& current,
-                                 const protocol::SnapshotFrame* baseline)
-{
-    std::vector<protocol::QuantizedBody>& out = client.composite;
-    out.clear();
-    if (baseline == nullptr)
-    {
-        // Nothing held: the client needs every body once (the bucket goes into debt if it must).
-        out.assign(current.bodies.begin(), current.bodies.end());
-        return true;
-    }
-    // Walk both frames by id: unchanged bodies and removals always go in (they cost next to nothing), changed
-    // and new ones compete for the bytes left.
-    struct Candidate
-    {
-        std::uint32_t currentIndex;
-        float priority;
-        bool owned;
-    };
-    static thread_local std::vector<Candidate> candidates;
-    candidates.clear();
-    const auto cur = current.bodies;
-    const auto base = baseline->bodies;
-    std::size_t i = 0, j = 0;
-    if (!cur.empty() && client.priority.size() <= cur.back().id)
-    {
-        client.priority.resize(static_cast<std::size_t>(cur.back().id) + 1, 0.0f);
-    }
-    while (i < cur.size())
-    {
-        while (j < base.size() && base[j].id < cur[i].id)
-        {
-            ++j; // removed since the baseline: left out, so the client learns it
-        }
-        const bool kept =
-            j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
-        if (kept && base[j].sameState(cur[i]))
-        {
-            client.priority[cur[i].id] = 0.0f;
-        }
-        else
-        {
-            const bool owned = owns(client, cur[i].id, cur[i].generation);
-            float& accumulated = client.priority[cur[i].id];
-            accumulated += snapshotPriority(cur[i], owned, !kept);
-            candidates.push_back({static_cast<std::uint32_t>(i), accumulated, owned});
-        }
-        ++i;
-    }
-    const double available = client.budgetTokens - kSnapshotOverheadBytes;
-    std::size_t take = candidates.size();
-    if (static_cast<double>(take) * client.bytesPerChangedBody > available)
-    {
-        take = available > 0.0 ? static_cast<std::size_t>(available / client.bytesPerChangedBody) : 0;
-        // The client's own bodies always go (a few bytes; the bucket pays them back later), then the rest by
-        // accumulated priority.
-        std::stable_sort(candidates.begin(), candidates.end(),
-                         [](const Candidate& a, const Candidate& b)
-                         { return a.owned != b.owned ? a.owned : a.priority > b.priority; });
-        while (take < candidates.size() && candidates[take].owned)
-        {
-            ++take;
-        }
-        ++m_metrics.budgetLimitedSnapshots;
-        m_metrics.bodiesDeferred += candidates.size() - take;
-    }
-    static thread_local std::vector<std::uint8_t> chosen;
-    chosen.assign(cur.size(), 0);
-    for (std::size_t k = 0; k < take; ++k)
-    {
-        chosen[candidates[k].currentIndex] = 1;
-        client.priority[cur[candidates[k].currentIndex].id] = 0.0f;
-    }
-    // The composite: chosen and unchanged bodies as they are now, deferred ones as the client has them.
-    j = 0;
-    for (i = 0; i < cur.size(); ++i)
-    {
-        while (j < base.size() && base[j].id < cur[i].id)
-        {
-            ++j;
-        }
-        const bool kept =
-            j < base.size() && base[j].id == cur[i].id && base[j].generation == cur[i].generation;
-        if ((kept && base[j].sameState(cur[i])) || chosen[i])
-        {
-            out.push_back(cur[i]);
-        }
-        else if (kept)
-        {
-            out.push_back(base[j]); // deferred: unchanged for the client
-        }
-        else if (j < base.size() && base[j].id == cur[i].id)
-        {
-            out.push_back(base[j]); // a replaced body deferred: the old one stays a little longer
-        }
-        // else: a new body deferred: not in this snapshot
-    }
-    return take == candidates.size();
-}
-
-bool Replicator::chooseBudgeted(ClientReplication& client, const protocol::SnapshotFrame*& current,
-                                const protocol::SnapshotFrame*& baseline,
-                                const protocol::SnapshotFrame*& reference, double now)
-{
-    const double rate = m_config.maxClientKbps * 1000.0 / 8.0; // bytes per second
-    if (!client.sentFrames)
-    {
-        client.sentFrames = std::make_unique<protocol::SnapshotHistory>(kBudgetHistoryTicks);
-        client.budgetTokens = rate * m_config.budgetBurstSeconds;
-        client.budgetTime = now;
-    }
-    client.budgetTokens =
-        std::min(rate * m_config.budgetBurstSeconds, client.budgetTokens + rate * (now - client.budgetTime));
-    client.budgetTime = now;
-    client.snapshots.choose(*client.sentFrames, current->tick, baseline, reference);
-    // The slot of the frame about to be kept must not be one of these.
-    if (reference && current->tick - reference->tick >= kBudgetHistoryTicks)
-    {
-        reference = nullptr;
-    }
-    if (baseline && current->tick - baseline->tick >= kBudgetHistoryTicks)
-    {
-        baseline = nullptr;
-        reference = nullptr;
-    }
-    if (baseline == nullptr)
-    {
-        // The client's own frames are kept for kBudgetHistoryTicks only. A tick it holds that is older
-        // (after an outage, say) is still a baseline if it was sent exactly as simulated: then the
-        // simulation's history has the same frame, for up to maxBaselineAgeTicks.
-        const protocol::SnapshotFrame* simBaseline = nullptr;
-        const protocol::SnapshotFrame* simReference = nullptr;
-        client.snapshots.choose(m_history, current->tick, simBaseline, simReference);
-        if (simBaseline && !client.deviatedTicks.count(simBaseline->tick))
-        {
-            baseline = simBaseline;
-            reference =
-                simReference && !client.deviatedTicks.count(simReference->tick) ? simReference : nullptr;
-        }
-    }
-    // What this client is sent is kept as its own frame (with the history's unchanged-since hints): it is the
-    // baseline once acknowledged. A frame skipped later is never held, so never a baseline.
-    const bool composedExact = composeBudgeted(client, *current, baseline);
-    std::vector<protocol::QuantizedBody>& kept = client.sentFrames->begin(current->tick);
-    kept.assign(client.composite.begin(), client.composite.end());
-    client.sentFrames->commit();
-    auto& deviated = client.deviatedTicks;
-    while (!deviated.empty() && *deviated.begin() + m_config.maxBaselineAgeTicks < current->tick)
-    {
-        deviated.erase(deviated.begin());
-    }
-    if (!composedExact)
-    {
-        deviated.insert(current->tick);
-    }
-    const bool exact = composedExact && (!baseline || !deviated.count(baseline->tick)) &&
-                       (!reference || !deviated.count(reference->tick));
-    if (exact)
-    {
-        // The same bodies as the simulation's frames: encode (or reuse) from those.
-        baseline = baseline ? m_history.find(baseline->tick) : nullptr;
-        reference = reference && baseline ? m_history.find(reference->tick) : nullptr;
-    }
-    else
-    {
-        current = client.sentFrames->newest();
-    }
-    return exact;
 }
 
 bool Replicator::encode(const protocol::SnapshotFrame& current, const protocol::SnapshotFrame* baseline,
