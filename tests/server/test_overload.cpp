@@ -4,14 +4,22 @@
 //       being answered, and the other room keeps its pace;
 //   F2. a flood of admin requests from 20,000 spoofed addresses fills no table that legitimate clients need:
 //       a token client connects with its first or second handshake;
-//   F3. inputs are queued per client: one client filling its queue refuses only its own inputs.
+//   F3. inputs are queued per client: one client filling its queue refuses only its own inputs;
+//   F4. the socket counts every datagram in and out, and /metrics shows it.
 #include "polytope/client/client.h"
 #include "polytope/protocol/admin_auth.h"
 #include "polytope/protocol/token.h"
+#include "polytope/server/metrics_text.h"
 #include "polytope/server/server.h"
+#include "polytope/server/udp_server.h"
 #include "support/in_process.h"
 
 #include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -302,4 +310,54 @@ TEST_CASE("F3: one client filling its input queue refuses only its own inputs", 
         politeApplied += a.clientId == polite.clientId() && a.status == physics::WorldStatus::Ok ? 1 : 0;
     }
     CHECK(politeApplied == 24);
+}
+
+TEST_CASE("F4: the socket counters count every datagram in and out, and /metrics shows them",
+          "[server][overload][udp]")
+{
+    server::RoomConfig config;
+    config.bindAddress = "127.0.0.1";
+    config.port = 0;
+    server::UdpServer udp;
+    std::string error;
+    REQUIRE(udp.open(config, error));
+    const std::uint16_t port = udp.localPort();
+    std::thread serverThread([&] { udp.run(false); });
+
+    // 500 junk datagrams of 100 bytes from a plain socket, then a goodbye-free wait for the server to read
+    // them.
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::vector<std::uint8_t> junk(100, 0x5A);
+    for (int i = 0; i < 500; ++i)
+    {
+        REQUIRE(::sendto(fd, junk.data(), junk.size(), 0, reinterpret_cast<const sockaddr*>(&to),
+                         sizeof(to)) == 100);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (udp.socketCounters().datagramsReceived < 500 && std::chrono::steady_clock::now() < deadline)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    udp.stop();
+    serverThread.join();
+    ::close(fd);
+
+    const server::SocketCounters socket = udp.socketCounters();
+    const server::ServerMetrics front = udp.server().metrics();
+    CHECK(socket.datagramsReceived == 500);
+    CHECK(socket.bytesReceived == 500 * 100);
+    CHECK(socket.kernelDrops == 0);
+    CHECK(socket.receiveBufferBytes > 0);
+    // Every one of them was counted by the front door as dropped, with its bytes.
+    CHECK(front.drops.total() == 500);
+    CHECK(front.bytesIn == 500 * 100);
+    const std::string text = server::renderServerPrometheus(front, &socket);
+    CHECK_THAT(text, Catch::Contains("polytope_socket_datagrams_received_total 500\n"));
+    CHECK_THAT(text, Catch::Contains("polytope_socket_received_bytes_total 50000\n"));
+    CHECK_THAT(text, Catch::Contains("polytope_host_received_bytes_total 50000\n"));
 }
