@@ -82,7 +82,7 @@ status=0
 key="$("$token_bin" keygen)"
 
 echo "== 1. spoofed flood: 20,000 addresses, 7,000 admin requests a second, a token client connects after 3 s"
-start_server --token-key "$key" --admin-key abuse-admin-key --public-address '*' --scene default
+start_server --token-key "$key" --admin-key abuse-admin-key --public-address any --scene default
 "$token_bin" make --key "$key" --server "127.0.0.1:$port" --room main --client-id 1 --lifetime 60 \
   --out "$work/token" > /dev/null
 spoof="$("$abuse_bin" spoof --server "127.0.0.1:$port" --token "$work/token" --addresses 20000 --rate 7000 \

@@ -78,7 +78,8 @@ cleanup() {
 trap cleanup EXIT
 
 "$server_bin" --port 0 --max-clients "$clients" --scene "$scene" --tick-hz "$tick_hz" \
-  --snapshot-hz "$snapshot_hz" --log-level info "${http[@]}" --connect-rate-per-ip 100000 > "$log" 2>&1 &
+  --snapshot-hz "$snapshot_hz" --log-level info "${http[@]}" --connect-rate-per-ip 100000 \
+  --public-address any > "$log" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 100); do

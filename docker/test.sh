@@ -295,7 +295,8 @@ t_run="$(now)"
 # (to stderr, kept in a file) and `podman healthcheck run` below runs the check on demand instead.
 if ! podman run -d --name "$container" --network host \
   -e POLYTOPE_PORT="$port" -e POLYTOPE_HTTP_PORT="$http_port" -e POLYTOPE_LOG_LEVEL=info \
-  -e POLYTOPE_TOKEN_KEY="$token_key" "$image" > /dev/null 2> "$work/run.err"; then
+  -e POLYTOPE_TOKEN_KEY="$token_key" -e POLYTOPE_PUBLIC_ADDRESS="127.0.0.1:$port" "$image" > /dev/null \
+  2> "$work/run.err"; then
   cat "$work/run.err" >&2
   die "podman run failed"
 fi

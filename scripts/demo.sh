@@ -30,7 +30,8 @@ key="$("$bin/polytope-token" keygen)"
 token="$(mktemp)"
 "$bin/polytope-token" make --key "$key" --client-id 1 --server "127.0.0.1:$port" --lifetime 3600 --out "$token" \
   > /dev/null
-POLYTOPE_TOKEN_KEY="$key" "$bin/polytope-server" --port "$port" --scene default --log-level warn &
+POLYTOPE_TOKEN_KEY="$key" "$bin/polytope-server" --port "$port" --public-address "127.0.0.1:$port" --scene default \
+  --log-level warn &
 server_pid=$!
 stop_server() {
   rm -f "$token"

@@ -13,6 +13,16 @@ namespace polytope::server
 {
 namespace wire = protocol::wire;
 
+bool isAnyAddress(std::string_view publicAddress)
+{
+    return publicAddress == "any" || publicAddress == "*";
+}
+
+bool isWildcardAddress(std::string_view bindAddress)
+{
+    return bindAddress.empty() || bindAddress == "0.0.0.0" || bindAddress == "::" || bindAddress == "[::]";
+}
+
 bool validateSecurityConfig(const SecurityConfig& config, std::string& error)
 {
     if (!config.insecure && !config.tokenKey)
@@ -44,7 +54,7 @@ bool validateSecurityConfig(const SecurityConfig& config, std::string& error)
     }
     for (const std::string& address : config.publicAddresses)
     {
-        if (address == "*")
+        if (isAnyAddress(address))
         {
             continue;
         }
@@ -147,10 +157,18 @@ bool ConnectGate::admit(const protocol::Address& from, double now, AdmitKind kin
 
 bool ConnectGate::namesThisServer(const std::vector<std::string>& addresses) const
 {
-    if (std::find(m_config.publicAddresses.begin(), m_config.publicAddresses.end(), "*") !=
-        m_config.publicAddresses.end())
+    if (std::any_of(m_config.publicAddresses.begin(), m_config.publicAddresses.end(), isAnyAddress))
     {
         return true;
+    }
+    if (m_config.publicAddresses.empty() && !isWildcardAddress(m_config.bindAddress))
+    {
+        // The one address this server is bound to (and the only one it can vouch for).
+        const std::string self =
+            (m_config.bindAddress.find(':') != std::string::npos ? "[" + m_config.bindAddress + "]"
+                                                                 : m_config.bindAddress) +
+            ":" + std::to_string(m_config.listenPort);
+        return std::find(addresses.begin(), addresses.end(), self) != addresses.end();
     }
     for (const std::string& address : addresses)
     {

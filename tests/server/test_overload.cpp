@@ -5,11 +5,13 @@
 //   F2. a flood of admin requests from 20,000 spoofed addresses fills no table that legitimate clients need:
 //       a token client connects with its first or second handshake;
 //   F3. inputs are queued per client: one client filling its queue refuses only its own inputs;
-//   F4. the socket counts every datagram in and out, and /metrics shows it.
+//   F4. the socket counts every datagram in and out, and /metrics shows it;
+//   F8. a token opens a session only on the server it names.
 #include "polytope/client/client.h"
 #include "polytope/protocol/admin_auth.h"
 #include "polytope/protocol/token.h"
 #include "polytope/server/metrics_text.h"
+#include "polytope/server/options.h"
 #include "polytope/server/server.h"
 #include "polytope/server/udp_server.h"
 #include "support/in_process.h"
@@ -360,4 +362,60 @@ TEST_CASE("F4: the socket counters count every datagram in and out, and /metrics
     CHECK_THAT(text, Catch::Contains("polytope_socket_datagrams_received_total 500\n"));
     CHECK_THAT(text, Catch::Contains("polytope_socket_received_bytes_total 50000\n"));
     CHECK_THAT(text, Catch::Contains("polytope_host_received_bytes_total 50000\n"));
+}
+
+TEST_CASE("F8: a token opens a session only on the server it names; with no address to go by the server "
+          "refuses to start",
+          "[server][overload][tokens]")
+{
+    server::ServerOptions options;
+    options.tokenKey = std::string(64, 'a');
+    std::string error;
+    server::SecurityConfig security;
+    SECTION("a wildcard or port-0 bind with tokens and no --public-address is refused, naming the setting")
+    {
+        options.server.bindAddress = "0.0.0.0";
+        options.server.port = 7777;
+        CHECK_FALSE(server::securityConfig(options, security, error));
+        CHECK_THAT(error, Catch::StartsWith("--public-address:") && Catch::Contains("--public-address any"));
+        options.server.bindAddress = "127.0.0.1";
+        options.server.port = 0;
+        CHECK_FALSE(server::securityConfig(options, security, error));
+        options.publicAddresses = {"any"};
+        CHECK(server::securityConfig(options, security, error));
+        options.publicAddresses = {"game.example.com:7777"};
+        CHECK(server::securityConfig(options, security, error));
+        options.publicAddresses = {};
+        options.insecure = true;
+        options.tokenKey.clear();
+        CHECK(server::securityConfig(options, security, error)); // no tokens: nothing to tell apart
+    }
+    SECTION("bound to one address, the server takes only tokens that name it")
+    {
+        options.server.bindAddress = "127.0.0.1";
+        options.server.port = 7777;
+        REQUIRE(server::securityConfig(options, security, error));
+        const server::ConnectGate gate(security);
+        const auto credentialFor = [&](std::string address)
+        {
+            protocol::TokenRequest request;
+            request.clientId = 9;
+            request.serverAddresses = {std::move(address)};
+            protocol::ConnectToken token;
+            REQUIRE(protocol::makeConnectToken(*security.tokenKey, request,
+                                               static_cast<std::uint64_t>(kWallTime), token, error));
+            protocol::TokenCredentialFields fields;
+            fields.expireTime = token.expireTime;
+            std::copy_n(token.nonce.begin(), fields.nonce.size(), fields.nonce.begin());
+            fields.sealed = token.sealed;
+            return fields;
+        };
+        const protocol::Address from = protocol::Address::ipv4(127, 0, 0, 1, 5000);
+        CHECK_FALSE(gate.check(credentialFor("127.0.0.1:7777"), "main", from, false, kWallTime).reason);
+        // Another host on the same port (another server of a fleet that shares a key): refused.
+        const auto other =
+            gate.check(credentialFor("other-game.example.com:7777"), "main", from, false, kWallTime);
+        REQUIRE(other.reason);
+        CHECK(*other.reason == protocol::DropReason::TokenRefused);
+    }
 }
