@@ -12,6 +12,7 @@ void runWorldSuite(Report& report, const SuiteOptions& options);
 void runNarrowphaseSuite(Report& report, const SuiteOptions& options);
 void runScenesSuite(Report& report, const SuiteOptions& options);
 void runBandwidthSuite(Report& report, const SuiteOptions& options);
+void runBroadphaseSuite(Report& report, const SuiteOptions& options);
 
 namespace
 {
@@ -21,6 +22,9 @@ const Suite kSuites[] = {
     {"scenes", "stacks, pyramids and piles: Polytope and Bullet, ms per step and drift (60 Hz, no sleep)",
      &runScenesSuite},
     {"world", "World::step on the built-in scenes (ms per step)", &runWorldSuite},
+    {"broadphase",
+     "BroadphaseTree alone, 1000 and 4000 moving boxes (ms per step: move, new pairs, all pairs)",
+     &runBroadphaseSuite},
     {"bandwidth", "snapshots of Fiedler's 900-cube scene through Server and Client at 5% loss (kbps)",
      &runBandwidthSuite},
 };

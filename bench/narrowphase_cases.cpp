@@ -42,46 +42,57 @@ Vec3d rotate(const Float4& q, const Vec3d& v)
     return {v[0] + w * t2[0] + c[0], v[1] + w * t2[1] + c[1], v[2] + w * t2[2] + c[2]};
 }
 
-ConvexShapeData randomShape(bool box, std::mt19937_64& rng)
+/// Bounding radius about the local origin of the shape's points.
+float boundingRadiusOf(const std::vector<Float3>& points)
 {
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
-    ConvexShapeData s;
-    s.isBox = box;
-    if (box)
-    {
-        // Half extents 0.1 .. 1 m, so aspect ratios up to 10.
-        s.halfExtents = {float(0.1 + 0.9 * unit(rng)), float(0.1 + 0.9 * unit(rng)),
-                         float(0.1 + 0.9 * unit(rng))};
-        for (int i = 0; i < 8; ++i)
-        {
-            s.points.push_back({i & 1 ? s.halfExtents.x : -s.halfExtents.x,
-                                i & 2 ? s.halfExtents.y : -s.halfExtents.y,
-                                i & 4 ? s.halfExtents.z : -s.halfExtents.z});
-        }
-    }
-    else
-    {
-        // 16..32 points in an ellipsoid with semi-axes 0.2 .. 1 m, half on its surface.
-        const int n = 16 + int(unit(rng) * 17) % 17;
-        const double ax = 0.2 + 0.8 * unit(rng), ay = 0.2 + 0.8 * unit(rng), az = 0.2 + 0.8 * unit(rng);
-        std::normal_distribution<double> g(0.0, 1.0);
-        for (int i = 0; i < n; ++i)
-        {
-            double x = g(rng), y = g(rng), z = g(rng);
-            const double len = std::sqrt(x * x + y * y + z * z) + 1e-12;
-            const double r = (i % 2 == 0) ? 1.0 : std::cbrt(unit(rng));
-            x *= r / len;
-            y *= r / len;
-            z *= r / len;
-            s.points.push_back({float(x * ax), float(y * ay), float(z * az)});
-        }
-    }
     double r2 = 0.0;
-    for (const Float3& p : s.points)
+    for (const Float3& p : points)
     {
         r2 = std::max(r2, double(p.x) * p.x + double(p.y) * p.y + double(p.z) * p.z);
     }
-    s.boundingRadius = float(std::sqrt(r2));
+    return float(std::sqrt(r2));
+}
+
+ConvexShapeData boxShape(const Float3& halfExtents)
+{
+    ConvexShapeData s;
+    s.isBox = true;
+    s.halfExtents = halfExtents;
+    for (int i = 0; i < 8; ++i)
+    {
+        s.points.push_back({i & 1 ? halfExtents.x : -halfExtents.x, i & 2 ? halfExtents.y : -halfExtents.y,
+                            i & 4 ? halfExtents.z : -halfExtents.z});
+    }
+    s.boundingRadius = boundingRadiusOf(s.points);
+    return s;
+}
+
+ConvexShapeData randomShape(bool box, std::mt19937_64& rng)
+{
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    if (box)
+    {
+        // Half extents 0.1 .. 1 m, so aspect ratios up to 10.
+        return boxShape(
+            {float(0.1 + 0.9 * unit(rng)), float(0.1 + 0.9 * unit(rng)), float(0.1 + 0.9 * unit(rng))});
+    }
+    ConvexShapeData s;
+    s.isBox = false;
+    // 16..32 points in an ellipsoid with semi-axes 0.2 .. 1 m, half on its surface.
+    const int n = 16 + int(unit(rng) * 17) % 17;
+    const double ax = 0.2 + 0.8 * unit(rng), ay = 0.2 + 0.8 * unit(rng), az = 0.2 + 0.8 * unit(rng);
+    std::normal_distribution<double> g(0.0, 1.0);
+    for (int i = 0; i < n; ++i)
+    {
+        double x = g(rng), y = g(rng), z = g(rng);
+        const double len = std::sqrt(x * x + y * y + z * z) + 1e-12;
+        const double r = (i % 2 == 0) ? 1.0 : std::cbrt(unit(rng));
+        x *= r / len;
+        y *= r / len;
+        z *= r / len;
+        s.points.push_back({float(x * ax), float(y * ay), float(z * az)});
+    }
+    s.boundingRadius = boundingRadiusOf(s.points);
     return s;
 }
 
@@ -196,6 +207,38 @@ std::vector<ConvexPair> makePairs(bool boxes, PairClass pairClass, int count, st
         if (actual == pairClass)
         {
             pair.pairClass = actual;
+            pairs.push_back(std::move(pair));
+        }
+    }
+    return pairs;
+}
+
+std::vector<ConvexPair> makeRestingPairs(int count, std::uint64_t seed)
+{
+    std::mt19937_64 rng(seed * 7919 + 3 * 104729);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    const auto between = [&](double lo, double hi) { return lo + (hi - lo) * unit(rng); };
+    const ConvexShapeData cube = boxShape({0.5f, 0.5f, 0.5f});
+    std::vector<ConvexPair> pairs;
+    pairs.reserve(static_cast<std::size_t>(count));
+    while (static_cast<int>(pairs.size()) < count)
+    {
+        ConvexPair pair;
+        pair.a = cube;
+        pair.b = cube;
+        pair.rotationA = {0.0f, 0.0f, 0.0f, 1.0f};
+        pair.positionB = {float(between(-0.2, 0.2)), 0.99f, float(between(-0.2, 0.2))};
+        // Twisted by up to 0.3 rad about an axis within 0.05 of vertical.
+        const Vec3d axis{between(-0.05, 0.05), 1.0, between(-0.05, 0.05)};
+        const double angle = between(-0.3, 0.3);
+        const double scale = std::sin(0.5 * angle) / std::sqrt(axis[0] * axis[0] + 1.0 + axis[2] * axis[2]);
+        pair.rotationB = {float(axis[0] * scale), float(axis[1] * scale), float(axis[2] * scale),
+                          float(std::cos(0.5 * angle))};
+        pair.pairClass = PairClass::Shallow;
+        pair.exact = minkowskiExact(worldVertices(pair.a, pair.positionA, pair.rotationA),
+                                    worldVertices(pair.b, pair.positionB, pair.rotationB));
+        if (pair.exact.valid && pair.exact.overlapping)
+        {
             pairs.push_back(std::move(pair));
         }
     }

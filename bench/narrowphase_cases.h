@@ -52,6 +52,10 @@ struct ConvexPair
 /// `count` pairs of the class, of boxes or of hulls, from `seed`. Deterministic.
 std::vector<ConvexPair> makePairs(bool boxes, PairClass pairClass, int count, std::uint64_t seed);
 
+/// `count` resting box pairs from `seed` (class Shallow): unit cube B on unit cube A's top face, ~1 cm deep,
+/// slid up to 0.2 m and twisted up to 0.3 rad about a near-vertical axis. Deterministic.
+std::vector<ConvexPair> makeRestingPairs(int count, std::uint64_t seed);
+
 /// World-space vertices (double) of one side of a pair.
 std::vector<Vec3d> worldVertices(const ConvexShapeData& shape, const Float3& position,
                                  const Float4& rotation);

@@ -2,6 +2,9 @@
 // separated, shallow and deep; for each query the ns per query of Polytope, libccd and Bullet in the same
 // run, and each one's accuracy against the exact answer (minkowski_oracle.h).
 //
+// Box-box pairs also come resting (box-box/resting): two unit cubes, one on the other's top face with a
+// little slide and twist, about 1 cm deep; the face contact with 4 points a stacked scene is made of.
+//
 // Queries and who answers them:
 //   boolean      polytope (GJK), libccd-gjk (ccdGJKIntersect), libccd-mpr (ccdMPRIntersect),
 //                bullet (btGjkEpaSolver2::Distance reports overlap)
@@ -13,7 +16,10 @@
 //
 // Figures: ns_median (median over passes of the mean time per query), failures (a wrong yes/no answer, a
 // failure status, or a non-finite number), rel_err_median / rel_err_p99 / rel_err_max (|x - exact| / exact
-// of the depth or distance). Timing: one warm-up pass, then five; the warm-up pass's answers are checked.
+// of the depth or distance), size_rel_err_median / size_rel_err_p99 / size_rel_err_max (|x - exact| over the
+// sum of the two shapes' bounding radii, so that shallow depths do not inflate it), epa_iterations_mean
+// (polytope penetration) and points_mean (manifold: contact points per pair). Timing: one warm-up pass, then
+// five; the warm-up pass's answers are checked.
 #include "bench_common.h"
 #include "narrowphase_cases.h"
 #include "peers.h"
@@ -43,6 +49,7 @@ struct Answer
     bool overlapping = false;
     double value = 0.0; ///< depth when overlapping, distance when apart (as the query reports)
     bool hasValue = false;
+    double count = 0.0; ///< what the query counts, if it counts something (Query::countFigure)
 };
 
 /// A pair prepared for Polytope: shapes and transforms as the engine holds them.
@@ -100,6 +107,7 @@ struct Query
     bool onSeparated = true; ///< run on separated pairs
     bool onOverlapping = true;
     std::function<Answer(std::size_t)> run;
+    const char* countFigure = nullptr; ///< when set, the mean of Answer::count is reported under this name
 };
 
 void evaluate(Report& report, const std::string& caseName, const std::vector<ConvexPair>& pairs,
@@ -112,12 +120,16 @@ void evaluate(Report& report, const std::string& caseName, const std::vector<Con
     }
     const std::size_t n = pairs.size();
     std::vector<double> errors;
+    std::vector<double> sizeErrors;
     errors.reserve(n);
+    sizeErrors.reserve(n);
     std::int64_t failures = 0;
+    double counted = 0.0;
     // Warm-up pass, checked.
     for (std::size_t i = 0; i < n; ++i)
     {
         const Answer a = query.run(i);
+        counted += a.count;
         const ExactAnswer& exact = pairs[i].exact;
         if (!a.ok || a.overlapping != exact.overlapping || (a.hasValue && !std::isfinite(a.value)))
         {
@@ -127,7 +139,10 @@ void evaluate(Report& report, const std::string& caseName, const std::vector<Con
         if (a.hasValue)
         {
             const double truth = exact.overlapping ? exact.depth : exact.distance;
-            errors.push_back(std::fabs(a.value - truth) / truth);
+            const double error = std::fabs(a.value - truth);
+            errors.push_back(error / truth);
+            sizeErrors.push_back(error /
+                                 (double(pairs[i].a.boundingRadius) + double(pairs[i].b.boundingRadius)));
         }
     }
     // Timed passes.
@@ -148,15 +163,19 @@ void evaluate(Report& report, const std::string& caseName, const std::vector<Con
     {
         r.add("rel_err_median", quantile(errors, 0.5))
             .add("rel_err_p99", quantile(errors, 0.99))
-            .add("rel_err_max", quantile(errors, 1.0));
+            .add("rel_err_max", quantile(errors, 1.0))
+            .add("size_rel_err_median", quantile(sizeErrors, 0.5))
+            .add("size_rel_err_p99", quantile(sizeErrors, 0.99))
+            .add("size_rel_err_max", quantile(sizeErrors, 1.0));
+    }
+    if (query.countFigure != nullptr)
+    {
+        r.add(query.countFigure, counted / static_cast<double>(n));
     }
 }
 
-void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::uint64_t seed)
+void runPairs(Report& report, const std::string& caseName, const std::vector<ConvexPair>& pairs)
 {
-    const std::vector<ConvexPair> pairs = makePairs(boxes, pairClass, count, seed);
-    const std::string caseName = std::string(boxes ? "box-box/" : "hull-hull/") + pairClassName(pairClass);
-
     std::vector<PolytopePair> mine;
     std::vector<std::unique_ptr<CcdPeer>> ccd;
     std::vector<std::unique_ptr<BulletPeer>> bullet;
@@ -237,9 +256,11 @@ void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::ui
                                                    r.overlapping = e.status == ph::EpaStatus::Colliding;
                                                    r.value = r.overlapping ? e.depth : e.distance;
                                                    r.hasValue = true;
+                                                   r.count = e.epaIterations;
                                                    return r;
                                                });
-                       }});
+                       },
+                       "epa_iterations_mean"});
     queries.push_back({"penetration", "polytope-sat", false, true,
                        [&](std::size_t i)
                        {
@@ -284,6 +305,7 @@ void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::ui
                                        : ph::collideHullHull(p.hullA, p.hullB, bInA, 0.0f);
                            Answer r;
                            r.overlapping = m.pointCount > 0;
+                           r.count = m.pointCount;
                            if (r.overlapping)
                            {
                                float deepest = 0.0f;
@@ -295,7 +317,8 @@ void runKind(Report& report, bool boxes, PairClass pairClass, int count, std::ui
                                r.hasValue = true;
                            }
                            return r;
-                       }});
+                       },
+                       "points_mean"});
     for (const Query& q : queries)
     {
         evaluate(report, caseName, pairs, q);
@@ -311,9 +334,11 @@ void runNarrowphaseSuite(Report& report, const SuiteOptions& options)
     {
         for (PairClass c : {PairClass::Separated, PairClass::Shallow, PairClass::Deep})
         {
-            runKind(report, boxes, c, count, options.seed);
+            runPairs(report, std::string(boxes ? "box-box/" : "hull-hull/") + pairClassName(c),
+                     makePairs(boxes, c, count, options.seed));
         }
     }
+    runPairs(report, "box-box/resting", makeRestingPairs(count, options.seed));
 }
 
 } // namespace polytope::bench

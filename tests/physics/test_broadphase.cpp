@@ -2,10 +2,11 @@
 // scan of a reference copy of the fat boxes, which the test builds from the documented rules on its own.
 #include "polytope/physics/broadphase.h"
 
+#include "support/fat_box_motion.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include <vector>
 
 using namespace polytope::physics;
+using polytope::test::kDisplacementScale;
+using polytope::test::moveWithPolicy;
 
 namespace
 {
@@ -56,9 +59,6 @@ Aabb expanded(const Aabb& box, float meters)
     return out;
 }
 
-/// The fat boxes here reach this many displacements ahead of the tight box.
-constexpr float kDisplacementScale = 2.0f;
-
 /// The fat box FatBoxPolicy documents: tight + margin, stretched along displacement * kDisplacementScale.
 Aabb expectedFatBox(const Aabb& tight, const Vec3& displacement, const FatBoxPolicy& policy)
 {
@@ -76,15 +76,6 @@ Aabb expectedFatBox(const Aabb& tight, const Vec3& displacement, const FatBoxPol
         }
     }
     return out;
-}
-
-/// What the tree's owner does when a proxy's tight box moves (as World::updateFatBox): keeps the stored box
-/// while the policy allows it, else stores the wanted fat box. Returns whether the proxy was re-inserted.
-bool moveWithPolicy(BroadphaseTree& tree, const FatBoxPolicy& policy, std::int32_t id, const Aabb& tight,
-                    const Vec3& predictedDisplacement)
-{
-    const Aabb wanted = policy.fatBox(tight, predictedDisplacement);
-    return !policy.keeps(tree.fatBox(id), tight, wanted) && tree.moveProxy(id, wanted);
 }
 
 /// Slab test by division; returns whether origin + t * translation, t in [0, maxT], meets the closed box,
@@ -802,77 +793,4 @@ TEST_CASE("broadphase quality: area ratio close to a top-down median-split tree"
         line.push_back({{x, 0.0f, 0.0f}, {x + 0.5f, 0.5f, 0.5f}});
     }
     check(line, "sorted line");
-}
-
-TEST_CASE("broadphase pair finding timings", "[.][timing][broadphase_timing]")
-{
-    for (const int count : {1000, 4000})
-    {
-        std::mt19937 rng(1234);
-        const float side = 2.0f * std::cbrt(static_cast<float>(count)); // ~ a few neighbours per box
-        const float dt = 1.0f / 60.0f;
-        BroadphaseTree tree;
-        const FatBoxPolicy policy;
-        std::vector<std::int32_t> ids;
-        std::vector<Aabb> boxes;
-        std::vector<Vec3> velocities;
-        for (int i = 0; i < count; ++i)
-        {
-            const Vec3 c = randomPoint(rng, 0.0f, side);
-            const Vec3 h = randomPoint(rng, 0.25f, 0.5f);
-            boxes.push_back({c - h, c + h});
-            velocities.push_back(randomPoint(rng, -3.0f, 3.0f));
-            ids.push_back(tree.createProxy(policy.fatBox(boxes.back(), {}), 0));
-        }
-        std::vector<BroadphasePair> pairs;
-        tree.findNewPairs(pairs);
-
-        using Clock = std::chrono::steady_clock;
-        double moveSeconds = 0.0, newPairSeconds = 0.0, allPairSeconds = 0.0;
-        std::size_t newPairs = 0, allPairs = 0, reinserted = 0;
-        const int steps = 120;
-        for (int step = 0; step < steps; ++step)
-        {
-            const auto t0 = Clock::now();
-            for (int i = 0; i < count; ++i)
-            {
-                Vec3& v = velocities[static_cast<std::size_t>(i)];
-                Aabb& b = boxes[static_cast<std::size_t>(i)];
-                for (int axis = 0; axis < 3; ++axis)
-                {
-                    if ((b.min[axis] < 0.0f && v[axis] < 0.0f) || (b.max[axis] > side && v[axis] > 0.0f))
-                    {
-                        v[axis] = -v[axis];
-                    }
-                }
-                b.min += v * dt;
-                b.max += v * dt;
-                const std::int32_t id = ids[static_cast<std::size_t>(i)];
-                reinserted += moveWithPolicy(tree, policy, id, b, v * dt * kDisplacementScale) ? 1 : 0;
-            }
-            const auto t1 = Clock::now();
-            tree.findNewPairs(pairs);
-            newPairs += pairs.size();
-            const auto t2 = Clock::now();
-            tree.findAllPairs(pairs);
-            allPairs += pairs.size();
-            const auto t3 = Clock::now();
-            moveSeconds += std::chrono::duration<double>(t1 - t0).count();
-            newPairSeconds += std::chrono::duration<double>(t2 - t1).count();
-            allPairSeconds += std::chrono::duration<double>(t3 - t2).count();
-        }
-        std::printf(
-            "broadphase %d proxies: per step %.3f ms move (%.0f re-inserted), %.3f ms findNewPairs (%.0f "
-            "pairs), %.3f ms findAllPairs (%.0f pairs); height %d, area ratio %.1f\n",
-            count, 1e3 * moveSeconds / steps, static_cast<double>(reinserted) / steps,
-            1e3 * newPairSeconds / steps, static_cast<double>(newPairs) / steps, 1e3 * allPairSeconds / steps,
-            static_cast<double>(allPairs) / steps, tree.height(), static_cast<double>(tree.areaRatio()));
-        REQUIRE(tree.validate());
-        Reference reference;
-        for (std::size_t i = 0; i < ids.size(); ++i)
-        {
-            reference[ids[i]] = {boxes[i], tree.fatBox(ids[i]), 0};
-        }
-        CHECK(pairs == bruteForcePairs(reference, nullptr));
-    }
 }

@@ -10,8 +10,6 @@
 
 #include <array>
 #include <cmath>
-#include <cstdio>
-#include <ctime>
 #include <random>
 #include <vector>
 
@@ -467,34 +465,4 @@ TEST_CASE("GJK on a MinkowskiDifference against the origin agrees with GJK on th
             CHECK(length(single.normal - pair.normal) <= 1e-4f);
         }
     }
-}
-
-TEST_CASE("GJK timing", "[.timing]")
-{
-    std::mt19937 rng(9);
-    struct Case
-    {
-        BoxShape a, b;
-        Transform pose;
-    };
-    std::vector<Case> cases;
-    for (int i = 0; i < 4096; ++i)
-    {
-        cases.push_back({BoxShape{randomVec(rng, 0.2f, 1.0f)}, BoxShape{randomVec(rng, 0.2f, 1.0f)},
-                         randomPose(rng, 2.5f)});
-    }
-    float sink = 0.0f;
-    const std::clock_t start = std::clock(); // CPU time: less sensitive to a busy machine
-    const int rounds = 50;
-    for (int round = 0; round < rounds; ++round)
-    {
-        for (const Case& c : cases)
-        {
-            sink += closest(c.a, c.b, c.pose).distance;
-        }
-    }
-    const double ns = double(std::clock() - start) / CLOCKS_PER_SEC * 1e9;
-    std::printf("GJK box-box closest points: %.0f ns per query (checksum %g)\n", ns / (rounds * cases.size()),
-                double(sink));
-    CHECK(std::isfinite(sink));
 }

@@ -1,16 +1,13 @@
 // Box-box (and box-plane) contact manifolds: points on both surfaces, resting contacts, feature-id
 // persistence, metamorphic checks (far from the origin, rotated, swapped) and a grid of degenerate
-// configurations. The hidden [.timing] case measures the cost of one box-box manifold.
+// configurations. The cost of one box-box manifold is measured by polytope-bench's "narrowphase" suite.
 #include "polytope/physics/collide.h"
 #include "polytope/physics/sat.h"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <ctime>
 #include <limits>
 #include <random>
 #include <string>
@@ -588,78 +585,6 @@ TEST_CASE("box-plane manifolds: the corners within the margin, deepest first, at
     for (int i = 0; i < 4; ++i)
     {
         REQUIRE(flat.points[i].separation == Approx(-0.01f).margin(1e-6));
-    }
-}
-
-TEST_CASE("box-box manifold timing", "[.timing]")
-{
-    std::mt19937 rng(1);
-    std::vector<BoxPair> pairs;
-    while (pairs.size() < 1024)
-    {
-        BoxPair pair = randomBoxPair(rng);
-        // Overlapping pairs only: the full SAT + clipping path.
-        if (!satBoxes(pair.a, pair.b, pair.bInA, 0.0f).separated)
-        {
-            pairs.push_back(pair);
-        }
-    }
-    // Resting stacks, the common case in a scene: face contacts with 4 points.
-    std::vector<BoxPair> resting;
-    for (int i = 0; i < 1024; ++i)
-    {
-        BoxPair pair;
-        pair.a.halfExtents = {0.5f, 0.5f, 0.5f};
-        pair.b.halfExtents = {0.5f, 0.5f, 0.5f};
-        pair.bInA.p = {uniform(rng, -0.2f, 0.2f), 0.99f, uniform(rng, -0.2f, 0.2f)};
-        pair.bInA.q =
-            quatFromAxisAngle(normalize(Vec3{uniform(rng, -0.05f, 0.05f), 1.0f, uniform(rng, -0.05f, 0.05f)}),
-                              uniform(rng, -0.3f, 0.3f));
-        resting.push_back(pair);
-    }
-    // CPU time, not wall time, and the best of several short runs: the machine is shared.
-    const auto cpuSeconds = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
-    for (const auto* set : {&pairs, &resting})
-    {
-        const char* name = set == &pairs ? "random overlapping pairs" : "resting stacks";
-        const int rounds = 40;
-        const int repeats = 10;
-        const double calls = static_cast<double>(rounds) * static_cast<double>(set->size());
-        int points = 0;
-        float sum = 0.0f;
-        double best = std::numeric_limits<double>::infinity();
-        for (int repeat = 0; repeat < repeats; ++repeat)
-        {
-            const double start = cpuSeconds();
-            for (int r = 0; r < rounds; ++r)
-            {
-                for (const BoxPair& pair : *set)
-                {
-                    const ContactManifold m = collideBoxBox(pair.a, pair.b, pair.bInA, 0.02f);
-                    points += m.pointCount;
-                    sum += m.pointCount > 0 ? m.points[0].separation : 0.0f;
-                }
-            }
-            best = std::min(best, (cpuSeconds() - start) * 1e9 / calls);
-        }
-        double satBest = std::numeric_limits<double>::infinity();
-        for (int repeat = 0; repeat < repeats; ++repeat)
-        {
-            const double start = cpuSeconds();
-            for (int r = 0; r < rounds; ++r)
-            {
-                for (const BoxPair& pair : *set)
-                {
-                    sum += satBoxes(pair.a, pair.b, pair.bInA, 0.02f).chosen.separation;
-                }
-            }
-            satBest = std::min(satBest, (cpuSeconds() - start) * 1e9 / calls);
-        }
-        std::printf("box-box manifold (%s): %.1f ns per pair (SAT alone %.1f ns), %.2f points per pair "
-                    "(checksum %g)\n",
-                    name, best, satBest, static_cast<double>(points) / (repeats * calls),
-                    static_cast<double>(sum));
-        CHECK(points > 0);
     }
 }
 

@@ -1,17 +1,12 @@
-// The solver against closed forms: sliding friction, inclines, restitution, free rotation, mass ratios;
-// plus a hidden [.drift] report of stack/pyramid drift and step times for tuning.
+// The solver against closed forms: sliding friction, inclines, restitution, free rotation, mass ratios.
+// Stack/pyramid drift and step times are measured by polytope-bench's "scenes" suite.
 #include "polytope/physics/scenes.h"
 #include "polytope/physics/world.h"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <string>
-#include <vector>
 
 using namespace polytope::physics;
 
@@ -19,56 +14,6 @@ namespace
 {
 constexpr float kDt = 1.0f / 60.0f;
 
-struct DriftResult
-{
-    float maxDrift = 0.0f; ///< metres: largest distance any body moved from its start
-    double msPerStep = 0.0;
-    int bodies = 0;
-};
-
-DriftResult measureDrift(const WorldConfig& config, bool (*build)(World&), int steps)
-{
-    World world(config);
-    REQUIRE(build(world));
-    std::vector<Vec3> start;
-    world.forEachBody([&](const BodyState& b) { start.push_back(b.transform.p); });
-    DriftResult result;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; ++i)
-    {
-        world.step(kDt);
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    result.msPerStep = std::chrono::duration<double, std::milli>(t1 - t0).count() / steps;
-    std::size_t k = 0;
-    world.forEachBody(
-        [&](const BodyState& b)
-        {
-            if (b.type == BodyType::Dynamic)
-            {
-                result.maxDrift = std::max(result.maxDrift, distance(b.transform.p, start[k]));
-                ++result.bodies;
-            }
-            ++k;
-        });
-    return result;
-}
-
-int envInt(const char* name, int fallback)
-{
-    const char* v = std::getenv(name);
-    return v ? std::atoi(v) : fallback;
-}
-float envFloat(const char* name, float fallback)
-{
-    const char* v = std::getenv(name);
-    return v ? static_cast<float>(std::atof(v)) : fallback;
-}
-
-} // namespace
-
-namespace
-{
 /// A world with the ground plane tilted by `angle` about z (normal (-sin, cos, 0)), friction mu on both.
 struct InclineSetup
 {
@@ -367,31 +312,4 @@ TEST_CASE("a 1000:1 mass ratio (a 2 m cube on four unit cubes) holds for 60 s", 
     CHECK(std::fabs(s.transform.p.z) < 0.01f);
     CHECK(length(s.linearVelocity) < 5e-3f);
     CHECK(worstSmall < 0.02f);
-}
-
-TEST_CASE("drift and speed report for the stability scenes", "[.drift]")
-{
-    WorldConfig config;
-    config.enableSleep = false;
-    config.substeps = envInt("PT_SUBSTEPS", config.substeps);
-    config.relaxIterations = envInt("PT_RELAX", config.relaxIterations);
-    config.contactHertz = envFloat("PT_HERTZ", config.contactHertz);
-    config.contactDampingRatio = envFloat("PT_ZETA", config.contactDampingRatio);
-    const int seconds = envInt("PT_SECONDS", 60);
-    const char* only = std::getenv("PT_SCENES");
-    for (const char* name :
-         {"stack10", "stack30", "stack50", "pyramid20", "pyramid40", "pyramid60", "pile1000", "pile4000"})
-    {
-        if (only && std::string(only).find(name) == std::string::npos)
-        {
-            continue;
-        }
-        const SceneInfo* scene = findScene(name);
-        REQUIRE(scene);
-        const bool pile = std::string(name).rfind("pile", 0) == 0;
-        const DriftResult r = measureDrift(config, scene->build, pile ? 300 : seconds * 60);
-        std::printf("%-10s bodies %5d  drift %8.4f m  %7.3f ms/step (substeps %d, relax %d, hertz %.0f)\n",
-                    name, r.bodies, r.maxDrift, r.msPerStep, config.substeps, config.relaxIterations,
-                    config.contactHertz);
-    }
 }
