@@ -196,7 +196,6 @@ CodecResult runCodecCase(double oneWaySeconds, bool idle, double seconds)
     constexpr double kIpUdpBytes = 28.0;
     constexpr double kEnvelopeBytes = 72.0; // the Packet around a payload, assumed
     constexpr double kWarmupSeconds = 1.0;
-    constexpr float kRestSpeedSquared = 1e-6f; // as the server's replication marks bodies at rest
     CodecResult result;
     ph::World world;
     ph::BodyId pusher;
@@ -230,14 +229,8 @@ CodecResult runCodecCase(double oneWaySeconds, bool idle, double seconds)
         world.forEachBody(
             [&](const ph::BodyState& body)
             {
-                const ph::Transform& xf = body.transform;
-                const bool atRest = body.type == ph::BodyType::Static || body.sleeping ||
-                                    (lengthSquared(body.linearVelocity) < kRestSpeedSquared &&
-                                     lengthSquared(body.angularVelocity) < kRestSpeedSquared);
-                awakeNow += atRest ? 0 : 1;
-                bodies.push_back(protocol::quantizeBody(settings.codec.position, body.id.index,
-                                                        body.id.generation, atRest, {xf.p.x, xf.p.y, xf.p.z},
-                                                        {xf.q.x, xf.q.y, xf.q.z, xf.q.w}));
+                bodies.push_back(server::quantizeBodyState(settings.codec.position, body));
+                awakeNow += bodies.back().atRest ? 0 : 1;
             });
         result.bodies = bodies.size();
         return bodies;

@@ -267,6 +267,15 @@ std::uint64_t DropCounters::total() const
     return sum;
 }
 
+DecodeResult decodedCopy(std::span<const std::uint8_t> copy, bool ok, DropReason reason)
+{
+    DecodeResult result;
+    result.bytes = copy;
+    result.reason = reason;
+    result.packet = ok ? wire::GetPacket(copy.data()) : nullptr;
+    return result;
+}
+
 DecodeResult decodePacket(std::span<const std::uint8_t> datagram)
 {
     DecodeResult result;

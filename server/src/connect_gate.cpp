@@ -20,11 +20,25 @@ bool isAnyAddress(std::string_view publicAddress)
 
 bool isWildcardAddress(std::string_view bindAddress)
 {
-    return bindAddress.empty() || bindAddress == "0.0.0.0" || bindAddress == "::" || bindAddress == "[::]";
+    return bindAddress == "0.0.0.0" || bindAddress == "::" || bindAddress == "[::]";
 }
 
 bool validateSecurityConfig(const SecurityConfig& config, std::string& error)
 {
+    if (config.tokenKey && config.publicAddresses.empty() && !config.bindAddress.empty() &&
+        (isWildcardAddress(config.bindAddress) || config.listenPort == 0))
+    {
+        // A token names the server it is for. Bound to every address or to a port the kernel picks, this
+        // server cannot tell which tokens name it, and taking any host on its port would let one token open
+        // a session on every server of a fleet.
+        error =
+            "--public-address: the server is bound to " + config.bindAddress.substr(0, 64) + ":" +
+            std::to_string(config.listenPort) +
+            " and cannot know its public address; name it as tokens name it (--public-address HOST:PORT), "
+            "or accept tokens for any address with --public-address any";
+        return false;
+    }
+
     if (!config.insecure && !config.tokenKey)
     {
         error = "no token key: set --token-key (or POLYTOPE_TOKEN_KEY), or run with --insecure for local "
@@ -161,7 +175,8 @@ bool ConnectGate::namesThisServer(const std::vector<std::string>& addresses) con
     {
         return true;
     }
-    if (m_config.publicAddresses.empty() && !isWildcardAddress(m_config.bindAddress))
+    if (m_config.publicAddresses.empty() && !m_config.bindAddress.empty() &&
+        !isWildcardAddress(m_config.bindAddress))
     {
         // The one address this server is bound to (and the only one it can vouch for).
         const std::string self =

@@ -40,7 +40,8 @@ std::string renderMetrics(const polytope::server::UdpServer& server)
     {
         const polytope::server::RoomStatus& status = statuses[i];
         views.push_back({front.room(i).config().room, &status.metrics, status.clients, status.bodies,
-                         &status.metrics.tickSeconds, i == 0 ? server.sendErrors() : 0, status.tick});
+                         &status.metrics.tickSeconds, i == 0 ? server.sendErrors() : 0, status.tick,
+                         status.queueDrops});
     }
     const polytope::server::SocketCounters socket = server.socketCounters();
     return polytope::server::renderPrometheus(views) +

@@ -193,6 +193,12 @@ std::string renderPrometheus(std::span<const RoomMetricsView> rooms)
             }
         });
 
+    header(out, "polytope_room_queue_drops_total",
+           "Datagrams lost because the room's queue was full (the room's thread fell far behind).",
+           "counter");
+    each([&](const RoomMetricsView& room, const std::string& label)
+         { line("polytope_room_queue_drops_total", label, room.queueDrops); });
+
     header(out, "polytope_send_errors_total", "Datagrams the socket refused to send.", "counter");
     each([&](const RoomMetricsView& room, const std::string& label)
          { line("polytope_send_errors_total", label, room.sendErrors); });

@@ -580,6 +580,7 @@ bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::stri
     out.insecure = options.insecure;
     out.publicAddresses = options.publicAddresses;
     out.listenPort = options.server.port;
+    out.bindAddress = options.server.bindAddress;
     out.attemptsPerSecondPerIp = options.connectRatePerIp;
     out.attemptBurstPerIp = 4.0 * options.connectRatePerIp;
     out.attemptsPerSecond = options.connectRate;
@@ -619,19 +620,6 @@ bool securityConfig(const ServerOptions& options, SecurityConfig& out, std::stri
     if (!validateSecurityConfig(out, error))
     {
         // What is left to fail: no key without --insecure (the message names --token-key and --insecure).
-        return false;
-    }
-    out.bindAddress = options.server.bindAddress;
-    if (out.tokenKey && out.publicAddresses.empty() &&
-        (isWildcardAddress(out.bindAddress) || options.server.port == 0))
-    {
-        // A token names the server it is for; this server cannot tell which tokens name it, and accepting any
-        // host on its port would let one token open a session on every server of a fleet.
-        error =
-            "--public-address: the server is bound to " + printableExcerpt(options.server.bindAddress, 64) +
-            ":" + std::to_string(options.server.port) +
-            " and cannot know its public address; name it as tokens name it (--public-address HOST:PORT), "
-            "or accept tokens for any address with --public-address any";
         return false;
     }
     return true;

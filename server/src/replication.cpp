@@ -249,20 +249,22 @@ void Replicator::beginTick()
     m_sharedCount = 0;
 }
 
+protocol::QuantizedBody quantizeBodyState(const protocol::PositionQuantization& quantization,
+                                          const physics::BodyState& body)
+{
+    const physics::Transform& xf = body.transform;
+    const bool atRest = body.type == physics::BodyType::Static || body.sleeping ||
+                        (lengthSquared(body.linearVelocity) < kRestSpeedSquared &&
+                         lengthSquared(body.angularVelocity) < kRestSpeedSquared);
+    return protocol::quantizeBody(quantization, body.id.index, body.id.generation, atRest,
+                                  {xf.p.x, xf.p.y, xf.p.z}, {xf.q.x, xf.q.y, xf.q.z, xf.q.w});
+}
+
 void Replicator::captureSnapshot(const physics::World& world, std::uint64_t tick)
 {
     std::vector<protocol::QuantizedBody>& bodies = m_history.begin(tick);
-    world.forEachBody(
-        [&](const physics::BodyState& body)
-        {
-            const physics::Transform& xf = body.transform;
-            const bool atRest = body.type == physics::BodyType::Static || body.sleeping ||
-                                (lengthSquared(body.linearVelocity) < kRestSpeedSquared &&
-                                 lengthSquared(body.angularVelocity) < kRestSpeedSquared);
-            bodies.push_back(protocol::quantizeBody(m_codec.position, body.id.index, body.id.generation,
-                                                    atRest, {xf.p.x, xf.p.y, xf.p.z},
-                                                    {xf.q.x, xf.q.y, xf.q.z, xf.q.w}));
-        });
+    world.forEachBody([&](const physics::BodyState& body)
+                      { bodies.push_back(quantizeBodyState(m_codec.position, body)); });
     m_history.commit(); // forEachBody visits slots in increasing order: sorted by id
 }
 

@@ -86,7 +86,7 @@ std::span<ClientReplication* const> Room::replications()
 // ---- Clients
 // -----------------------------------------------------------------------------------------------
 
-std::uint32_t Room::join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now)
+void Room::join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now)
 {
     // The rate asked for, rounded down to one the tick rate divides into whole ticks.
     int ticksPerSnapshot = m_ticksPerSnapshot;
@@ -123,7 +123,6 @@ std::uint32_t Room::join(ClientSlot slot, std::string name, int snapshotRateHz, 
     {
         spawnFor(joined, nullptr);
     }
-    return joined.clientId;
 }
 
 void Room::admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator,
@@ -132,18 +131,17 @@ void Room::admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spe
     Connection& connection = m_connections[slot];
     if (!m_clients[slot])
     {
-        connection.clientId = join(slot, std::move(name), snapshotRateHz, spectator, now);
+        join(slot, std::move(name), snapshotRateHz, spectator, now);
     }
     connection.acks.onReceived(sequence);
     connection.lastReceiveTime = now;
     send(slot, m_writer.connectAccepted(connection.acks.nextOutgoing(), sessionParameters(slot)));
 }
 
-void Room::receiveDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes,
+void Room::receiveDatagram(ClientSlot slot, const protocol::DecodeResult& decoded, std::size_t wireBytes,
                            double now)
 {
     m_metrics.bytesIn += wireBytes;
-    const protocol::DecodeResult decoded = protocol::decodePacket(bytes);
     const wire::PacketType type = decoded.ok() ? decoded.type() : wire::PacketType::KeepAlive;
     if (!m_clients[slot])
     {

@@ -54,12 +54,12 @@ void RoomHost::stop()
     m_thread.join();
 }
 
-void RoomHost::postDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes,
+void RoomHost::postDatagram(ClientSlot slot, const protocol::DecodeResult& decoded, std::size_t wireBytes,
                             double now)
 {
     if (!m_thread.joinable())
     {
-        m_room.receiveDatagram(slot, bytes, wireBytes, now);
+        m_room.receiveDatagram(slot, decoded, wireBytes, now);
         return;
     }
     {
@@ -74,8 +74,10 @@ void RoomHost::postDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes
         event.slot = slot;
         event.now = now;
         event.wireBytes = wireBytes;
-        event.size = std::min(bytes.size(), event.words.size() * 8);
-        std::memcpy(event.words.data(), bytes.data(), event.size);
+        event.decoded = decoded.ok();
+        event.reason = decoded.reason;
+        event.size = std::min(decoded.bytes.size(), event.words.size() * 8);
+        std::memcpy(event.words.data(), decoded.bytes.data(), event.size);
     }
     m_wake.notify_one();
 }
@@ -170,8 +172,9 @@ void RoomHost::handle(Event& event)
         event.task = nullptr;
         return;
     }
-    m_room.receiveDatagram(event.slot,
-                           {reinterpret_cast<const std::uint8_t*>(event.words.data()), event.size},
+    const std::span<const std::uint8_t> copy(reinterpret_cast<const std::uint8_t*>(event.words.data()),
+                                             event.size);
+    m_room.receiveDatagram(event.slot, protocol::decodedCopy(copy, event.decoded, event.reason),
                            event.wireBytes, event.now);
 }
 

@@ -320,8 +320,8 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
     // 3. A connection's datagram goes to its room.
     if (slot != kNoSlot && !handshake)
     {
-        // The room's thread decodes it again from its copy, counts it and carries it out.
-        m_hosts[m_connections[slot].room]->postDatagram(slot, bytes, datagram.size(), now);
+        // The room counts it and carries it out (on its thread: from a copy, not checked again).
+        m_hosts[m_connections[slot].room]->postDatagram(slot, decoded, datagram.size(), now);
         return;
     }
     if (!decoded.ok())

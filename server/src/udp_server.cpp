@@ -262,8 +262,12 @@ bool UdpServer::open(const ServerConfig& config, const std::string& bindAddress,
                      std::string& error)
 {
     Impl& impl = *m_impl;
+    // The token checks need the socket's own address (connect_gate.h): the one this runner binds.
+    ServerConfig bound = config;
+    bound.security.bindAddress = bindAddress;
+    bound.security.listenPort = port;
     impl.server = Server::create(
-        config,
+        bound,
         [&impl](const protocol::Address& to, std::span<const std::uint8_t> datagram)
         { impl.send(to, datagram); },
         error);

@@ -81,6 +81,10 @@ struct DecodeResult
 
 /// Checks a received datagram completely; see the file comment. The bytes must be 8-byte aligned.
 DecodeResult decodePacket(std::span<const std::uint8_t> datagram);
+/// What decodePacket said of a datagram, for an 8-byte-aligned copy of its bytes: the packet found again in
+/// the copy without checking it twice (`ok` and `reason` are decodePacket's verdict on the original). The
+/// server's network thread decodes; the room's thread takes the copy.
+DecodeResult decodedCopy(std::span<const std::uint8_t> copy, bool ok, DropReason reason);
 
 /// PacketHeader.flags bit: ack and ack_bits are meaningful (the sender has received at least one packet).
 inline constexpr std::uint8_t kHeaderFlagAckValid = 1u;

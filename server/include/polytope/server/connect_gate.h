@@ -45,13 +45,12 @@ struct SecurityConfig
     std::optional<protocol::TokenKey> tokenKey;
     /// "host:port" strings a token must name one of. "any" (or "*"): any address, for servers behind port
     /// mapping that cannot know their own (Agones): give each fleet its own token key then. Empty: the
-    /// address the server is bound to, bindAddress:listenPort, when that is a specific address;
-    /// polytope-server refuses to start with tokens, no public address and a wildcard or port-0 bind
-    /// (options.cpp), since a token for any host on that port would open a session (one token, every server
-    /// of a fleet). In-process servers (no bindAddress) match the port only.
+    /// address the server is bound to, bindAddress:listenPort; validateSecurityConfig refuses tokens with no
+    /// public address and a wildcard or port-0 bind, since a token for any host on that port would open a
+    /// session (one token, every server of a fleet). In-process servers (no bindAddress) match the port only.
     std::vector<std::string> publicAddresses;
     std::uint16_t listenPort = 0;
-    std::string bindAddress;              ///< the UDP socket's address ("0.0.0.0", "::" or empty: unknown)
+    std::string bindAddress;              ///< the UDP socket's address; empty: no socket (in-process servers)
     double attemptsPerSecondPerIp = 32.0; ///< sustained handshake/admin datagrams per source IP
     double attemptBurstPerIp = 128.0;
     double attemptsPerSecond = 4000.0; ///< the same over all sources, for each kind (connects, admin)
@@ -62,7 +61,7 @@ struct SecurityConfig
 
 /// True for "any" and "*": tokens may name any address.
 bool isAnyAddress(std::string_view publicAddress);
-/// True when `bindAddress` names no one address (empty, 0.0.0.0, ::).
+/// True when `bindAddress` names every address of the machine (0.0.0.0, ::).
 bool isWildcardAddress(std::string_view bindAddress);
 
 /// Checks config; false with a message naming the field.

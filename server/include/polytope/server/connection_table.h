@@ -1,8 +1,8 @@
 // polytope-server: the connection layer below the rooms (as netcode.io's server keeps its clients).
 //
 // One slot per client, allocated once for the server's capacity (the sum of its rooms' maxClients). A slot
-// holds what belongs to the connection rather than to the game: the peer's address, the room it joined and
-// its client id there, the session keys and replay window of a sealed session (seal.h), the header
+// holds what belongs to the connection rather than to the game: the peer's address, the room it joined
+// (which keeps the client's id), the session keys and replay window of a sealed session (seal.h), the header
 // sequence/ack state of both directions (AckTracker) and the time the peer was last heard from, for the
 // time-out. Rooms refer to their clients by slot index; the Server (server.h) finds a datagram's slot by its
 // source address.
@@ -30,9 +30,8 @@ struct Connection
 {
     bool used = false;
     protocol::Address address;
-    std::size_t room = 0;       ///< index of the room the client joined
-    std::uint32_t clientId = 0; ///< the room's id for the client (announced in ConnectAccepted)
-    protocol::AckTracker acks;  ///< sequences and acknowledgements of the plain packet headers
+    std::size_t room = 0;      ///< index of the room the client joined
+    protocol::AckTracker acks; ///< sequences and acknowledgements of the plain packet headers
     double lastReceiveTime = 0.0;
     // A sealed session (opened with a connect token); inactive on tokenless --insecure sessions.
     protocol::SealedChannel channel;

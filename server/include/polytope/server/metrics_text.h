@@ -29,6 +29,7 @@ struct RoomMetricsView
     const TickTimeHistogram* tickTime = nullptr; ///< optional: the histogram is left out when null
     std::uint64_t sendErrors = 0;                ///< datagrams the socket refused to send
     std::uint64_t ticks = 0;                     ///< the room's tick (Room::tick())
+    std::uint64_t queueDrops = 0;                ///< datagrams lost to the room's full queue (RoomStatus)
 };
 
 /// What crossed the socket, as the socket saw it (before any check).

@@ -33,6 +33,11 @@
 namespace polytope::server
 {
 
+/// A body as snapshots carry it: its pose quantized, and at rest when static, asleep or all but still. The
+/// one place the engine's bodies become the protocol's (the Replicator and the bandwidth benchmark).
+protocol::QuantizedBody quantizeBodyState(const protocol::PositionQuantization& quantization,
+                                          const physics::BodyState& body);
+
 /// One client's replication state, made when it joins.
 struct ClientReplication
 {

@@ -70,9 +70,9 @@ class Room
     /// body) and is sent ConnectAccepted (again, for a repeat: the first may have been lost).
     void admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, std::uint16_t sequence,
                double now);
-    /// A datagram (its plaintext; `wireBytes` as received) from the connection in `slot`: decoded, counted,
-    /// its header's sequence and acks recorded, and carried out.
-    void receiveDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes,
+    /// A datagram from the connection in `slot` as the Server decoded it (its plaintext; `wireBytes` as
+    /// received): counted, its header's sequence and acks recorded, and carried out.
+    void receiveDatagram(ClientSlot slot, const protocol::DecodeResult& decoded, std::size_t wireBytes,
                          double now);
     /// A repeated ConnectRequest from the joined client in `slot`: its Challenge goes out on the connection.
     void sendChallenge(ClientSlot slot, std::span<const std::uint8_t> cookie);
@@ -158,7 +158,7 @@ class Room
 
     Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, SendToAddress sendPlain,
          CloseConnection close);
-    std::uint32_t join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now);
+    void join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now);
     protocol::SessionParameters sessionParameters(ClientSlot slot) const;
     void receive(ClientSlot slot, const protocol::DecodeResult& decoded, double now);
     void timeOut(ClientSlot slot);

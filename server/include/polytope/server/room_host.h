@@ -57,9 +57,9 @@ class RoomHost
     /// Runs what is queued, then stops the thread; the host is inline again.
     void stop();
 
-    /// A datagram (its plaintext, at most kMaxDatagramBytes; `wireBytes` as received) of one of the room's
-    /// clients, copied.
-    void postDatagram(ClientSlot slot, std::span<const std::uint8_t> bytes, std::size_t wireBytes,
+    /// A datagram of one of the room's clients as the Server decoded it (its plaintext, at most
+    /// kMaxDatagramBytes; `wireBytes` as received), copied for the room's thread with the verdict.
+    void postDatagram(ClientSlot slot, const protocol::DecodeResult& decoded, std::size_t wireBytes,
                       double now);
     /// Work for the room's thread, run in the order posted (inline: now).
     void post(std::function<void(Room&)> task);
@@ -83,6 +83,8 @@ class RoomHost
         double now = 0.0;
         std::size_t size = 0;
         std::size_t wireBytes = 0;
+        bool decoded = false;                                                   ///< decodePacket accepted it
+        protocol::DropReason reason{};                                          ///< else why not
         std::array<std::uint64_t, (protocol::kMaxDatagramBytes + 7) / 8> words; ///< 8-byte aligned
     };
     void handle(Event& event);
