@@ -56,7 +56,8 @@ void Room::handleInputs(Client& session, const wire::ClientInput& message, doubl
         }
         const auto at = std::upper_bound(session.inputs.begin(), session.inputs.end(), tick,
                                          [](std::uint64_t t, const QueuedInput& q) { return t < q.tick; });
-        session.inputs.insert(at, QueuedInput{tick, m_inputsQueued++, session.clientId, input});
+        session.inputs.insert(
+            at, QueuedInput{tick, m_inputsQueued++, session.replication.slot, session.clientId, input});
     }
 }
 
@@ -84,12 +85,8 @@ void Room::applyInputs(std::uint64_t tick)
         const physics::Vec3 v{in.vector[0], in.vector[1], in.vector[2]};
         physics::WorldStatus status = physics::WorldStatus::StaleBodyId;
         physics::BodyState body;
-        Client* session = findClient(queued.clientId);
-        if (session == nullptr)
-        {
-            status = physics::WorldStatus::StaleBodyId; // the client left before its tick
-        }
-        else if (in.kind == wire::InputKind::Spawn)
+        Client* session = m_clients[queued.slot].get();
+        if (in.kind == wire::InputKind::Spawn)
         {
             const protocol::PositionQuantization& q = m_config.quantization;
             const bool inside = v.x >= q.boundsMin[0] && v.x <= q.boundsMax[0] && v.y >= q.boundsMin[1] &&

@@ -134,6 +134,7 @@ class Room
     {
         std::uint64_t tick;
         std::uint64_t arrival; ///< the room's count of inputs queued before it: orders a tick's inputs
+        ClientSlot slot; ///< the client's (it cannot leave between gathering and applying a tick's inputs)
         std::uint32_t clientId;
         protocol::InputCommand input;
     };
