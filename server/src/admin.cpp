@@ -5,6 +5,8 @@
 // clock and its nonce was not seen before within twice that window.
 #include "polytope/server/server.h"
 
+#include "polytope/server/log_format.h"
+
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -42,7 +44,7 @@ void Server::handleAdmin(const protocol::Address& from, const wire::Packet& pack
     if (m_config.adminKey.empty())
     {
         ++m_metrics.adminDisabled;
-        spdlog::debug("admin request from {} refused: no admin key configured", from.toString());
+        spdlog::debug("admin request from {} refused: no admin key configured", from);
         return;
     }
     const auto* request = packet.message_as_AdminRequest(); // sizes checked by decodePacket
@@ -50,7 +52,7 @@ void Server::handleAdmin(const protocol::Address& from, const wire::Packet& pack
     if (!protocol::verifyAdminMac(m_adminKey, command, {request->mac()->data(), request->mac()->size()}))
     {
         ++m_metrics.adminBadMac; // no reply: forged requests learn nothing
-        spdlog::debug("admin request from {} refused: bad key", from.toString());
+        spdlog::debug("admin request from {} refused: bad key", from);
         return;
     }
     protocol::AdminCommandFields fields;
@@ -74,7 +76,7 @@ void Server::handleAdmin(const protocol::Address& from, const wire::Packet& pack
     if (!freshNonce(fields.nonce, wallNow))
     {
         ++m_metrics.adminReplayed;
-        spdlog::debug("admin request from {} refused: nonce replayed", from.toString());
+        spdlog::debug("admin request from {} refused: nonce replayed", from);
         return;
     }
     Room* target = findRoom(fields.room);

@@ -13,6 +13,8 @@
 // answered with more bytes than the datagram that caused it, and most are not answered at all.
 #include "polytope/server/server.h"
 
+#include "polytope/server/log_format.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -53,7 +55,7 @@ Room* Server::admitHandshake(const protocol::Address& from, ClientSlot slot, std
     {
         m_metrics.bytesIn += bytes;
         ++m_metrics.unknownRoom;
-        spdlog::debug("denied {}: no room '{}'", from.toString(), roomName);
+        spdlog::debug("denied {}: no room '{}'", from, roomName);
         // Smaller than the padded request that caused it: no amplification.
         send(from, m_writer.connectDenied({}, wire::DenyReason::UnknownRoom));
     }
@@ -130,8 +132,7 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
         m_metrics.bytesIn += bytes;
         m_metrics.drops.add(protocol::DropReason::BadCookie);
         ++(check == CookieCheck::Expired ? m_metrics.cookiesExpired : m_metrics.cookiesForged);
-        spdlog::debug("ignored challenge response from {}: bad_cookie ({})", from.toString(),
-                      cookieCheckName(check));
+        spdlog::debug("ignored challenge response from {}: bad_cookie ({})", from, cookieCheckName(check));
         return;
     }
     TokenCheck token;
@@ -171,7 +172,7 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
         {
             host.post([](Room& r) { r.countDenied(); });
             send(from, m_writer.connectDenied({}, wire::DenyReason::ServerFull));
-            spdlog::debug("denied {}: room '{}' full ({} clients)", from.toString(), room->config().room,
+            spdlog::debug("denied {}: room '{}' full ({} clients)", from, room->config().room,
                           m_roomConnections[roomNumber]);
             return;
         }

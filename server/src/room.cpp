@@ -1,5 +1,7 @@
 #include "polytope/server/room.h"
 
+#include "polytope/server/log_format.h"
+
 #include "polytope/physics/scenes.h"
 
 #include <spdlog/spdlog.h>
@@ -158,7 +160,7 @@ void Room::receiveDatagram(ClientSlot slot, const protocol::DecodeResult& decode
     if (!decoded.ok() || !fromClient)
     {
         m_metrics.drops.add(decoded.ok() ? protocol::DropReason::UnexpectedMessage : decoded.reason);
-        spdlog::debug("ignored datagram from {}: {}", m_connections[slot].address.toString(),
+        spdlog::debug("ignored datagram from {}: {}", m_connections[slot].address,
                       decoded.ok() ? "not a client message" : protocol::dropReasonName(decoded.reason));
         return;
     }

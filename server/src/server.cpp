@@ -1,5 +1,7 @@
 #include "polytope/server/server.h"
 
+#include "polytope/server/log_format.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -243,8 +245,7 @@ void Server::drop(const protocol::Address& from, protocol::DropReason reason, st
 {
     m_metrics.bytesIn += bytes;
     m_metrics.drops.add(reason);
-    spdlog::debug("dropped {} from {}: {} ({} bytes)", what, from.toString(),
-                  protocol::dropReasonName(reason), bytes);
+    spdlog::debug("dropped {} from {}: {} ({} bytes)", what, from, protocol::dropReasonName(reason), bytes);
 }
 
 // ---- Receiving

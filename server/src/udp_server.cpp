@@ -1,5 +1,7 @@
 #include "polytope/server/udp_server.h"
 
+#include "polytope/server/log_format.h"
+
 #include <asio.hpp>
 #include <spdlog/spdlog.h>
 
@@ -104,7 +106,7 @@ struct UdpServer::Impl
         if (sent < 0)
         {
             sendErrors.fetch_add(1, std::memory_order_relaxed);
-            spdlog::debug("send to {} failed: {}", to.toString(), std::strerror(errno));
+            spdlog::debug("send to {} failed: {}", to, std::strerror(errno));
             return;
         }
         datagramsSent.fetch_add(1, std::memory_order_relaxed);
