@@ -1035,7 +1035,6 @@ void World::solve(float dt)
             motion.linearDamping = material.linearDamping;
             motion.angularDamping = material.angularDamping;
             motion.inertiaLocal = sim.inertiaLocal;
-            motion.inverseInertiaLocal = sim.inverseInertiaLocal;
             motion.integrateVelocity = true;
             motion.gyroscopic = !sim.isotropicInertia && angularMask == Vec3{1.0f, 1.0f, 1.0f};
         }

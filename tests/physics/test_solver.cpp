@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 using namespace polytope::physics;
 
@@ -208,6 +209,110 @@ TEST_CASE("a spinning body in free flight keeps its angular momentum within 0.1%
     CHECK(worst < 1e-3f);
     // And it did tumble: the angular velocity is not constant for a body turning about a non-principal axis.
     CHECK(distance(s.angularVelocity, desc.angularVelocity) > 0.1f);
+}
+
+namespace
+{
+/// Times (s) at which the body-axis angular velocity's y component changes sign: each is half a tumble of
+/// a box spinning near its intermediate (y) axis. Euler's equations, RK4 in double at 100 steps per tick.
+std::vector<double> eulerFlipTimes(const double inertia[3], const double w0[3], double seconds)
+{
+    const auto rate = [&](const double w[3], double out[3])
+    {
+        out[0] = (inertia[1] - inertia[2]) * w[1] * w[2] / inertia[0];
+        out[1] = (inertia[2] - inertia[0]) * w[2] * w[0] / inertia[1];
+        out[2] = (inertia[0] - inertia[1]) * w[0] * w[1] / inertia[2];
+    };
+    constexpr int kPerTick = 100;
+    const double h = kDt / kPerTick;
+    double w[3] = {w0[0], w0[1], w0[2]};
+    std::vector<double> flips;
+    const long n = std::lround(seconds / h);
+    for (long i = 0; i < n; ++i)
+    {
+        double k1[3], k2[3], k3[3], k4[3], t[3];
+        rate(w, k1);
+        for (int j = 0; j < 3; ++j)
+            t[j] = w[j] + 0.5 * h * k1[j];
+        rate(t, k2);
+        for (int j = 0; j < 3; ++j)
+            t[j] = w[j] + 0.5 * h * k2[j];
+        rate(t, k3);
+        for (int j = 0; j < 3; ++j)
+            t[j] = w[j] + h * k3[j];
+        rate(t, k4);
+        const double before = w[1];
+        for (int j = 0; j < 3; ++j)
+            w[j] += h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
+        if ((before > 0.0) != (w[1] > 0.0))
+        {
+            flips.push_back(static_cast<double>(i + 1) * h);
+        }
+    }
+    return flips;
+}
+} // namespace
+
+TEST_CASE(
+    "a box tumbling near its intermediate axis keeps its energy within 1% and |L| within 0.1% for 60 s, "
+    "and tumbles with the period of Euler's equations within 2%",
+    "[solver]")
+{
+    // The Dzhanibekov effect: spin about the intermediate axis is unstable, and the box flips over and back
+    // at a fixed period. An explicit rotation update gains energy each flip and drifts to the minor axis.
+    WorldConfig config = awakeConfig();
+    config.gravity = {};
+    World world(config);
+    const Vec3 half{0.5f, 1.0f, 1.5f};
+    BodyDesc desc;
+    desc.shape = Shape::makeBox(half);
+    desc.density = 1.0f;
+    desc.angularVelocity = {0.3f, 7.0f, 0.2f};
+    const BodyId id = world.createBody(desc).id;
+    BodyState s;
+    REQUIRE(world.getBody(id, s));
+    const double m = s.mass;
+    const double inertia[3] = {m / 12.0 * (4.0 + 9.0), m / 12.0 * (1.0 + 9.0), m / 12.0 * (1.0 + 4.0)};
+    const auto bodyOmega = [](const BodyState& b)
+    { return mulTransposed(toMat3(b.transform.q), b.angularVelocity); };
+    const auto energy = [&](const Vec3& w)
+    { return 0.5 * (inertia[0] * w.x * w.x + inertia[1] * w.y * w.y + inertia[2] * w.z * w.z); };
+    const auto momentum = [&](const Vec3& w)
+    { return std::hypot(inertia[0] * w.x, inertia[1] * w.y, inertia[2] * w.z); };
+    const double e0 = energy(bodyOmega(s));
+    const double l0 = momentum(bodyOmega(s));
+
+    constexpr double kSeconds = 60.0;
+    double worstEnergy = 0.0;
+    double worstMomentum = 0.0;
+    std::vector<double> flips;
+    float before = bodyOmega(s).y;
+    for (int step = 0; step < static_cast<int>(kSeconds * 60.0); ++step)
+    {
+        world.step(kDt);
+        REQUIRE(world.getBody(id, s));
+        const Vec3 w = bodyOmega(s);
+        worstEnergy = std::max(worstEnergy, std::fabs(energy(w) / e0 - 1.0));
+        worstMomentum = std::max(worstMomentum, std::fabs(momentum(w) / l0 - 1.0));
+        if ((before > 0.0f) != (w.y > 0.0f))
+        {
+            flips.push_back((step + 1) * double{kDt});
+        }
+        before = w.y;
+    }
+    const double w0[3] = {0.3, 7.0, 0.2};
+    const std::vector<double> reference = eulerFlipTimes(inertia, w0, kSeconds);
+    REQUIRE(reference.size() >= 10); // it does tumble, about every 2.6 s
+    REQUIRE(flips.size() == reference.size());
+    const double period = (flips.back() - flips.front()) / static_cast<double>(flips.size() - 1);
+    const double referencePeriod =
+        (reference.back() - reference.front()) / static_cast<double>(reference.size() - 1);
+    INFO("energy off by up to " << worstEnergy << ", |L| by " << worstMomentum << "; half-tumble " << period
+                                << " s against " << referencePeriod << " s (" << flips.size() << " flips)");
+    CHECK(worstEnergy < 0.01);
+    CHECK(worstMomentum < 0.001);
+    CHECK(std::fabs(period / referencePeriod - 1.0) < 0.02);
+    CHECK(std::fabs(flips.front() - reference.front()) < 0.02 * reference.front());
 }
 
 TEST_CASE("a 0.2 m sphere at 100 m/s does not pass through a 0.5 m box at 60 Hz", "[solver]")
