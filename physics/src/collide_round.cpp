@@ -414,7 +414,7 @@ ContactManifold collideCapsuleBox(const CapsuleShape& a, const BoxShape& b, cons
     }
     const bool useEdge =
         bestEdge.axisIndex >= 0 &&
-        bestEdge.separation > kSatEdgeRelativeTolerance * bestFace.separation + kSatAbsoluteTolerance;
+        bestEdge.separation > satBiasedThreshold(bestFace.separation, kSatEdgeRelativeTolerance);
     if (!useEdge)
     {
         const int axis = bestFace.axisIndex;

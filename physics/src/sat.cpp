@@ -521,7 +521,7 @@ SatResult satHullsNear(const HullView& a, const HullView& b, const Transform& bI
         }
     }
     // Faces of B, unless even the upper bound would not beat A's face in chooseContactAxis.
-    if (!(faceA >= 0 && upper <= kSatFaceRelativeTolerance * separationA + kSatAbsoluteTolerance))
+    if (!(faceA >= 0 && upper <= satBiasedThreshold(separationA, kSatFaceRelativeTolerance)))
     {
         Vec3 normalInA;
         float separationB;
@@ -545,7 +545,7 @@ SatResult satHullsNear(const HullView& a, const HullView& b, const Transform& bI
     // Edge pairs, unless even the upper bound would not beat the best face in chooseContactAxis.
     const float bestFace = std::max(result.bestFaceA.separation, result.bestFaceB.separation);
     if (result.bestFaceA.feature != SatFeature::None &&
-        upper <= kSatEdgeRelativeTolerance * bestFace + kSatAbsoluteTolerance)
+        upper <= satBiasedThreshold(bestFace, kSatEdgeRelativeTolerance))
     {
         result.chosen = chooseContactAxis(result.bestFaceA, result.bestFaceB, result.bestEdge);
         return result;
@@ -626,7 +626,7 @@ SatAxis chooseContactAxis(const SatAxis& faceA, const SatAxis& faceB, const SatA
     SatAxis best = faceA;
     if (faceB.feature != SatFeature::None &&
         (best.feature == SatFeature::None ||
-         faceB.separation > kSatFaceRelativeTolerance * best.separation + kSatAbsoluteTolerance))
+         faceB.separation > satBiasedThreshold(best.separation, kSatFaceRelativeTolerance)))
     {
         best = faceB;
     }
@@ -634,7 +634,7 @@ SatAxis chooseContactAxis(const SatAxis& faceA, const SatAxis& faceB, const SatA
     {
         const float bestFace = std::max(faceA.separation, faceB.separation);
         if (best.feature == SatFeature::None ||
-            edge.separation > kSatEdgeRelativeTolerance * bestFace + kSatAbsoluteTolerance)
+            edge.separation > satBiasedThreshold(bestFace, kSatEdgeRelativeTolerance))
         {
             best = edge;
         }

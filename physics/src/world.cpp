@@ -653,6 +653,29 @@ Vec3 World::predictedDisplacement(std::uint32_t index, float dt) const
     return clampedLength(m_sims[index].linearVelocity, m_config.maxLinearSpeed) * dt;
 }
 
+Aabb World::sweptBox(std::uint32_t index, const Aabb& tight, float dt) const
+{
+    // What the body may cover in the coming step: its tight box moved along v dt, grown on every side by
+    // the speculative distance, the sweep of its farthest point turning at |w| (|w| dt extent), and what
+    // gravity adds to the fall within the step (|g| dt^2 bounds it for any substep count).
+    const Body& body = m_bodies[index];
+    if (body.type == BodyType::Static)
+    {
+        return tight;
+    }
+    const BodySim& sim = m_sims[index];
+    float pad = m_config.speculativeDistance + length(sim.angularVelocity) * sim.extent * dt;
+    if (body.type == BodyType::Dynamic)
+    {
+        pad += length(m_config.gravity * m_materials[index].gravityScale) * dt * dt;
+    }
+    pad = std::min(pad, m_config.maxSpeculativeDistance);
+    const Vec3 grow{pad, pad, pad};
+    FatBoxPolicy sweep = m_fatBoxPolicy;
+    sweep.marginMeters = 0.0f;
+    return sweep.fatBox({tight.min - grow, tight.max + grow}, predictedDisplacement(index, dt));
+}
+
 void World::updateFatBox(std::uint32_t index, float dt, bool force)
 {
     Body& body = m_bodies[index];
@@ -661,9 +684,11 @@ void World::updateFatBox(std::uint32_t index, float dt, bool force)
         return;
     }
     const Aabb tight = computeTightBox(index);
-    const Aabb wanted = m_fatBoxPolicy.fatBox(tight, predictedDisplacement(index, dt));
+    const Aabb needed = sweptBox(index, tight, dt);
+    // The stored box carries the margin beyond the swept region, so that small changes of motion keep it.
+    const Aabb wanted = m_fatBoxPolicy.fatBox(needed, {});
     Aabb& fat = m_fatBoxes[index];
-    if (!force && m_fatBoxPolicy.keeps(fat, tight, wanted))
+    if (!force && m_fatBoxPolicy.keeps(fat, needed, wanted))
     {
         return;
     }
@@ -1190,7 +1215,6 @@ void World::finalizeBodies(float dt, StepStatus& status)
         {
             sim.sleepTime += dt;
         }
-        updateFatBox(i, dt, false);
     }
 }
 
@@ -1286,6 +1310,17 @@ StepStatus World::step(float dt)
         return status;
     }
     m_stats = StepStats{};
+    // Broadphase boxes cover this step's motion, with the velocities as they are now (after any calls
+    // since the last step), so every contact the step needs exists before it starts.
+    const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        const Body& body = m_bodies[i];
+        if (body.alive && body.type != BodyType::Static && !body.sleeping)
+        {
+            updateFatBox(i, dt, false);
+        }
+    }
     updatePairs(status);
     collide(dt);
     solve(dt);

@@ -315,6 +315,156 @@ TEST_CASE(
     CHECK(std::fabs(flips.front() - reference.front()) < 0.02 * reference.front());
 }
 
+namespace
+{
+/// Depth (metres, > 0 inside) of a 0.25 m sphere or a box of half extent 0.25 m below the plane y = 0.
+float depthBelowGround(const BodyState& b)
+{
+    if (b.shape.type == ShapeType::Sphere)
+    {
+        return b.shape.sphere.radius - b.transform.p.y;
+    }
+    float lowest = b.transform.p.y;
+    const Vec3 h = b.shape.box.halfExtents;
+    for (int corner = 0; corner < 8; ++corner)
+    {
+        const Vec3 local{(corner & 1) ? h.x : -h.x, (corner & 2) ? h.y : -h.y, (corner & 4) ? h.z : -h.z};
+        lowest = std::min(lowest, transformPoint(b.transform, local).y);
+    }
+    return -lowest;
+}
+} // namespace
+
+TEST_CASE("spheres and boxes dropped at 1 to 30 m/s onto a plane or a static box sink at most 5 mm at any "
+          "tick and gain no energy",
+          "[solver][landing]")
+{
+    // The broadphase box of a body covers its next step's sweep, so the contact exists (speculative, with
+    // its gap) before the step in which the body arrives, and the solver lets it close the gap but no more.
+    for (const bool groundIsBox : {false, true})
+    {
+        for (const bool sphere : {true, false})
+        {
+            for (const float tilt : {0.0f, 0.4f})
+            {
+                if (sphere && tilt > 0.0f)
+                {
+                    continue;
+                }
+                float worstSink = 0.0f;
+                float worstSpeed = 0.0f;
+                double worstGain = 0.0; // J/kg: energy above the energy at the tick before the first contact
+                float worstRebound = 0.0f;
+                for (float speed = 1.0f; speed <= 30.0f; speed += 0.5f)
+                {
+                    World world(awakeConfig());
+                    BodyDesc ground;
+                    ground.type = BodyType::Static;
+                    if (groundIsBox)
+                    {
+                        // Wide enough that a box spun up by a corner landing stays over it.
+                        ground.shape = Shape::makeBox({40.0f, 0.5f, 40.0f});
+                        ground.transform.p = {0.0f, -0.5f, 0.0f};
+                    }
+                    else
+                    {
+                        ground.shape = Shape::makePlane({0.0f, 1.0f, 0.0f}, 0.0f);
+                    }
+                    REQUIRE(world.createBody(ground).status == WorldStatus::Ok);
+                    BodyDesc body;
+                    body.shape = sphere ? Shape::makeSphere(0.25f) : Shape::makeBox({0.25f, 0.25f, 0.25f});
+                    // Start heights spread the arrival over every phase of a tick.
+                    body.transform.p = {0.1f, 2.0f + 0.137f * speed, -0.2f};
+                    body.transform.q = quatFromAxisAngle(normalize(Vec3{1.0f, 0.0f, 0.3f}), tilt);
+                    body.linearVelocity = {0.0f, -speed, 0.0f};
+                    const BodyId id = world.createBody(body).id;
+                    BodyState b;
+                    REQUIRE(world.getBody(id, b));
+                    // Kinetic plus potential energy per kg; sphere and cube have isotropic inertia I = k m.
+                    const double k = sphere ? 0.4 * 0.25 * 0.25 : 0.5 * 0.5 / 6.0;
+                    const auto energy = [&](const BodyState& x)
+                    {
+                        return 0.5 * lengthSquared(x.linearVelocity) +
+                               0.5 * k * lengthSquared(x.angularVelocity) + 9.81 * x.transform.p.y;
+                    };
+                    double before = energy(b);
+                    bool landed = false;
+                    for (int step = 0; step < 120; ++step)
+                    {
+                        world.step(kDt);
+                        REQUIRE(world.getBody(id, b));
+                        const float sink = depthBelowGround(b);
+                        if (sink > worstSink)
+                        {
+                            worstSink = sink;
+                            worstSpeed = speed;
+                        }
+                        landed = landed || sink > -0.01f;
+                        if (!landed)
+                        {
+                            before = energy(b);
+                            continue;
+                        }
+                        worstGain = std::max(worstGain, energy(b) - before);
+                        if (tilt == 0.0f)
+                        {
+                            worstRebound = std::max(worstRebound, b.linearVelocity.y);
+                        }
+                    }
+                    REQUIRE(landed);
+                }
+                INFO((sphere ? "sphere" : "box")
+                     << " tilted " << tilt << " on " << (groundIsBox ? "a box" : "a plane") << ": deepest "
+                     << worstSink << " m (at " << worstSpeed << " m/s); largest energy gain " << worstGain
+                     << " J/kg; fastest upward speed after a flat landing " << worstRebound << " m/s");
+                CHECK(worstSink <= 0.005f);
+                CHECK(worstGain <= 1e-3);
+            }
+        }
+    }
+}
+
+TEST_CASE("a 0.1 m wall stops spheres and boxes at 1 to 30 m/s, entered by at most 5 mm", "[solver][landing]")
+{
+    for (const bool sphere : {true, false})
+    {
+        float worstEntry = -1.0f;
+        float worstSpeed = 0.0f;
+        for (float speed = 1.0f; speed <= 30.0f; speed += 0.5f)
+        {
+            WorldConfig config = awakeConfig();
+            config.gravity = {};
+            World world(config);
+            BodyDesc wall;
+            wall.type = BodyType::Static;
+            wall.shape = Shape::makeBox({0.05f, 3.0f, 3.0f});
+            REQUIRE(world.createBody(wall).status == WorldStatus::Ok);
+            BodyDesc body;
+            body.shape = sphere ? Shape::makeSphere(0.25f) : Shape::makeBox({0.25f, 0.25f, 0.25f});
+            body.transform.p = {-1.3f - 0.1f * speed, 0.1f, 0.05f};
+            body.linearVelocity = {speed, 0.0f, 0.0f};
+            const BodyId id = world.createBody(body).id;
+            BodyState b;
+            for (int step = 0; step < 120; ++step)
+            {
+                world.step(kDt);
+                REQUIRE(world.getBody(id, b));
+                // The leading face (or sphere point) against the wall's near face at x = -0.05.
+                const float entry = b.transform.p.x + 0.25f + 0.05f;
+                if (entry > worstEntry)
+                {
+                    worstEntry = entry;
+                    worstSpeed = speed;
+                }
+                REQUIRE(b.transform.p.x < -0.05f); // never past the wall's near face, let alone through it
+            }
+        }
+        INFO((sphere ? "sphere" : "box")
+             << ": deepest entry " << worstEntry << " m (at " << worstSpeed << " m/s)");
+        CHECK(worstEntry <= 0.005f);
+    }
+}
+
 TEST_CASE("a 0.2 m sphere at 100 m/s does not pass through a 0.5 m box at 60 Hz", "[solver]")
 {
     for (const BodyType boxType : {BodyType::Static, BodyType::Dynamic})

@@ -88,12 +88,14 @@ struct FatBoxPolicy
         return fat;
     }
 
-    /// Whether a proxy may keep its `stored` box: it still contains `tight`, and it sticks out of `wanted`
-    /// (fatBox of now) by at most shrinkSlackMeters. Otherwise the owner stores `wanted` (moveProxy).
-    bool keeps(const Aabb& stored, const Aabb& tight, const Aabb& wanted) const
+    /// Whether a proxy may keep its `stored` box: it still contains `needed` (at least the tight box; the
+    /// World passes the whole region the body may sweep in the coming step, so a contact is found before
+    /// the step that needs it), and it sticks out of `wanted` (fatBox of now) by at most
+    /// shrinkSlackMeters. Otherwise the owner stores `wanted` (moveProxy), which must contain `needed`.
+    bool keeps(const Aabb& stored, const Aabb& needed, const Aabb& wanted) const
     {
         const Vec3 slack{shrinkSlackMeters, shrinkSlackMeters, shrinkSlackMeters};
-        return stored.contains(tight) && Aabb{wanted.min - slack, wanted.max + slack}.contains(stored);
+        return stored.contains(needed) && Aabb{wanted.min - slack, wanted.max + slack}.contains(stored);
     }
 };
 

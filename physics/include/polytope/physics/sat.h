@@ -15,6 +15,7 @@
 #include "polytope/physics/math.h"
 #include "polytope/physics/shapes.h"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -56,6 +57,16 @@ struct SatResult
 inline constexpr float kSatFaceRelativeTolerance = 0.98f; ///< B's face must beat 0.98 * A's separation
 inline constexpr float kSatEdgeRelativeTolerance = 0.95f; ///< an edge pair must beat 0.95 * the best face's
 inline constexpr float kSatAbsoluteTolerance = 0.5e-3f;   ///< metres, added to both comparisons
+
+/// The separation a candidate axis must beat to replace `reference` under a relative tolerance (one of the
+/// two above) plus kSatAbsoluteTolerance. The relative part is taken of |reference|, so the bias favours
+/// the reference both for overlapping shapes (reference < 0: beat tolerance * reference) and for separated
+/// ones, where a scaled-down reference would favour the candidate instead (a box resting flat 4 cm above
+/// another once took an edge pair parallel to the face normal, and lost its face contact).
+inline float satBiasedThreshold(float reference, float relativeTolerance)
+{
+    return reference + (1.0f - relativeTolerance) * std::fabs(reference) + kSatAbsoluteTolerance;
+}
 
 /// Picks the contact axis among the three candidates. Faces win over an edge pair unless the edge pair is
 /// clearly shallower (kSatEdgeRelativeTolerance), and A's face wins over B's unless B's is clearly

@@ -363,6 +363,8 @@ class World
     static std::uint64_t pairKey(std::uint32_t a, std::uint32_t b);
     Aabb computeTightBox(std::uint32_t index) const;
     Vec3 predictedDisplacement(std::uint32_t index, float dt) const; ///< metres over dt; zero if static
+    /// The region the body may cover in the coming step of dt seconds (see updateFatBox).
+    Aabb sweptBox(std::uint32_t index, const Aabb& tight, float dt) const;
     void updateFatBox(std::uint32_t index, float dt, bool force);
     bool fatBoxesOverlap(std::uint32_t a, std::uint32_t b) const;
     bool pairEligible(std::uint32_t a, std::uint32_t b) const;
