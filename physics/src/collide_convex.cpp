@@ -9,13 +9,16 @@
 // separation, which lets it skip B's faces and the edge pairs when they cannot win. That replaces the
 // O(edgesA x edgesB) edge stage, which dominated the cost, by work proportional to the vertex degrees.
 // Hulls without adjacency (assembled by hand), GJK/EPA failures and the rare pair whose face clipping leaves
-// nothing with no edge pair found nearby take the exhaustive SAT. Box-box keeps its closed-form 15-axis SAT.
-// After SAT picks the contact axis:
-// - Face axis: the face it came from is the reference face; the incident face is the other shape's face
-//   most anti-parallel to it. The incident polygon is clipped (Sutherland-Hodgman) against the side planes
-//   through the reference face's edges; clipped points at most `margin` above the reference plane are kept,
-//   and projected onto it for the reference shape's point. (Gregorius, GDC 2015 "Robust Contact Creation
-//   for Physics Simulations"; Box2D and Jolt do the same.)
+// nothing with no nearly-as-good axis found nearby take the exhaustive SAT. Box-box keeps its closed-form
+// 15-axis SAT. After SAT picks the contact axis:
+// - Face axis: the face it came from is the reference face; the incident face is, of the other shape's faces
+//   through its deepest vertex along the reference normal, the most anti-parallel one (see incidentFaceOf).
+//   The incident polygon is clipped (Sutherland-Hodgman) against the side planes through the reference
+//   face's edges; clipped points at most `margin` above the reference plane are kept, and projected onto it
+//   for the reference shape's point. (Gregorius, GDC 2015 "Robust Contact Creation for Physics
+//   Simulations"; Box2D and Jolt do the same.) When the face bias chose a face over a slightly better axis,
+//   clipping can leave nothing; another axis then replaces the face only if it is nearly as good, so the
+//   depth keeps the bias's bound (see faceContactOrAlternative).
 // - Edge-pair axis: one point, the closest points of the two edges.
 // Each clip vertex remembers the two polygon edges meeting at it (an incident-face edge or a reference side).
 // With the reference face, these name the point independently of positions: the feature ids that warm
@@ -415,21 +418,68 @@ int chooseClippedContacts(int count, const float* separations, const PlanarPoint
     return pickedCount;
 }
 
-/// The face of `hull` whose normal is most anti-parallel to `direction` (both in the hull's frame).
-int mostAntiParallelFace(const HullView& hull, const Vec3& direction)
+/// Index of the vertex of `hull` lowest along `direction` (hull frame; the first on ties).
+int deepestVertexOf(const HullView& hull, const Vec3& direction)
 {
-    int best = 0;
-    float bestDot = dot(hull.faces[0].normal, direction);
-    for (int f = 1; f < hull.faceCount; ++f)
+    int deepest = 0;
+    float deepestDot = dot(hull.vertices[0], direction);
+    for (int v = 1; v < hull.vertexCount; ++v)
     {
-        const float d = dot(hull.faces[f].normal, direction);
-        if (d < bestDot)
+        const float d = dot(hull.vertices[v], direction);
+        if (d < deepestDot)
         {
-            bestDot = d;
-            best = f;
+            deepestDot = d;
+            deepest = v;
         }
     }
-    return best;
+    return deepest;
+}
+
+/// The incident face of `hull` for a reference face whose outward normal is `direction` (hull frame): of
+/// the faces through the hull's deepest vertex along `direction`, the one most anti-parallel to it (lowest
+/// index on ties). The face most anti-parallel over the whole hull need not hold that vertex (the Gauss
+/// map is not a Voronoi diagram of the face normals: a long, thin vertex region can lie nearest to another
+/// vertex's face normal), and then it can lie entirely outside the reference face's side planes or above
+/// the margin, so that clipping leaves nothing although the shapes overlap. A face through the deepest
+/// vertex keeps it: on the least-penetration face axis that vertex lies over the reference face, at the
+/// axis's separation. A face resting flat on the reference holds the deepest vertex, so there both rules
+/// pick the same face.
+int incidentFaceOf(const HullView& hull, const Vec3& direction)
+{
+    const int deepest = deepestVertexOf(hull, direction);
+    int best = -1;
+    float bestDot = 0.0f;
+    const auto consider = [&](int face)
+    {
+        const float d = dot(hull.faces[face].normal, direction);
+        if (best < 0 || d < bestDot || (d == bestDot && face < best))
+        {
+            bestDot = d;
+            best = face;
+        }
+    };
+    if (hull.vertexEdgeStart != nullptr && hull.vertexEdges != nullptr)
+    {
+        for (int k = hull.vertexEdgeStart[deepest]; k < hull.vertexEdgeStart[deepest + 1]; ++k)
+        {
+            const HullEdge& edge = hull.edges[hull.vertexEdges[k]];
+            consider(edge.face0);
+            consider(edge.face1);
+        }
+    }
+    else
+    {
+        for (int f = 0; f < hull.faceCount; ++f)
+        {
+            const HullFace& face = hull.faces[f];
+            const std::uint16_t* loop = hull.faceVertices + face.firstIndex;
+            if (std::find(loop, loop + face.indexCount, deepest) != loop + face.indexCount)
+            {
+                consider(f);
+            }
+        }
+    }
+    return best >= 0 ? best : 0;
 }
 
 ContactManifold edgeContact(const HullView& a, const HullView& b, const Transform& bInA, const SatAxis& axis,
@@ -468,8 +518,7 @@ ContactManifold faceContact(const HullView& a, const HullView& b, const Transfor
     const Vec3 referenceNormal = rotate(referenceToA.q, referenceFace.normal);
     const float referenceOffset = referenceFace.offset + dot(referenceNormal, referenceToA.p);
 
-    const int incidentFaceIndex =
-        mostAntiParallelFace(incident, inverseRotate(incidentToA.q, referenceNormal));
+    const int incidentFaceIndex = incidentFaceOf(incident, inverseRotate(incidentToA.q, referenceNormal));
     const HullFace& incidentFace = incident.faces[incidentFaceIndex];
 
     ClipPolygon buffers[2];
@@ -546,6 +595,90 @@ ContactManifold faceContact(const HullView& a, const HullView& b, const Transfor
     }
     manifold.pointCount = chosenCount;
     return manifold;
+}
+
+/// One point on face axis `axis`: the incident shape's deepest vertex along the reference normal, at the
+/// axis's own separation (that vertex is the support point that defines it), paired with its projection
+/// onto the reference plane. The last resort of manifoldFromSat when clipping leaves nothing and no other
+/// axis is nearly as good; the projection may then lie a little outside the reference face.
+ContactManifold deepestVertexContact(const HullView& a, const HullView& b, const Transform& bInA,
+                                     const SatAxis& axis, float margin)
+{
+    const bool referenceIsA = axis.feature == SatFeature::FaceOfA;
+    const HullView& reference = referenceIsA ? a : b;
+    const HullView& incident = referenceIsA ? b : a;
+    const int referenceFaceIndex = referenceIsA ? axis.indexA : axis.indexB;
+    const HullFace& referenceFace = reference.faces[referenceFaceIndex];
+    const Transform referenceToA = referenceIsA ? Transform::identity() : bInA;
+    const Transform incidentToA = referenceIsA ? bInA : Transform::identity();
+    const Vec3 referenceNormal = rotate(referenceToA.q, referenceFace.normal);
+    const float referenceOffset = referenceFace.offset + dot(referenceNormal, referenceToA.p);
+
+    const int vertex = deepestVertexOf(incident, inverseRotate(incidentToA.q, referenceNormal));
+    const Vec3 onIncident = transformPoint(incidentToA, incident.vertices[vertex]);
+    const float separation = dot(referenceNormal, onIncident) - referenceOffset;
+    ContactManifold manifold;
+    manifold.normal = referenceIsA ? referenceNormal : -referenceNormal;
+    if (separation <= margin)
+    {
+        const Vec3 onReference = onIncident - referenceNormal * separation;
+        const ContactFeatureKind kind =
+            referenceIsA ? ContactFeatureKind::FaceOfA : ContactFeatureKind::FaceOfB;
+        manifold.points[0] = {
+            referenceIsA ? onReference : onIncident, referenceIsA ? onIncident : onReference, separation,
+            makeClipFeatureId(kind, static_cast<std::uint32_t>(referenceFaceIndex),
+                              clipFeatureIncidentVertex(static_cast<std::uint32_t>(vertex)))};
+        manifold.pointCount = 1;
+    }
+    return manifold;
+}
+
+/// Whether an axis of separation `candidate` is nearly as good as one of separation `reference`: the
+/// reference would not replace it under chooseContactAxis's rule (satBiasedThreshold). Overlapping, the
+/// candidate is then at most (depth + kSatAbsoluteTolerance) / relativeTolerance deep, so a manifold built
+/// on it keeps the face bias's bound on the depth.
+bool nearlyAsGood(float candidate, float reference, float relativeTolerance)
+{
+    return reference <= satBiasedThreshold(candidate, relativeTolerance);
+}
+
+/// The manifold on the face axis `sat.chosen`; if clipping leaves nothing there, on another axis of `sat`
+/// that is nearly as good, and with `lastResort`, on the chosen face's deepest incident vertex.
+ContactManifold faceContactOrAlternative(const HullView& a, const HullView& b, const Transform& bInA,
+                                         const SatResult& sat, float margin, bool lastResort)
+{
+    ContactManifold manifold = faceContact(a, b, bInA, sat.chosen, margin);
+    if (manifold.pointCount > 0)
+    {
+        return manifold;
+    }
+    // On the least-penetration face axis clipping keeps the deepest incident vertex (see incidentFaceOf),
+    // so it leaves nothing only when the face bias chose a face over a slightly better axis, or by
+    // rounding. That better axis is the one to take, but not just any axis: the best edge pair, say, has
+    // no tie to the face's depth and can be many times deeper. Another axis replaces the face only when it
+    // is nearly as good by chooseContactAxis's own tolerances (the other face against this one, the edge
+    // pair against the best face), so the depth stays within the bias's bound; faces first, as there.
+    const SatAxis& otherFace = sat.chosen.feature == SatFeature::FaceOfA ? sat.bestFaceB : sat.bestFaceA;
+    if (otherFace.feature != SatFeature::None && otherFace.separation <= margin &&
+        nearlyAsGood(otherFace.separation, sat.chosen.separation, kSatFaceRelativeTolerance))
+    {
+        manifold = faceContact(a, b, bInA, otherFace, margin);
+        if (manifold.pointCount > 0)
+        {
+            return manifold;
+        }
+    }
+    const float bestFace = std::max(sat.bestFaceA.separation, sat.bestFaceB.separation);
+    if (sat.bestEdge.feature == SatFeature::EdgePair && sat.bestEdge.separation <= margin &&
+        nearlyAsGood(sat.bestEdge.separation, bestFace, kSatEdgeRelativeTolerance))
+    {
+        manifold = edgeContact(a, b, bInA, sat.bestEdge, margin);
+        if (manifold.pointCount > 0)
+        {
+            return manifold;
+        }
+    }
+    return lastResort ? deepestVertexContact(a, b, bInA, sat.chosen, margin) : manifold;
 }
 
 /// +1 when bit `bit` of `bits` is set, else -1: a sign picked by arithmetic, because a conditional here
@@ -744,6 +877,28 @@ ContactManifold polyhedronPlane(const HullView& a, const PlaneShape& b, const Tr
     return manifold;
 }
 
+/// manifoldFromSat; without `lastResort`, a face axis whose clipping leaves nothing, with no other axis
+/// nearly as good, gives no points (for callers that retry with the exhaustive SAT).
+ContactManifold manifoldOnSat(const HullView& a, const HullView& b, const Transform& bInA,
+                              const SatResult& sat, float margin, bool lastResort)
+{
+    if (sat.separated)
+    {
+        return {};
+    }
+    switch (sat.chosen.feature)
+    {
+    case SatFeature::EdgePair:
+        return edgeContact(a, b, bInA, sat.chosen, margin);
+    case SatFeature::FaceOfA:
+    case SatFeature::FaceOfB:
+        return faceContactOrAlternative(a, b, bInA, sat, margin, lastResort);
+    case SatFeature::None:
+        break;
+    }
+    return {};
+}
+
 /// What contactDirection found.
 enum class DirectionOutcome : std::uint8_t
 {
@@ -821,14 +976,14 @@ ContactManifold collidePolyhedra(const HullView& a, const HullView& b, const Tra
         case DirectionOutcome::Found:
         {
             const SatResult sat = satHullsNear(a, b, bInA, hint, margin);
-            const ContactManifold manifold = manifoldFromSat(a, b, bInA, sat, margin);
+            const ContactManifold manifold = manifoldOnSat(a, b, bInA, sat, margin, false);
             if (manifold.pointCount > 0 || sat.separated)
             {
                 return manifold;
             }
-            // Rare (about 1% of deep overlaps): the face axis left nothing after clipping. manifoldFromSat
-            // then falls back on the best edge pair, which must be the global one (a local one can be much
-            // deeper), and the local search may have skipped or missed it: take the exhaustive SAT.
+            // Rare (about 1% of deep overlaps): the face axis left nothing after clipping and no other axis
+            // found nearby is nearly as good; the local search may have skipped (by EPA's bound) or missed
+            // the one that is: take the exhaustive SAT.
             break;
         }
         case DirectionOutcome::Undecided:
@@ -843,30 +998,7 @@ ContactManifold collidePolyhedra(const HullView& a, const HullView& b, const Tra
 ContactManifold manifoldFromSat(const HullView& a, const HullView& b, const Transform& bInA,
                                 const SatResult& sat, float speculativeMarginMeters)
 {
-    if (sat.separated)
-    {
-        return {};
-    }
-    switch (sat.chosen.feature)
-    {
-    case SatFeature::EdgePair:
-        return edgeContact(a, b, bInA, sat.chosen, speculativeMarginMeters);
-    case SatFeature::FaceOfA:
-    case SatFeature::FaceOfB:
-    {
-        ContactManifold manifold = faceContact(a, b, bInA, sat.chosen, speculativeMarginMeters);
-        // The face was preferred over a nearly-as-good edge pair but clipping left nothing: fall back to it.
-        if (manifold.pointCount == 0 && sat.bestEdge.feature == SatFeature::EdgePair &&
-            sat.bestEdge.separation <= speculativeMarginMeters)
-        {
-            manifold = edgeContact(a, b, bInA, sat.bestEdge, speculativeMarginMeters);
-        }
-        return manifold;
-    }
-    case SatFeature::None:
-        break;
-    }
-    return {};
+    return manifoldOnSat(a, b, bInA, sat, speculativeMarginMeters, true);
 }
 
 ContactManifold collideBoxBox(const BoxShape& a, const BoxShape& b, const Transform& bInA,

@@ -40,8 +40,11 @@ ContactManifold collideHullBox(const ConvexHull& a, const BoxShape& b, const Tra
                                float speculativeMarginMeters);
 
 /// Any two polyhedra given as views, with a SAT result for them that was computed by satHulls or satBoxes
-/// with the same maxSeparation; builds the manifold on `sat.chosen`. Exposed for callers that cache or
-/// inspect the SAT step.
+/// with the same maxSeparation; builds the manifold on `sat.chosen`. When clipping on a chosen face leaves
+/// no point, another axis of `sat` replaces it only if nearly as good by chooseContactAxis's tolerances (the
+/// other face, then the edge pair); failing that, the one point is the incident shape's deepest vertex
+/// along the face normal. The deepest point is thus never deeper than the face bias allows. Exposed for
+/// callers that cache or inspect the SAT step.
 ContactManifold manifoldFromSat(const HullView& a, const HullView& b, const Transform& bInA,
                                 const SatResult& sat, float speculativeMarginMeters);
 
