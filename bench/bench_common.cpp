@@ -19,7 +19,9 @@ namespace
 const Suite kSuites[] = {
     {"narrowphase", "box-box and hull-hull queries: Polytope, libccd and Bullet, speed and accuracy",
      &runNarrowphaseSuite},
-    {"scenes", "stacks, pyramids and piles: Polytope and Bullet, ms per step and drift (60 Hz, no sleep)",
+    {"scenes",
+     "stacks, pyramids, Jolt's pyramid, a heavy cube on light ones, piles: Polytope and Bullet, drift, sink, "
+     "resting energy, ms per step (60 Hz, no sleep; --seconds S per scene)",
      &runScenesSuite},
     {"world", "World::step on the built-in scenes (ms per step)", &runWorldSuite},
     {"broadphase",

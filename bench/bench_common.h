@@ -44,7 +44,8 @@ class Report
 /// Options every suite may read; 0 means "the suite's default".
 struct SuiteOptions
 {
-    std::int64_t count = 0; ///< --count N: problem size (e.g. pairs per class for narrowphase)
+    std::int64_t count = 0; ///< --count N: problem size (e.g. pairs per class for narrowphase); not scenes
+    double seconds = 0.0;   ///< --seconds S: simulated seconds per scene (scenes suite), > 0
     std::uint64_t seed = 1; ///< --seed S
 };
 

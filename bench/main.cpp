@@ -1,4 +1,5 @@
-// polytope-bench SUITE [--json]: benchmarks, with peers side by side in the same run where a suite has them.
+// polytope-bench SUITE [--json] [--count N] [--seconds S] [--seed S]: benchmarks, with peers side by side
+// in the same run where a suite has them.
 //
 // Output: a table for people, or with --json one object {"suite": ..., "results": [...]} whose results are
 // flat records: case, impl, n, then figures in snake_case with the unit in the name (ns_median, ...).
@@ -10,6 +11,13 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+
+namespace
+{
+/// --seconds: at least one 60 Hz step, at most a day (the step times are kept in memory).
+constexpr double kMinSceneSeconds = 1.0 / 60.0;
+constexpr double kMaxSceneSeconds = 86400.0;
+} // namespace
 
 int main(int argc, char** argv)
 {
@@ -27,13 +35,18 @@ int main(int argc, char** argv)
 
     CLI::App app{
         "polytope-bench: benchmarks, with peers side by side in the same run where a suite has them\n"
-        "usage: polytope-bench SUITE [--json] [--count N] [--seed S]"};
+        "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--seed S]"};
     app.add_option("suite", suiteName, "the suite to run (listed below)");
     app.add_flag("--json", json,
                  "print one JSON object {\"suite\": ..., \"results\": [...]} instead of the table");
     app.add_option("--count", options.count,
-                   "problem size, e.g. pairs per class for narrowphase (default: the suite's)")
+                   "problem size, e.g. pairs per class for narrowphase (default: the suite's; scenes: "
+                   "not read, see --seconds)")
         ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
+    app.add_option("--seconds", options.seconds,
+                   "scenes: simulated seconds per scene, at 60 steps a second (default: each scene's, "
+                   "10 to 60)")
+        ->check(CLI::Range(kMinSceneSeconds, kMaxSceneSeconds));
     // Signed, so that "-3" is refused rather than wrapped round.
     std::int64_t seed = static_cast<std::int64_t>(options.seed);
     app.add_option("--seed", seed, "random seed")
@@ -58,7 +71,7 @@ int main(int argc, char** argv)
         {
             std::fprintf(stderr, "polytope-bench: unknown suite '%s'\n", suiteName.c_str());
         }
-        std::fprintf(stderr, "usage: polytope-bench SUITE [--json] [--count N] [--seed S]\n%s",
+        std::fprintf(stderr, "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--seed S]\n%s",
                      suiteList.c_str());
         return suiteName.empty() ? 1 : 2;
     }

@@ -97,6 +97,10 @@ bool buildPyramid60(World& world)
 {
     return buildPyramid(world, 60);
 }
+bool buildPyramid100(World& world)
+{
+    return buildPyramid(world, 100);
+}
 bool buildPile1000(World& world)
 {
     return buildPile(world, 1000);
@@ -145,6 +149,13 @@ constexpr std::array kScenes{
     SceneInfo{"pyramid20", "a wall of unit cubes, 20 at the base (210 cubes)", &buildPyramid20},
     SceneInfo{"pyramid40", "a wall of unit cubes, 40 at the base (820 cubes)", &buildPyramid40},
     SceneInfo{"pyramid60", "a wall of unit cubes, 60 at the base (1830 cubes)", &buildPyramid60},
+    SceneInfo{"pyramid100", "a wall of unit cubes, 100 at the base (5050 cubes)", &buildPyramid100},
+    SceneInfo{
+        "jolt_pyramid",
+        "Jolt's performance-test pyramid: 1240 cubes of 2 m in 15 levels 0.5 m apart, friction 0.2, no sleep",
+        &buildJoltPyramid},
+    SceneInfo{"heavy_on_light", "a 20 m cube (8e6 kg) on four unit cubes (1000 kg each: 8000:1 in mass)",
+              &buildHeavyOnLight},
     SceneInfo{"pile1000", "1000 unit cubes dropped in a heap", &buildPile1000},
     SceneInfo{"pile4000", "4000 unit cubes dropped in a heap", &buildPile4000},
     SceneInfo{"mixed", "spheres, capsules, boxes and convex hulls falling in a heap", &buildMixed},
@@ -226,6 +237,77 @@ bool buildPile(World& world, int count, float friction)
         }
     }
     return true;
+}
+
+bool buildJoltPyramid(World& world)
+{
+    constexpr int kLevels = 15;
+    constexpr float kCubeSize = 2.0f;
+    constexpr float kHalfCube = 0.5f * kCubeSize;
+    // At the start, between a level's bottom and the top of the level below.
+    constexpr float kLevelGap = 0.5f;
+
+    BodyDesc ground;
+    ground.type = BodyType::Static;
+    ground.shape = Shape::makeBox({50.0f, 1.0f, 50.0f});
+    ground.transform.p = {0.0f, -1.0f, 0.0f};
+    ground.friction = kJoltPyramidFriction;
+    if (!add(world, ground))
+    {
+        return false;
+    }
+    // Jolt's indices: level i keeps columns and rows i / 2 .. kLevels - (i + 1) / 2 - 1 of the grid of
+    // kCubeSize cells starting at -kLevels, shifted by half a cube on odd levels (so the pyramid is not
+    // centred on the origin: that is Jolt's layout).
+    for (int level = 0; level < kLevels; ++level)
+    {
+        const float shift = (level & 1) != 0 ? kHalfCube : 0.0f;
+        const float y = kHalfCube + (kCubeSize + kLevelGap) * static_cast<float>(level);
+        for (int column = level / 2; column < kLevels - (level + 1) / 2; ++column)
+        {
+            for (int row = level / 2; row < kLevels - (level + 1) / 2; ++row)
+            {
+                BodyDesc cube;
+                cube.shape = Shape::makeBox({kHalfCube, kHalfCube, kHalfCube});
+                cube.transform.p = {
+                    static_cast<float>(-kLevels) + kCubeSize * static_cast<float>(column) + shift, y,
+                    static_cast<float>(-kLevels) + kCubeSize * static_cast<float>(row) + shift};
+                cube.friction = kJoltPyramidFriction;
+                cube.allowSleep = false;
+                if (!add(world, cube))
+                {
+                    return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+bool buildHeavyOnLight(World& world)
+{
+    if (!addGroundPlane(world))
+    {
+        return false;
+    }
+    constexpr float kBigHalfExtent = 10.0f;
+    constexpr float kInset = 0.5f; // from the small cubes' outer faces to the big cube's sides
+    constexpr float kCorner = kBigHalfExtent - kInset - 0.5f; // the small cubes' centres: x, z = +-9
+    for (const float x : {-kCorner, kCorner})
+    {
+        for (const float z : {-kCorner, kCorner})
+        {
+            if (!add(world, unitCube({x, 0.5f, z}, kSceneFriction)))
+            {
+                return false;
+            }
+        }
+    }
+    BodyDesc big;
+    big.shape = Shape::makeBox({kBigHalfExtent, kBigHalfExtent, kBigHalfExtent});
+    big.transform.p = {0.0f, 1.0f + kBigHalfExtent, 0.0f};
+    big.friction = kSceneFriction;
+    return add(world, big);
 }
 
 bool buildMixed(World& world)

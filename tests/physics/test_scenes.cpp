@@ -1,9 +1,13 @@
-// Scene names: every built-in name and the sized forms pile:N, stack:N, pyramid:N, their bounds and errors.
+// Scene names: every built-in name and the sized forms pile:N, stack:N, pyramid:N, their bounds and errors;
+// the big benchmark scenes (pyramid100, jolt_pyramid, heavy_on_light) as issue 16 defines them.
 #include "polytope/physics/scenes.h"
 #include "polytope/physics/world.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <string>
 
 using namespace polytope::physics;
@@ -59,6 +63,75 @@ TEST_CASE("sized scene names build the sized scenes", "[scenes]")
     CHECK(parsed.count == kMaxSizedSceneCubes);
     REQUIRE(parseSceneName("pyramid:361", parsed, error));
     CHECK((parsed.family == SizedScene::Pyramid && parsed.count == kMaxPyramidBase));
+}
+
+TEST_CASE("the big benchmark scenes build with their body counts", "[scenes]")
+{
+    std::string error;
+    World pyramid;
+    REQUIRE(buildNamedScene(pyramid, "pyramid100", error));
+    CHECK(pyramid.bodyCount() == 5050 + 1); // 100 + 99 + ... + 1 cubes and the ground
+    CHECK(hashOfNamed("pyramid:100") == pyramid.stateHash());
+
+    World heavy;
+    REQUIRE(buildNamedScene(heavy, "heavy_on_light", error));
+    CHECK(heavy.bodyCount() == 4 + 1 + 1);
+    float bigMass = 0.0f;
+    float bigBottom = 0.0f;
+    int smallCubes = 0;
+    heavy.forEachBody(
+        [&](const BodyState& b)
+        {
+            if (b.type != BodyType::Dynamic)
+            {
+                return;
+            }
+            const Vec3 h = b.shape.box.halfExtents;
+            if (h.x > 1.0f)
+            {
+                bigMass = b.mass;
+                bigBottom = b.transform.p.y - h.y;
+                CHECK(h.x == 10.0f);
+                return;
+            }
+            ++smallCubes;
+            CHECK(b.mass == Approx(1000.0f));
+            CHECK(b.transform.p.y + h.y == 1.0f);            // its top touches the big cube's bottom face
+            CHECK(std::fabs(b.transform.p.x) + h.x < 10.0f); // wholly under the big cube
+            CHECK(std::fabs(b.transform.p.z) + h.z < 10.0f);
+        });
+    CHECK(smallCubes == 4);
+    CHECK(bigBottom == 1.0f);
+    CHECK(bigMass == Approx(8000.0f * 1000.0f));
+
+    // Jolt's PyramidScene: 15 levels of (15 - i)^2 cubes of 2 m, 2.5 m apart, on a static box ground.
+    World jolt;
+    REQUIRE(buildNamedScene(jolt, "jolt_pyramid", error));
+    CHECK(jolt.bodyCount() == 1240 + 1);
+    std::map<int, int> cubesPerLevel;
+    int staticBoxes = 0;
+    jolt.forEachBody(
+        [&](const BodyState& b)
+        {
+            REQUIRE(b.shape.type == ShapeType::Box);
+            if (b.type == BodyType::Static)
+            {
+                ++staticBoxes;
+                CHECK(b.transform.p.y + b.shape.box.halfExtents.y == 0.0f); // the ground's top is y = 0
+                return;
+            }
+            CHECK(b.shape.box.halfExtents.x == 1.0f);
+            const float level = (b.transform.p.y - 1.0f) / 2.5f;
+            REQUIRE(level == std::round(level));
+            ++cubesPerLevel[static_cast<int>(level)];
+        });
+    CHECK(staticBoxes == 1);
+    REQUIRE(cubesPerLevel.size() == 15);
+    for (const auto& [level, cubes] : cubesPerLevel)
+    {
+        CAPTURE(level);
+        CHECK(cubes == (15 - level) * (15 - level));
+    }
 }
 
 TEST_CASE("bad scene names are refused with the accepted forms", "[scenes]")

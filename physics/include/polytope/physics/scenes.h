@@ -1,8 +1,9 @@
 // Polytope physics: built-in scenes as data, defined once and shared by the tests, bench/, the server's
 // built-in scenes and the viewer.
 //
-// Units: metres, kilograms, seconds; gravity along -y; the ground is the plane y = 0. Benchmark scenes use
-// unit cubes (1 m, density 1000 kg/m^3) with friction 0.6.
+// Units: metres, kilograms, seconds; gravity along -y; the ground is the plane y = 0 (jolt_pyramid: a static
+// box whose top face is y = 0). Benchmark scenes use unit cubes (1 m, density 1000 kg/m^3) with friction 0.6;
+// jolt_pyramid uses Jolt's boxes and friction.
 #pragma once
 
 #include "polytope/physics/world.h"
@@ -43,6 +44,12 @@ inline constexpr int kMaxPyramidBase = 361;
 static_assert(kMaxPyramidBase * (kMaxPyramidBase + 1) / 2 <= kMaxSizedSceneCubes &&
               (kMaxPyramidBase + 1) * (kMaxPyramidBase + 2) / 2 > kMaxSizedSceneCubes);
 
+/// Friction of every body in the stacks, pyramids, piles and heavy_on_light (pairs combine by geometric
+/// mean).
+inline constexpr float kSceneFriction = 0.6f;
+/// Friction of every body in jolt_pyramid: Jolt's default (BodyCreationSettings::mFriction).
+inline constexpr float kJoltPyramidFriction = 0.2f;
+
 /// The families of sized scene names.
 enum class SizedScene : std::uint8_t
 {
@@ -74,26 +81,39 @@ bool buildNamedScene(World& world, std::string_view name, std::string& error);
 std::string acceptedSceneNames();
 
 /// The static ground: the plane y = 0 with the given friction.
-bool addGroundPlane(World& world, float friction = 0.6f);
+bool addGroundPlane(World& world, float friction = kSceneFriction);
 
 /// A vertical stack of `count` unit cubes resting exactly on each other on the ground (the lowest cube's
 /// centre at y = 0.5), all with `friction`.
-bool buildStack(World& world, int count, float friction = 0.6f);
+bool buildStack(World& world, int count, float friction = kSceneFriction);
 
 /// A single wall of unit cubes in the xy plane: `base` cubes on the ground, one fewer on each row above,
 /// centred on x = 0, each row resting exactly on the one below and cubes touching side by side.
-bool buildPyramid(World& world, int base, float friction = 0.6f);
+bool buildPyramid(World& world, int base, float friction = kSceneFriction);
 
 /// `count` unit cubes dropped onto the ground from a grid 10 layers high (side ceil(sqrt(count / 10))),
 /// 1.5 m apart, each slightly turned (deterministically) so the pile does not stay a grid.
-bool buildPile(World& world, int count, float friction = 0.6f);
+bool buildPile(World& world, int count, float friction = kSceneFriction);
+
+/// Jolt Physics' performance-test pyramid (PerformanceTest/PyramidScene.h): 1240 cubes of 2 m in 15 levels,
+/// level i holding (15 - i)^2 cubes that touch side by side, odd levels shifted by half a cube in x and z;
+/// level i's centres at y = 1 + 2.5 i, so each level starts 0.5 m above the one below and falls onto it. The
+/// ground is a static box of 100 x 2 x 100 m whose top face is y = 0. Every body has friction
+/// kJoltPyramidFriction and density 1000 kg/m^3; the cubes never sleep (allowSleep false), as in Jolt's test.
+bool buildJoltPyramid(World& world);
+
+/// A cube of 20 m (8e6 kg) resting on four unit cubes (1000 kg each: 8000:1 in mass) on the ground, one under
+/// each corner of its bottom face, inset 0.5 m so that each lies wholly under it (centres at x, z = +-9). The
+/// big cube's bottom face rests exactly on the small cubes' tops (y = 1). Density 1000 kg/m^3, friction
+/// kSceneFriction.
+bool buildHeavyOnLight(World& world);
 
 /// Spheres, capsules, boxes and convex hulls (a tetrahedron, an octahedron, a wedge and a 20-point
 /// blob) falling in a heap onto the ground; some bouncy, some slippery.
 bool buildMixed(World& world);
 
 /// A unit cube at rest on a static slab tilted by `angleRadians` about z.
-bool buildRamp(World& world, float angleRadians = 0.35f, float friction = 0.6f);
+bool buildRamp(World& world, float angleRadians = 0.35f, float friction = kSceneFriction);
 
 /// A 2D scene in the xy plane: boxes with planar degrees of freedom (planarDofs(2)) falling onto three
 /// slopes turned about z, with the ground below.
