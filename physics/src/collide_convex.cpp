@@ -280,7 +280,12 @@ inline float signedArea2(const PlanarPoint& p, const PlanarPoint& q, const Plana
     return (q.u - p.u) * (r.v - p.v) - (q.v - p.v) * (r.u - p.u);
 }
 
-/// Chooses at most four of the `count` points for which isCandidate(i) holds: the deepest, the one
+/// Metres: points of a manifold whose separations differ by less than this count as equally deep when the
+/// manifold is reduced to four points (see chooseContactSubset).
+constexpr float kReductionDepthTolerance = 0.5e-3f;
+
+/// Chooses at most four of the `count` points for which isCandidate(i) holds: the deepest (of those within
+/// kReductionDepthTolerance of the deepest, the one farthest from the candidates' centroid), the one
 /// farthest from it, the one spanning the largest triangle with those, and the one adding the most area
 /// outside that triangle (Gregorius, GDC 2015; Box2D and Jolt reduce the same way). Ties go to the lowest
 /// index, so the choice is deterministic. Points that add no area (duplicates, collinear points) are
@@ -291,6 +296,8 @@ int chooseContactSubset(int count, IsCandidate isCandidate, PlanarOf planarOf, S
 {
     int deepest = -1;
     float deepestSeparation = 0.0f;
+    PlanarPoint centroid{0.0f, 0.0f};
+    int candidateCount = 0;
     for (int i = 0; i < count; ++i)
     {
         if (isCandidate(i))
@@ -301,12 +308,40 @@ int chooseContactSubset(int count, IsCandidate isCandidate, PlanarOf planarOf, S
                 deepest = i;
                 deepestSeparation = s;
             }
+            const PlanarPoint q = planarOf(i);
+            centroid.u += q.u;
+            centroid.v += q.v;
+            ++candidateCount;
         }
     }
     if (deepest < 0)
     {
         return 0;
     }
+    // Points within kReductionDepthTolerance of the deepest count as equally deep: among them, the one
+    // farthest from the candidates' centroid starts the set. On a face resting flat on a face the depths
+    // differ by rounding and tiny tilts, and "the deepest" would jump between a corner and a clipped point
+    // far along an edge (an incident edge nearly parallel to a side plane crosses it far from the corner),
+    // dropping a corner and the warm-start impulse it carried; the farthest point is a corner.
+    centroid.u /= static_cast<float>(candidateCount);
+    centroid.v /= static_cast<float>(candidateCount);
+    float farthestFromCentroid = -1.0f;
+    int first = deepest;
+    for (int i = 0; i < count; ++i)
+    {
+        if (isCandidate(i) && separationOf(i) <= deepestSeparation + kReductionDepthTolerance)
+        {
+            const PlanarPoint q = planarOf(i);
+            const float d2 =
+                (q.u - centroid.u) * (q.u - centroid.u) + (q.v - centroid.v) * (q.v - centroid.v);
+            if (d2 > farthestFromCentroid)
+            {
+                farthestFromCentroid = d2;
+                first = i;
+            }
+        }
+    }
+    deepest = first;
     chosen[0] = deepest;
     const PlanarPoint p1 = planarOf(deepest);
 

@@ -212,23 +212,42 @@ void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion
     }
 }
 
+namespace
+{
+
+void warmStartContact(const ContactConstraint& c, std::span<SolverBody> bodies)
+{
+    SolverBody& a = bodies[c.bodyA];
+    SolverBody& b = bodies[c.bodyB];
+    for (int i = 0; i < c.pointCount; ++i)
+    {
+        const ContactConstraintPoint& p = c.points[i];
+        const float n = p.normalImpulse;
+        const float t1 = p.tangentImpulse1;
+        const float t2 = p.tangentImpulse2;
+        a.linearVelocity -= c.normalShiftA * n + c.tangent1ShiftA * t1 + c.tangent2ShiftA * t2;
+        a.angularVelocity -= p.normalTurnA * n + p.tangent1TurnA * t1 + p.tangent2TurnA * t2;
+        b.linearVelocity += c.normalShiftB * n + c.tangent1ShiftB * t1 + c.tangent2ShiftB * t2;
+        b.angularVelocity += p.normalTurnB * n + p.tangent1TurnB * t1 + p.tangent2TurnB * t2;
+    }
+}
+
+} // namespace
+
 void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<SolverBody> bodies)
 {
     for (const ContactConstraint& c : constraints)
     {
-        SolverBody& a = bodies[c.bodyA];
-        SolverBody& b = bodies[c.bodyB];
-        for (int i = 0; i < c.pointCount; ++i)
-        {
-            const ContactConstraintPoint& p = c.points[i];
-            const float n = p.normalImpulse;
-            const float t1 = p.tangentImpulse1;
-            const float t2 = p.tangentImpulse2;
-            a.linearVelocity -= c.normalShiftA * n + c.tangent1ShiftA * t1 + c.tangent2ShiftA * t2;
-            a.angularVelocity -= p.normalTurnA * n + p.tangent1TurnA * t1 + p.tangent2TurnA * t2;
-            b.linearVelocity += c.normalShiftB * n + c.tangent1ShiftB * t1 + c.tangent2ShiftB * t2;
-            b.angularVelocity += p.normalTurnB * n + p.tangent1TurnB * t1 + p.tangent2TurnB * t2;
-        }
+        warmStartContact(c, bodies);
+    }
+}
+
+void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<const std::uint32_t> indices,
+                       std::span<SolverBody> bodies)
+{
+    for (const std::uint32_t i : indices)
+    {
+        warmStartContact(constraints[i], bodies);
     }
 }
 
@@ -236,75 +255,91 @@ namespace
 {
 
 template <bool useBias>
+void solveContact(ContactConstraint& c, std::span<SolverBody> bodies, float inverseH, float pushoutVelocity,
+                  float linearSlop)
+{
+    SolverBody& a = bodies[c.bodyA];
+    SolverBody& b = bodies[c.bodyB];
+    // The part of the current separation shared by all points: the relative displacement.
+    const float shift = dot(b.deltaPosition - a.deltaPosition, c.normal);
+
+    for (int i = 0; i < c.pointCount; ++i)
+    {
+        ContactConstraintPoint& p = c.points[i];
+        // Separation now, from the motion so far in this step.
+        const float s = shift + dot(b.deltaRotation, p.normalArmB) - dot(a.deltaRotation, p.normalArmA) +
+                        p.baseSeparation;
+        float bias = 0.0f;
+        float massScale = 1.0f;
+        float impulseScale = 0.0f;
+        if (s > 0.0f)
+        {
+            bias = s * inverseH; // speculative: do not close more than the gap in this substep
+        }
+        else if (useBias)
+        {
+            bias = std::max(c.softness.biasRate * std::min(s + linearSlop, 0.0f), -pushoutVelocity);
+            massScale = c.softness.massScale;
+            impulseScale = c.softness.impulseScale;
+        }
+        const float vn = relativeSpeed(a, b, c.normal, p.normalArmA, p.normalArmB);
+        if (useBias)
+        {
+            // The fastest approach seen in the step: a body that hits mid-step has gained speed since
+            // the step began, and restitution should return that speed.
+            p.relativeVelocity = std::min(p.relativeVelocity, vn);
+        }
+        const float lambda = -p.normalMass * massScale * (vn + bias) - impulseScale * p.normalImpulse;
+        const float total = std::max(p.normalImpulse + lambda, 0.0f);
+        const float applied = total - p.normalImpulse;
+        p.normalImpulse = total;
+        p.maxNormalImpulse = std::max(p.maxNormalImpulse, applied);
+        applyAlong(a, b, c.normalShiftA, c.normalShiftB, p.normalTurnA, p.normalTurnB, applied);
+    }
+
+    for (int i = 0; i < c.pointCount; ++i)
+    {
+        ContactConstraintPoint& p = c.points[i];
+        const float v1 = relativeSpeed(a, b, c.tangent1, p.tangent1ArmA, p.tangent1ArmB);
+        const float v2 = relativeSpeed(a, b, c.tangent2, p.tangent2ArmA, p.tangent2ArmB);
+        float t1 = p.tangentImpulse1 - p.tangentMass1 * v1;
+        float t2 = p.tangentImpulse2 - p.tangentMass2 * v2;
+        const float maxFriction = c.friction * p.normalImpulse;
+        const float magnitudeSquared = t1 * t1 + t2 * t2;
+        if (magnitudeSquared > maxFriction * maxFriction)
+        {
+            const float scale = magnitudeSquared > 0.0f ? maxFriction / std::sqrt(magnitudeSquared) : 0.0f;
+            t1 *= scale;
+            t2 *= scale;
+        }
+        const float d1 = t1 - p.tangentImpulse1;
+        const float d2 = t2 - p.tangentImpulse2;
+        p.tangentImpulse1 = t1;
+        p.tangentImpulse2 = t2;
+        a.linearVelocity -= c.tangent1ShiftA * d1 + c.tangent2ShiftA * d2;
+        a.angularVelocity -= p.tangent1TurnA * d1 + p.tangent2TurnA * d2;
+        b.linearVelocity += c.tangent1ShiftB * d1 + c.tangent2ShiftB * d2;
+        b.angularVelocity += p.tangent1TurnB * d1 + p.tangent2TurnB * d2;
+    }
+}
+
+template <bool useBias>
 void solveContactsImpl(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float inverseH,
                        float pushoutVelocity, float linearSlop)
 {
     for (ContactConstraint& c : constraints)
     {
-        SolverBody& a = bodies[c.bodyA];
-        SolverBody& b = bodies[c.bodyB];
-        // The part of the current separation shared by all points: the relative displacement.
-        const float shift = dot(b.deltaPosition - a.deltaPosition, c.normal);
+        solveContact<useBias>(c, bodies, inverseH, pushoutVelocity, linearSlop);
+    }
+}
 
-        for (int i = 0; i < c.pointCount; ++i)
-        {
-            ContactConstraintPoint& p = c.points[i];
-            // Separation now, from the motion so far in this step.
-            const float s = shift + dot(b.deltaRotation, p.normalArmB) - dot(a.deltaRotation, p.normalArmA) +
-                            p.baseSeparation;
-            float bias = 0.0f;
-            float massScale = 1.0f;
-            float impulseScale = 0.0f;
-            if (s > 0.0f)
-            {
-                bias = s * inverseH; // speculative: do not close more than the gap in this substep
-            }
-            else if (useBias)
-            {
-                bias = std::max(c.softness.biasRate * std::min(s + linearSlop, 0.0f), -pushoutVelocity);
-                massScale = c.softness.massScale;
-                impulseScale = c.softness.impulseScale;
-            }
-            const float vn = relativeSpeed(a, b, c.normal, p.normalArmA, p.normalArmB);
-            if (useBias)
-            {
-                // The fastest approach seen in the step: a body that hits mid-step has gained speed since
-                // the step began, and restitution should return that speed.
-                p.relativeVelocity = std::min(p.relativeVelocity, vn);
-            }
-            const float lambda = -p.normalMass * massScale * (vn + bias) - impulseScale * p.normalImpulse;
-            const float total = std::max(p.normalImpulse + lambda, 0.0f);
-            const float applied = total - p.normalImpulse;
-            p.normalImpulse = total;
-            p.maxNormalImpulse = std::max(p.maxNormalImpulse, applied);
-            applyAlong(a, b, c.normalShiftA, c.normalShiftB, p.normalTurnA, p.normalTurnB, applied);
-        }
-
-        for (int i = 0; i < c.pointCount; ++i)
-        {
-            ContactConstraintPoint& p = c.points[i];
-            const float v1 = relativeSpeed(a, b, c.tangent1, p.tangent1ArmA, p.tangent1ArmB);
-            const float v2 = relativeSpeed(a, b, c.tangent2, p.tangent2ArmA, p.tangent2ArmB);
-            float t1 = p.tangentImpulse1 - p.tangentMass1 * v1;
-            float t2 = p.tangentImpulse2 - p.tangentMass2 * v2;
-            const float maxFriction = c.friction * p.normalImpulse;
-            const float magnitudeSquared = t1 * t1 + t2 * t2;
-            if (magnitudeSquared > maxFriction * maxFriction)
-            {
-                const float scale =
-                    magnitudeSquared > 0.0f ? maxFriction / std::sqrt(magnitudeSquared) : 0.0f;
-                t1 *= scale;
-                t2 *= scale;
-            }
-            const float d1 = t1 - p.tangentImpulse1;
-            const float d2 = t2 - p.tangentImpulse2;
-            p.tangentImpulse1 = t1;
-            p.tangentImpulse2 = t2;
-            a.linearVelocity -= c.tangent1ShiftA * d1 + c.tangent2ShiftA * d2;
-            a.angularVelocity -= p.tangent1TurnA * d1 + p.tangent2TurnA * d2;
-            b.linearVelocity += c.tangent1ShiftB * d1 + c.tangent2ShiftB * d2;
-            b.angularVelocity += p.tangent1TurnB * d1 + p.tangent2TurnB * d2;
-        }
+template <bool useBias>
+void solveContactsImpl(std::span<ContactConstraint> constraints, std::span<const std::uint32_t> indices,
+                       std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop)
+{
+    for (const std::uint32_t i : indices)
+    {
+        solveContact<useBias>(constraints[i], bodies, inverseH, pushoutVelocity, linearSlop);
     }
 }
 
@@ -320,6 +355,20 @@ void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBod
     else
     {
         solveContactsImpl<false>(constraints, bodies, inverseH, pushoutVelocity, linearSlop);
+    }
+}
+
+void solveContacts(std::span<ContactConstraint> constraints, std::span<const std::uint32_t> indices,
+                   std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop,
+                   bool useBias)
+{
+    if (useBias)
+    {
+        solveContactsImpl<true>(constraints, indices, bodies, inverseH, pushoutVelocity, linearSlop);
+    }
+    else
+    {
+        solveContactsImpl<false>(constraints, indices, bodies, inverseH, pushoutVelocity, linearSlop);
     }
 }
 

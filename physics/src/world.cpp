@@ -227,6 +227,7 @@ World::World(const WorldConfig& config)
     m_solverMasses.reserve(bodies + 1);
     m_solverMotions.reserve(bodies + 1);
     m_constraints.reserve(contacts);
+    m_graph.reserve(bodies + 1, contacts);
     m_islands.reserve(static_cast<std::uint32_t>(bodies));
     m_islandSleep.reserve(bodies);
     m_islandTail.reserve(bodies);
@@ -1139,21 +1140,26 @@ void World::solve(float dt)
     m_stats.contactPoints = pointTotal;
     m_stats.awakeBodies = static_cast<std::uint32_t>(m_solverBodies.size() - 1);
 
+    // Colour the constraints and pack them into wide bundles (constraint_graph.h); the solver works on
+    // the bundles and the overflow set, and writes the impulses back to m_constraints at the end.
+    m_graph.color(m_constraints, m_solverBodies.size());
+    packContactBundles(m_graph, m_constraints);
     const std::span<SolverBody> bodies(m_solverBodies);
     const std::span<ContactConstraint> constraints(m_constraints);
     for (int substep = 0; substep < substeps; ++substep)
     {
         integrateVelocities(bodies, m_solverMotions, h, m_config.maxLinearSpeed);
-        warmStartContacts(constraints, bodies);
-        solveContacts(constraints, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
-                      true);
+        warmStartContactsWide(m_graph, constraints, bodies);
+        solveContactsWide(m_graph, constraints, bodies, inverseH, m_config.contactPushoutVelocity,
+                          m_config.linearSlop, true);
         integratePositions(bodies, m_solverMotions, h);
         for (int relax = 0; relax < m_config.relaxIterations; ++relax)
         {
-            solveContacts(constraints, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
-                          false);
+            solveContactsWide(m_graph, constraints, bodies, inverseH, m_config.contactPushoutVelocity,
+                              m_config.linearSlop, false);
         }
     }
+    unpackContactBundles(m_graph, constraints);
     applyRestitution(constraints, bodies, m_config.restitutionThreshold);
 
     // Store impulses for the next step's warm start.

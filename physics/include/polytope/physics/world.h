@@ -21,6 +21,7 @@
 #pragma once
 
 #include "polytope/physics/broadphase.h"
+#include "polytope/physics/constraint_graph.h"
 #include "polytope/physics/contact_solver.h"
 #include "polytope/physics/island.h"
 #include "polytope/physics/manifold.h"
@@ -410,6 +411,7 @@ class World
     std::vector<SolverBodyMass> m_solverMasses;
     std::vector<SolverBodyMotion> m_solverMotions;
     std::vector<ContactConstraint> m_constraints;
+    ConstraintGraph m_graph; ///< m_constraints coloured and packed for the wide solver
     IslandBuilder m_islands;
     std::vector<float> m_islandSleep;        ///< per slot (island roots): least rest time in the island
     std::vector<std::uint32_t> m_islandTail; ///< per slot (island roots): last body linked while sleeping

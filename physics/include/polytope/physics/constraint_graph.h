@@ -1,0 +1,85 @@
+// Polytope physics: the constraint graph, which colours contact constraints for the wide solver.
+//
+// Rationale (after Box2D v3's constraint_graph.c; written afresh). The wide solver (contact_solver_wide.cpp)
+// solves W constraints at once, one per SIMD lane, so the W constraints of a bundle must not share a body
+// that moves: otherwise two lanes would read the same velocity and the second write would lose the first's
+// impulse. Colouring gives that: each step the constraints are given, greedily and in constraint order,
+// the first of kGraphColorCount colours in which neither of their dynamic bodies appears yet. Constraints
+// of one colour touch disjoint bodies, so solving them in any order, or all at once, gives the same bits.
+// - The static dummy (solver index 0) stands for every static body and never moves: it does not conflict.
+// - A constraint that fits no colour goes to the overflow set, which the scalar solver handles after the
+//   colours, in constraint order.
+// - The colouring reads only body indices and order, never the lane count W, so SSE2 and AVX2 builds
+//   solve in the same order and agree bit for bit.
+// - Storage (bitsets, colour lists and the packed bundles) is reserved at creation: no allocation in a
+//   warm step.
+#pragma once
+
+#include "polytope/physics/contact_solver.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace polytope::physics
+{
+
+/// Colours per step. More colours fit more constraints around busy bodies (a box in a pile touches up to
+/// a dozen others) at the cost of more, partly filled bundles.
+inline constexpr int kGraphColorCount = 16;
+
+/// The colouring of one step's contact constraints and their packing into wide bundles.
+struct ConstraintGraph
+{
+    /// Reserves room for `bodies` solver bodies (the dummy included) and `constraints` constraints.
+    void reserve(std::size_t bodies, std::size_t constraints);
+
+    /// Colours `constraints` over `bodyCount` solver bodies (dummy included): fills colorStart and order.
+    void color(std::span<const ContactConstraint> constraints, std::size_t bodyCount);
+
+    /// Constraint indices grouped by colour (then the overflow set), each group in constraint order.
+    std::vector<std::uint32_t> order;
+    /// order[colorStart[c] .. colorStart[c + 1]) is colour c; c == kGraphColorCount: the overflow set.
+    std::uint32_t colorStart[kGraphColorCount + 2] = {};
+    std::vector<std::uint64_t> bodyBits; ///< kGraphColorCount bitsets of the solver bodies in each colour
+    std::vector<std::uint8_t> colorOf;   ///< per constraint: its colour (kGraphColorCount: overflow)
+
+    // The wide bundles, laid out by contact_solver_wide.cpp (see there).
+    std::vector<float> bundleValues;         ///< structure-of-arrays floats of every bundle
+    std::vector<std::uint32_t> bundleBodies; ///< per bundle: W A indices then W B indices
+    std::vector<std::uint32_t> bundleLanes;  ///< per bundle: W constraint indices (kEmptyLane: none)
+    std::vector<std::uint8_t> bundlePoints;  ///< per bundle: the most points of any of its lanes
+    std::uint32_t bundleCount = 0;
+
+    std::span<const std::uint32_t> overflow() const
+    {
+        return std::span<const std::uint32_t>(order).subspan(
+            colorStart[kGraphColorCount], colorStart[kGraphColorCount + 1] - colorStart[kGraphColorCount]);
+    }
+};
+
+inline constexpr std::uint32_t kEmptyLane = 0xFFFFFFFFu;
+
+/// SIMD lanes of the wide contact solver in this build: 8 (AVX2) or 4 (SSE2, or portable scalar).
+int contactSolverLanes();
+
+/// Reserves the bundle storage for up to `constraints` constraints.
+void reserveContactBundles(ConstraintGraph& graph, std::size_t constraints);
+
+/// Packs the coloured constraints (prepared) into bundles of W lanes, colour by colour.
+void packContactBundles(ConstraintGraph& graph, std::span<const ContactConstraint> constraints);
+
+/// Copies the bundles' impulses, approach velocities and largest impulses back to `constraints`.
+void unpackContactBundles(const ConstraintGraph& graph, std::span<ContactConstraint> constraints);
+
+/// warmStartContacts over the bundles, then the overflow set.
+void warmStartContactsWide(const ConstraintGraph& graph, std::span<const ContactConstraint> constraints,
+                           std::span<SolverBody> bodies);
+
+/// solveContacts over the bundles colour by colour, then the overflow set (scalar, constraint order).
+void solveContactsWide(ConstraintGraph& graph, std::span<ContactConstraint> constraints,
+                       std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop,
+                       bool useBias);
+
+} // namespace polytope::physics

@@ -1,0 +1,560 @@
+// The wide contact solver: solveContacts and warmStartContacts over W constraints at once.
+//
+// Rationale (after Box2D v3's contact_solver.c, "b2SolveContactTwoPoints" and its wide float type;
+// written afresh). The scalar solver spends its time loading a constraint, two bodies, and doing a few
+// dozen dependent multiply-adds; SIMD does W independent constraints in the time of one. The constraint
+// graph (constraint_graph.h) colours the constraints so that those of one colour share no moving body;
+// each colour is cut into bundles of W lanes, one constraint per lane.
+// - A bundle is structure-of-arrays: field f of lane l at values[(bundle * kBundleFields + f) * W + l].
+//   Constraint fields first (normal, tangents, the inverse-mass "shifts", friction, softness), then
+//   kMaxManifoldPoints blocks of point fields (arms, turns, masses, separation, impulses).
+// - Empty lanes and the points a lane lacks are zero: zero effective mass and zero Jacobian, so they
+//   compute an impulse of exactly 0 and change nothing. Their bodies are the static dummy (index 0),
+//   which stays at zero velocity because every change applied to it is 0 * lambda.
+// - Bodies are gathered into wide registers (SolverBody is 12 floats: three 4-float rows, transposed 4
+//   lanes at a time) and only the velocities scattered back.
+// - Each lane performs the very operations of contact_solver.cpp's scalar code in the same order (no
+//   FMA: the project builds with -ffp-contract=off; min/max written in the order that matches std::min
+//   and std::max), so a lane's result equals the scalar solver's for that constraint, whatever W is.
+// - Restitution runs once a step and stays scalar (unpackContactBundles first).
+#include "polytope/physics/constraint_graph.h"
+
+#include "simd.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace polytope::physics
+{
+namespace
+{
+
+using simd::FloatW;
+constexpr int W = simd::kLanes;
+
+// Constraint fields (each W floats).
+constexpr int kNormal = 0;
+constexpr int kTangent1 = 3;
+constexpr int kTangent2 = 6;
+constexpr int kNormalShiftA = 9;
+constexpr int kNormalShiftB = 12;
+constexpr int kTangent1ShiftA = 15;
+constexpr int kTangent1ShiftB = 18;
+constexpr int kTangent2ShiftA = 21;
+constexpr int kTangent2ShiftB = 24;
+constexpr int kFriction = 27;
+constexpr int kBiasRate = 28;
+constexpr int kMassScale = 29;
+constexpr int kImpulseScale = 30;
+constexpr int kConstraintFields = 31;
+// Point fields, relative to the point's block.
+constexpr int kNormalArmA = 0;
+constexpr int kNormalArmB = 3;
+constexpr int kNormalTurnA = 6;
+constexpr int kNormalTurnB = 9;
+constexpr int kTangent1ArmA = 12;
+constexpr int kTangent1ArmB = 15;
+constexpr int kTangent1TurnA = 18;
+constexpr int kTangent1TurnB = 21;
+constexpr int kTangent2ArmA = 24;
+constexpr int kTangent2ArmB = 27;
+constexpr int kTangent2TurnA = 30;
+constexpr int kTangent2TurnB = 33;
+constexpr int kBaseSeparation = 36;
+constexpr int kRelativeVelocity = 37;
+constexpr int kNormalImpulse = 38;
+constexpr int kTangentImpulse1 = 39;
+constexpr int kTangentImpulse2 = 40;
+constexpr int kMaxNormalImpulse = 41;
+constexpr int kNormalMass = 42;
+constexpr int kTangentMass1 = 43;
+constexpr int kTangentMass2 = 44;
+constexpr int kPointFields = 45;
+constexpr int kBundleFields = kConstraintFields + kMaxManifoldPoints * kPointFields;
+constexpr std::size_t kBundleFloats = static_cast<std::size_t>(kBundleFields) * W;
+constexpr std::size_t kAlignFloats = 8; ///< 32 bytes: bundles start on an AVX register boundary
+
+struct WideVec3
+{
+    FloatW x, y, z;
+};
+inline WideVec3 operator+(const WideVec3& a, const WideVec3& b)
+{
+    return {a.x + b.x, a.y + b.y, a.z + b.z};
+}
+inline WideVec3 operator-(const WideVec3& a, const WideVec3& b)
+{
+    return {a.x - b.x, a.y - b.y, a.z - b.z};
+}
+inline WideVec3 operator*(const WideVec3& a, FloatW s)
+{
+    return {a.x * s, a.y * s, a.z * s};
+}
+inline FloatW dot(const WideVec3& a, const WideVec3& b)
+{
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+inline FloatW field(const float* block, int f)
+{
+    return simd::load(block + static_cast<std::ptrdiff_t>(f) * W);
+}
+inline void setField(float* block, int f, FloatW v)
+{
+    simd::store(block + static_cast<std::ptrdiff_t>(f) * W, v);
+}
+inline WideVec3 fieldVec3(const float* block, int f)
+{
+    return {field(block, f), field(block, f + 1), field(block, f + 2)};
+}
+
+/// Lane `lane` of field f (scalar access for packing).
+inline float& laneOf(float* block, int f, int lane)
+{
+    return block[static_cast<std::ptrdiff_t>(f) * W + lane];
+}
+inline void setLaneVec3(float* block, int f, int lane, const Vec3& v)
+{
+    laneOf(block, f, lane) = v.x;
+    laneOf(block, f + 1, lane) = v.y;
+    laneOf(block, f + 2, lane) = v.z;
+}
+
+/// A SolverBody per lane: velocities and the step's displacement.
+struct WideBody
+{
+    WideVec3 v, w, dp, dq;
+};
+
+static_assert(sizeof(SolverBody) == 12 * sizeof(float), "the gather reads a SolverBody as 12 floats");
+
+#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
+
+/// Rows of 4 bodies transposed: out[k] holds float k of each body.
+inline void gather4(const SolverBody* bodies, const std::uint32_t* index, __m128 out[12])
+{
+    const float* p0 = &bodies[index[0]].linearVelocity.x;
+    const float* p1 = &bodies[index[1]].linearVelocity.x;
+    const float* p2 = &bodies[index[2]].linearVelocity.x;
+    const float* p3 = &bodies[index[3]].linearVelocity.x;
+    for (int row = 0; row < 3; ++row)
+    {
+        __m128 a = _mm_loadu_ps(p0 + 4 * row);
+        __m128 b = _mm_loadu_ps(p1 + 4 * row);
+        __m128 c = _mm_loadu_ps(p2 + 4 * row);
+        __m128 d = _mm_loadu_ps(p3 + 4 * row);
+        _MM_TRANSPOSE4_PS(a, b, c, d);
+        out[4 * row] = a;
+        out[4 * row + 1] = b;
+        out[4 * row + 2] = c;
+        out[4 * row + 3] = d;
+    }
+}
+
+/// The inverse of gather4 for the first 8 floats (velocities, and deltaPosition's x and y unchanged).
+inline void scatter4(SolverBody* bodies, const std::uint32_t* index, const __m128 in[8])
+{
+    float* p[4] = {&bodies[index[0]].linearVelocity.x, &bodies[index[1]].linearVelocity.x,
+                   &bodies[index[2]].linearVelocity.x, &bodies[index[3]].linearVelocity.x};
+    for (int row = 0; row < 2; ++row)
+    {
+        __m128 a = in[4 * row];
+        __m128 b = in[4 * row + 1];
+        __m128 c = in[4 * row + 2];
+        __m128 d = in[4 * row + 3];
+        _MM_TRANSPOSE4_PS(a, b, c, d);
+        _mm_storeu_ps(p[0] + 4 * row, a);
+        _mm_storeu_ps(p[1] + 4 * row, b);
+        _mm_storeu_ps(p[2] + 4 * row, c);
+        _mm_storeu_ps(p[3] + 4 * row, d);
+    }
+}
+
+#endif
+
+inline void gatherBodies(const SolverBody* bodies, const std::uint32_t* index, WideBody& out)
+{
+    FloatW c[12];
+#if defined(POLYTOPE_SIMD_AVX2)
+    __m128 lo[12];
+    __m128 hi[12];
+    gather4(bodies, index, lo);
+    gather4(bodies, index + 4, hi);
+    for (int k = 0; k < 12; ++k)
+    {
+        c[k].v = _mm256_set_m128(hi[k], lo[k]);
+    }
+#elif defined(POLYTOPE_SIMD_SSE2)
+    __m128 rows[12];
+    gather4(bodies, index, rows);
+    for (int k = 0; k < 12; ++k)
+    {
+        c[k].v = rows[k];
+    }
+#else
+    for (int lane = 0; lane < W; ++lane)
+    {
+        const float* p = &bodies[index[lane]].linearVelocity.x;
+        for (int k = 0; k < 12; ++k)
+        {
+            c[k].v[lane] = p[k];
+        }
+    }
+#endif
+    out.v = {c[0], c[1], c[2]};
+    out.w = {c[3], c[4], c[5]};
+    out.dp = {c[6], c[7], c[8]};
+    out.dq = {c[9], c[10], c[11]};
+}
+
+inline void scatterVelocities(SolverBody* bodies, const std::uint32_t* index, const WideBody& in)
+{
+    const FloatW c[8] = {in.v.x, in.v.y, in.v.z, in.w.x, in.w.y, in.w.z, in.dp.x, in.dp.y};
+#if defined(POLYTOPE_SIMD_AVX2)
+    __m128 lo[8];
+    __m128 hi[8];
+    for (int k = 0; k < 8; ++k)
+    {
+        lo[k] = _mm256_castps256_ps128(c[k].v);
+        hi[k] = _mm256_extractf128_ps(c[k].v, 1);
+    }
+    scatter4(bodies, index, lo);
+    scatter4(bodies, index + 4, hi);
+#elif defined(POLYTOPE_SIMD_SSE2)
+    __m128 rows[8];
+    for (int k = 0; k < 8; ++k)
+    {
+        rows[k] = c[k].v;
+    }
+    scatter4(bodies, index, rows);
+#else
+    for (int lane = 0; lane < W; ++lane)
+    {
+        float* p = &bodies[index[lane]].linearVelocity.x;
+        for (int k = 0; k < 6; ++k)
+        {
+            p[k] = c[k].v[lane];
+        }
+    }
+#endif
+}
+
+/// Velocity of B's anchor relative to A's along a direction (contact_solver.cpp's relativeSpeed).
+inline FloatW relativeSpeed(const WideBody& a, const WideBody& b, const WideVec3& dir, const WideVec3& armA,
+                            const WideVec3& armB)
+{
+    return dot(b.v - a.v, dir) + dot(b.w, armB) - dot(a.w, armA);
+}
+
+const float* alignedBase(const std::vector<float>& values)
+{
+    const auto address = reinterpret_cast<std::uintptr_t>(values.data());
+    const std::size_t misalignment = (address / sizeof(float)) % kAlignFloats;
+    return values.data() + (misalignment == 0 ? 0 : kAlignFloats - misalignment);
+}
+
+float* alignedBase(std::vector<float>& values)
+{
+    return const_cast<float*>(alignedBase(static_cast<const std::vector<float>&>(values)));
+}
+
+void warmStartBundle(const float* q, const std::uint32_t* bodyIndex, int pointCount, SolverBody* bodies)
+{
+    WideBody a;
+    WideBody b;
+    gatherBodies(bodies, bodyIndex, a);
+    gatherBodies(bodies, bodyIndex + W, b);
+    const WideVec3 normalShiftA = fieldVec3(q, kNormalShiftA);
+    const WideVec3 normalShiftB = fieldVec3(q, kNormalShiftB);
+    const WideVec3 tangent1ShiftA = fieldVec3(q, kTangent1ShiftA);
+    const WideVec3 tangent1ShiftB = fieldVec3(q, kTangent1ShiftB);
+    const WideVec3 tangent2ShiftA = fieldVec3(q, kTangent2ShiftA);
+    const WideVec3 tangent2ShiftB = fieldVec3(q, kTangent2ShiftB);
+    for (int i = 0; i < pointCount; ++i)
+    {
+        const float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+        const FloatW n = field(p, kNormalImpulse);
+        const FloatW t1 = field(p, kTangentImpulse1);
+        const FloatW t2 = field(p, kTangentImpulse2);
+        a.v = a.v - (normalShiftA * n + tangent1ShiftA * t1 + tangent2ShiftA * t2);
+        a.w = a.w - (fieldVec3(p, kNormalTurnA) * n + fieldVec3(p, kTangent1TurnA) * t1 +
+                     fieldVec3(p, kTangent2TurnA) * t2);
+        b.v = b.v + (normalShiftB * n + tangent1ShiftB * t1 + tangent2ShiftB * t2);
+        b.w = b.w + (fieldVec3(p, kNormalTurnB) * n + fieldVec3(p, kTangent1TurnB) * t1 +
+                     fieldVec3(p, kTangent2TurnB) * t2);
+    }
+    scatterVelocities(bodies, bodyIndex, a);
+    scatterVelocities(bodies, bodyIndex + W, b);
+}
+
+template <bool useBias>
+void solveBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, SolverBody* bodies,
+                 FloatW inverseH, FloatW minusPushout, FloatW linearSlop)
+{
+    WideBody a;
+    WideBody b;
+    gatherBodies(bodies, bodyIndex, a);
+    gatherBodies(bodies, bodyIndex + W, b);
+    const FloatW zero = simd::zero();
+    const FloatW one = simd::splat(1.0f);
+    const WideVec3 normal = fieldVec3(q, kNormal);
+    const WideVec3 normalShiftA = fieldVec3(q, kNormalShiftA);
+    const WideVec3 normalShiftB = fieldVec3(q, kNormalShiftB);
+    const FloatW shift = dot(b.dp - a.dp, normal);
+    const FloatW biasRate = field(q, kBiasRate);
+    const FloatW softMassScale = field(q, kMassScale);
+    const FloatW softImpulseScale = field(q, kImpulseScale);
+
+    for (int i = 0; i < pointCount; ++i)
+    {
+        float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+        const WideVec3 armA = fieldVec3(p, kNormalArmA);
+        const WideVec3 armB = fieldVec3(p, kNormalArmB);
+        const FloatW s = shift + dot(b.dq, armB) - dot(a.dq, armA) + field(p, kBaseSeparation);
+        const FloatW speculative = simd::greater(s, zero);
+        FloatW bias;
+        FloatW massScale;
+        FloatW impulseScale;
+        if constexpr (useBias)
+        {
+            // std::max(rate * std::min(s + slop, 0), -pushout), the operands in SSE's order.
+            const FloatW soft = simd::max(minusPushout, biasRate * simd::min(zero, s + linearSlop));
+            bias = simd::select(speculative, s * inverseH, soft);
+            massScale = simd::select(speculative, one, softMassScale);
+            impulseScale = simd::select(speculative, zero, softImpulseScale);
+        }
+        else
+        {
+            bias = simd::select(speculative, s * inverseH, zero);
+            massScale = one;
+            impulseScale = zero;
+        }
+        const FloatW vn = relativeSpeed(a, b, normal, armA, armB);
+        if constexpr (useBias)
+        {
+            setField(p, kRelativeVelocity, simd::min(vn, field(p, kRelativeVelocity)));
+        }
+        const FloatW impulse = field(p, kNormalImpulse);
+        const FloatW lambda = -field(p, kNormalMass) * massScale * (vn + bias) - impulseScale * impulse;
+        const FloatW total = simd::max(zero, impulse + lambda);
+        const FloatW applied = total - impulse;
+        setField(p, kNormalImpulse, total);
+        setField(p, kMaxNormalImpulse, simd::max(applied, field(p, kMaxNormalImpulse)));
+        a.v = a.v - normalShiftA * applied;
+        a.w = a.w - fieldVec3(p, kNormalTurnA) * applied;
+        b.v = b.v + normalShiftB * applied;
+        b.w = b.w + fieldVec3(p, kNormalTurnB) * applied;
+    }
+
+    const WideVec3 tangent1 = fieldVec3(q, kTangent1);
+    const WideVec3 tangent2 = fieldVec3(q, kTangent2);
+    const WideVec3 tangent1ShiftA = fieldVec3(q, kTangent1ShiftA);
+    const WideVec3 tangent1ShiftB = fieldVec3(q, kTangent1ShiftB);
+    const WideVec3 tangent2ShiftA = fieldVec3(q, kTangent2ShiftA);
+    const WideVec3 tangent2ShiftB = fieldVec3(q, kTangent2ShiftB);
+    const FloatW friction = field(q, kFriction);
+    for (int i = 0; i < pointCount; ++i)
+    {
+        float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+        const FloatW v1 =
+            relativeSpeed(a, b, tangent1, fieldVec3(p, kTangent1ArmA), fieldVec3(p, kTangent1ArmB));
+        const FloatW v2 =
+            relativeSpeed(a, b, tangent2, fieldVec3(p, kTangent2ArmA), fieldVec3(p, kTangent2ArmB));
+        const FloatW old1 = field(p, kTangentImpulse1);
+        const FloatW old2 = field(p, kTangentImpulse2);
+        FloatW t1 = old1 - field(p, kTangentMass1) * v1;
+        FloatW t2 = old2 - field(p, kTangentMass2) * v2;
+        const FloatW maxFriction = friction * field(p, kNormalImpulse);
+        const FloatW magnitudeSquared = t1 * t1 + t2 * t2;
+        const FloatW clamp = simd::greater(magnitudeSquared, maxFriction * maxFriction);
+        const FloatW scale = simd::select(simd::greater(magnitudeSquared, zero),
+                                          maxFriction / simd::sqrt(magnitudeSquared), zero);
+        t1 = simd::select(clamp, t1 * scale, t1);
+        t2 = simd::select(clamp, t2 * scale, t2);
+        const FloatW d1 = t1 - old1;
+        const FloatW d2 = t2 - old2;
+        setField(p, kTangentImpulse1, t1);
+        setField(p, kTangentImpulse2, t2);
+        a.v = a.v - (tangent1ShiftA * d1 + tangent2ShiftA * d2);
+        a.w = a.w - (fieldVec3(p, kTangent1TurnA) * d1 + fieldVec3(p, kTangent2TurnA) * d2);
+        b.v = b.v + (tangent1ShiftB * d1 + tangent2ShiftB * d2);
+        b.w = b.w + (fieldVec3(p, kTangent1TurnB) * d1 + fieldVec3(p, kTangent2TurnB) * d2);
+    }
+    scatterVelocities(bodies, bodyIndex, a);
+    scatterVelocities(bodies, bodyIndex + W, b);
+}
+
+void packLane(float* q, int lane, const ContactConstraint& c)
+{
+    setLaneVec3(q, kNormal, lane, c.normal);
+    setLaneVec3(q, kTangent1, lane, c.tangent1);
+    setLaneVec3(q, kTangent2, lane, c.tangent2);
+    setLaneVec3(q, kNormalShiftA, lane, c.normalShiftA);
+    setLaneVec3(q, kNormalShiftB, lane, c.normalShiftB);
+    setLaneVec3(q, kTangent1ShiftA, lane, c.tangent1ShiftA);
+    setLaneVec3(q, kTangent1ShiftB, lane, c.tangent1ShiftB);
+    setLaneVec3(q, kTangent2ShiftA, lane, c.tangent2ShiftA);
+    setLaneVec3(q, kTangent2ShiftB, lane, c.tangent2ShiftB);
+    laneOf(q, kFriction, lane) = c.friction;
+    laneOf(q, kBiasRate, lane) = c.softness.biasRate;
+    laneOf(q, kMassScale, lane) = c.softness.massScale;
+    laneOf(q, kImpulseScale, lane) = c.softness.impulseScale;
+    for (int i = 0; i < c.pointCount; ++i)
+    {
+        const ContactConstraintPoint& cp = c.points[i];
+        float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+        setLaneVec3(p, kNormalArmA, lane, cp.normalArmA);
+        setLaneVec3(p, kNormalArmB, lane, cp.normalArmB);
+        setLaneVec3(p, kNormalTurnA, lane, cp.normalTurnA);
+        setLaneVec3(p, kNormalTurnB, lane, cp.normalTurnB);
+        setLaneVec3(p, kTangent1ArmA, lane, cp.tangent1ArmA);
+        setLaneVec3(p, kTangent1ArmB, lane, cp.tangent1ArmB);
+        setLaneVec3(p, kTangent1TurnA, lane, cp.tangent1TurnA);
+        setLaneVec3(p, kTangent1TurnB, lane, cp.tangent1TurnB);
+        setLaneVec3(p, kTangent2ArmA, lane, cp.tangent2ArmA);
+        setLaneVec3(p, kTangent2ArmB, lane, cp.tangent2ArmB);
+        setLaneVec3(p, kTangent2TurnA, lane, cp.tangent2TurnA);
+        setLaneVec3(p, kTangent2TurnB, lane, cp.tangent2TurnB);
+        laneOf(p, kBaseSeparation, lane) = cp.baseSeparation;
+        laneOf(p, kRelativeVelocity, lane) = cp.relativeVelocity;
+        laneOf(p, kNormalImpulse, lane) = cp.normalImpulse;
+        laneOf(p, kTangentImpulse1, lane) = cp.tangentImpulse1;
+        laneOf(p, kTangentImpulse2, lane) = cp.tangentImpulse2;
+        laneOf(p, kMaxNormalImpulse, lane) = cp.maxNormalImpulse;
+        laneOf(p, kNormalMass, lane) = cp.normalMass;
+        laneOf(p, kTangentMass1, lane) = cp.tangentMass1;
+        laneOf(p, kTangentMass2, lane) = cp.tangentMass2;
+    }
+}
+
+/// Bundles needed for `constraints` constraints at most: each colour leaves at most one bundle part-full.
+std::size_t maxBundles(std::size_t constraints)
+{
+    return constraints / W + kGraphColorCount;
+}
+
+} // namespace
+
+int contactSolverLanes()
+{
+    return W;
+}
+
+void reserveContactBundles(ConstraintGraph& graph, std::size_t constraints)
+{
+    const std::size_t bundles = maxBundles(constraints);
+    graph.bundleValues.reserve(bundles * kBundleFloats + kAlignFloats);
+    graph.bundleBodies.reserve(bundles * 2 * W);
+    graph.bundleLanes.reserve(bundles * W);
+    graph.bundlePoints.reserve(bundles);
+}
+
+void packContactBundles(ConstraintGraph& graph, std::span<const ContactConstraint> constraints)
+{
+    std::uint32_t bundles = 0;
+    for (int color = 0; color < kGraphColorCount; ++color)
+    {
+        const std::uint32_t count = graph.colorStart[color + 1] - graph.colorStart[color];
+        bundles += (count + W - 1) / W;
+    }
+    graph.bundleCount = bundles;
+    graph.bundleValues.assign(bundles * kBundleFloats + kAlignFloats, 0.0f);
+    graph.bundleBodies.assign(static_cast<std::size_t>(bundles) * 2 * W, 0u);
+    graph.bundleLanes.assign(static_cast<std::size_t>(bundles) * W, kEmptyLane);
+    graph.bundlePoints.assign(bundles, 0);
+    float* base = alignedBase(graph.bundleValues);
+    std::uint32_t bundle = 0;
+    for (int color = 0; color < kGraphColorCount; ++color)
+    {
+        for (std::uint32_t first = graph.colorStart[color]; first < graph.colorStart[color + 1]; first += W)
+        {
+            float* q = base + bundle * kBundleFloats;
+            const std::uint32_t last = std::min<std::uint32_t>(first + W, graph.colorStart[color + 1]);
+            int points = 0;
+            for (std::uint32_t k = first; k < last; ++k)
+            {
+                const int lane = static_cast<int>(k - first);
+                const std::uint32_t index = graph.order[k];
+                const ContactConstraint& c = constraints[index];
+                packLane(q, lane, c);
+                graph.bundleBodies[bundle * 2 * W + lane] = c.bodyA;
+                graph.bundleBodies[bundle * 2 * W + W + lane] = c.bodyB;
+                graph.bundleLanes[bundle * W + lane] = index;
+                points = std::max(points, c.pointCount);
+            }
+            graph.bundlePoints[bundle] = static_cast<std::uint8_t>(points);
+            ++bundle;
+        }
+    }
+}
+
+void unpackContactBundles(const ConstraintGraph& graph, std::span<ContactConstraint> constraints)
+{
+    const float* base = alignedBase(graph.bundleValues);
+    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
+    {
+        float* q = const_cast<float*>(base + bundle * kBundleFloats);
+        for (int lane = 0; lane < W; ++lane)
+        {
+            const std::uint32_t index = graph.bundleLanes[bundle * W + lane];
+            if (index == kEmptyLane)
+            {
+                continue;
+            }
+            ContactConstraint& c = constraints[index];
+            for (int i = 0; i < c.pointCount; ++i)
+            {
+                float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+                ContactConstraintPoint& cp = c.points[i];
+                cp.relativeVelocity = laneOf(p, kRelativeVelocity, lane);
+                cp.normalImpulse = laneOf(p, kNormalImpulse, lane);
+                cp.tangentImpulse1 = laneOf(p, kTangentImpulse1, lane);
+                cp.tangentImpulse2 = laneOf(p, kTangentImpulse2, lane);
+                cp.maxNormalImpulse = laneOf(p, kMaxNormalImpulse, lane);
+            }
+        }
+    }
+}
+
+void warmStartContactsWide(const ConstraintGraph& graph, std::span<const ContactConstraint> constraints,
+                           std::span<SolverBody> bodies)
+{
+    const float* base = alignedBase(graph.bundleValues);
+    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
+    {
+        warmStartBundle(base + bundle * kBundleFloats, graph.bundleBodies.data() + bundle * 2 * W,
+                        graph.bundlePoints[bundle], bodies.data());
+    }
+    bodies[0] = SolverBody{}; // the static dummy: only zeros were added, but keep it exact
+    warmStartContacts(constraints, graph.overflow(), bodies);
+}
+
+void solveContactsWide(ConstraintGraph& graph, std::span<ContactConstraint> constraints,
+                       std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop,
+                       bool useBias)
+{
+    float* base = alignedBase(graph.bundleValues);
+    const FloatW wideInverseH = simd::splat(inverseH);
+    const FloatW minusPushout = simd::splat(-pushoutVelocity);
+    const FloatW slop = simd::splat(linearSlop);
+    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
+    {
+        float* q = base + bundle * kBundleFloats;
+        const std::uint32_t* bodyIndex = graph.bundleBodies.data() + bundle * 2 * W;
+        const int points = graph.bundlePoints[bundle];
+        if (useBias)
+        {
+            solveBundle<true>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
+        }
+        else
+        {
+            solveBundle<false>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
+        }
+    }
+    bodies[0] = SolverBody{};
+    solveContacts(constraints, graph.overflow(), bodies, inverseH, pushoutVelocity, linearSlop, useBias);
+}
+
+} // namespace polytope::physics
