@@ -212,6 +212,7 @@ World::World(const WorldConfig& config)
     m_materials.reserve(bodies);
     m_shapes.reserve(bodies);
     m_fatBoxes.reserve(bodies);
+    m_tightBoxes.reserve(bodies);
     m_freeSlots.reserve(bodies);
     m_planes.reserve(bodies);
     m_pairScratch.reserve(contacts);
@@ -321,6 +322,7 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
         m_materials.emplace_back();
         m_shapes.emplace_back();
         m_fatBoxes.emplace_back();
+        m_tightBoxes.emplace_back();
     }
 
     Body& body = m_bodies[index];
@@ -353,7 +355,8 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     }
     else
     {
-        m_fatBoxes[index] = m_fatBoxPolicy.fatBox(computeTightBox(index), predictedDisplacement(index, 0.0f));
+        m_tightBoxes[index] = computeTightBox(index);
+        m_fatBoxes[index] = m_fatBoxPolicy.fatBox(m_tightBoxes[index], predictedDisplacement(index, 0.0f));
         body.proxy = m_broadphase.createProxy(m_fatBoxes[index], index);
         body.pendingPlaneTest = true;
         body.proxyMoved = true;
@@ -514,6 +517,7 @@ WorldStatus World::setTransform(BodyId id, const Transform& transform)
     sim.transform = {transform.p, normalize(transform.q)};
     sim.center = transformPoint(sim.transform, sim.localCenter);
     sim.sleepTime = 0.0f;
+    m_tightBoxes[index] = computeTightBox(index);
     updateFatBox(index, 0.0f, true);
     return WorldStatus::Ok;
 }
@@ -684,8 +688,7 @@ void World::updateFatBox(std::uint32_t index, float dt, bool force)
     {
         return;
     }
-    const Aabb tight = computeTightBox(index);
-    const Aabb needed = sweptBox(index, tight, dt);
+    const Aabb needed = sweptBox(index, m_tightBoxes[index], dt);
     // The stored box carries the margin beyond the swept region, so that small changes of motion keep it.
     const Aabb wanted = m_fatBoxPolicy.fatBox(needed, {});
     Aabb& fat = m_fatBoxes[index];
@@ -1212,6 +1215,14 @@ void World::finalizeBodies(float dt, StepStatus& status)
         sim.force = {};
         sim.torque = {};
 
+        // The box must hold the body between steps (restoreState checks it): refresh it for the motion
+        // now; step() checks it again against the velocities it starts with.
+        if (m_bodies[i].proxy != kNullProxy)
+        {
+            m_tightBoxes[i] = computeTightBox(i);
+            updateFatBox(i, dt, false);
+        }
+
         const float speed = length(sim.linearVelocity) + length(sim.angularVelocity) * sim.extent;
         if (!m_config.enableSleep || !m_bodies[i].allowSleep || speed > m_config.sleepVelocity)
         {
@@ -1317,7 +1328,8 @@ StepStatus World::step(float dt)
     }
     m_stats = StepStats{};
     // Broadphase boxes cover this step's motion, with the velocities as they are now (after any calls
-    // since the last step), so every contact the step needs exists before it starts.
+    // since the last step), so every contact the step needs exists before it starts. The tight boxes are
+    // those of the poses the last step (or createBody, setTransform, restoreState) left.
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     for (std::uint32_t i = 0; i < slotCount; ++i)
     {

@@ -690,6 +690,12 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
     m_materials.assign(materials.begin(), materials.end());
     m_shapes.assign(shapes.begin(), shapes.end());
     m_fatBoxes.assign(fatBoxes.begin(), fatBoxes.end());
+    m_tightBoxes.resize(m_fatBoxes.size());
+    for (std::uint32_t i = 0; i < m_tightBoxes.size(); ++i)
+    {
+        m_tightBoxes[i] =
+            m_bodies[i].alive && m_shapes[i].type != ShapeType::Plane ? computeTightBox(i) : Aabb{};
+    }
     m_freeSlots.assign(freeSlots.begin(), freeSlots.end());
     m_bodyCount = alive;
     m_planes.clear();

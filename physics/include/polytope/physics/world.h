@@ -389,6 +389,7 @@ class World
     std::vector<Material> m_materials;
     std::vector<Shape> m_shapes;
     std::vector<Aabb> m_fatBoxes;           ///< per slot; planes have none
+    std::vector<Aabb> m_tightBoxes;         ///< per slot: the shape's box at its current pose (not planes)
     std::vector<std::uint32_t> m_freeSlots; ///< LIFO; reuse order is deterministic
     std::vector<std::uint32_t> m_planes;    ///< slots of plane bodies, ascending
     std::uint32_t m_bodyCount = 0;
