@@ -538,22 +538,48 @@ ContactManifold edgeContact(const HullView& a, const HullView& b, const Transfor
     return manifold;
 }
 
+/// The two roles on a face axis: the shape whose face it is (reference) and the other (incident), with the
+/// reference plane in A's frame, where contacts are built; `toA` maps a role's frame into it.
+struct FaceAxisRoles
+{
+    bool referenceIsA;
+    const HullView& reference;
+    const HullView& incident;
+    int referenceFaceIndex;
+    Transform referenceToA;
+    Transform incidentToA;
+    Vec3 referenceNormal; ///< A's frame, out of the reference face
+    float referenceOffset;
+
+    FaceAxisRoles(const HullView& a, const HullView& b, const Transform& bInA, const SatAxis& axis)
+        : referenceIsA(axis.feature == SatFeature::FaceOfA), reference(referenceIsA ? a : b),
+          incident(referenceIsA ? b : a), referenceFaceIndex(referenceIsA ? axis.indexA : axis.indexB),
+          referenceToA(referenceIsA ? Transform::identity() : bInA),
+          incidentToA(referenceIsA ? bInA : Transform::identity()),
+          referenceNormal(rotate(referenceToA.q, reference.faces[referenceFaceIndex].normal)),
+          referenceOffset(reference.faces[referenceFaceIndex].offset + dot(referenceNormal, referenceToA.p))
+    {
+    }
+
+    /// The reference normal in the incident shape's frame.
+    Vec3 normalInIncident() const { return inverseRotate(incidentToA.q, referenceNormal); }
+};
+
 ContactManifold faceContact(const HullView& a, const HullView& b, const Transform& bInA, const SatAxis& axis,
                             float margin)
 {
-    const bool referenceIsA = axis.feature == SatFeature::FaceOfA;
-    const HullView& reference = referenceIsA ? a : b;
-    const HullView& incident = referenceIsA ? b : a;
-    const int referenceFaceIndex = referenceIsA ? axis.indexA : axis.indexB;
+    const FaceAxisRoles roles(a, b, bInA, axis);
+    const bool referenceIsA = roles.referenceIsA;
+    const HullView& reference = roles.reference;
+    const HullView& incident = roles.incident;
+    const int referenceFaceIndex = roles.referenceFaceIndex;
     const HullFace& referenceFace = reference.faces[referenceFaceIndex];
+    const Transform& referenceToA = roles.referenceToA;
+    const Transform& incidentToA = roles.incidentToA;
+    const Vec3 referenceNormal = roles.referenceNormal;
+    const float referenceOffset = roles.referenceOffset;
 
-    // Everything below is in A's frame; `toA` maps the reference or incident shape's frame into it.
-    const Transform referenceToA = referenceIsA ? Transform::identity() : bInA;
-    const Transform incidentToA = referenceIsA ? bInA : Transform::identity();
-    const Vec3 referenceNormal = rotate(referenceToA.q, referenceFace.normal);
-    const float referenceOffset = referenceFace.offset + dot(referenceNormal, referenceToA.p);
-
-    const int incidentFaceIndex = incidentFaceOf(incident, inverseRotate(incidentToA.q, referenceNormal));
+    const int incidentFaceIndex = incidentFaceOf(incident, roles.normalInIncident());
     const HullFace& incidentFace = incident.faces[incidentFaceIndex];
 
     ClipPolygon buffers[2];
@@ -639,29 +665,21 @@ ContactManifold faceContact(const HullView& a, const HullView& b, const Transfor
 ContactManifold deepestVertexContact(const HullView& a, const HullView& b, const Transform& bInA,
                                      const SatAxis& axis, float margin)
 {
-    const bool referenceIsA = axis.feature == SatFeature::FaceOfA;
-    const HullView& reference = referenceIsA ? a : b;
-    const HullView& incident = referenceIsA ? b : a;
-    const int referenceFaceIndex = referenceIsA ? axis.indexA : axis.indexB;
-    const HullFace& referenceFace = reference.faces[referenceFaceIndex];
-    const Transform referenceToA = referenceIsA ? Transform::identity() : bInA;
-    const Transform incidentToA = referenceIsA ? bInA : Transform::identity();
-    const Vec3 referenceNormal = rotate(referenceToA.q, referenceFace.normal);
-    const float referenceOffset = referenceFace.offset + dot(referenceNormal, referenceToA.p);
-
-    const int vertex = deepestVertexOf(incident, inverseRotate(incidentToA.q, referenceNormal));
-    const Vec3 onIncident = transformPoint(incidentToA, incident.vertices[vertex]);
-    const float separation = dot(referenceNormal, onIncident) - referenceOffset;
+    const FaceAxisRoles roles(a, b, bInA, axis);
+    const int vertex = deepestVertexOf(roles.incident, roles.normalInIncident());
+    const Vec3 onIncident = transformPoint(roles.incidentToA, roles.incident.vertices[vertex]);
+    const float separation = dot(roles.referenceNormal, onIncident) - roles.referenceOffset;
     ContactManifold manifold;
-    manifold.normal = referenceIsA ? referenceNormal : -referenceNormal;
+    manifold.normal = roles.referenceIsA ? roles.referenceNormal : -roles.referenceNormal;
     if (separation <= margin)
     {
-        const Vec3 onReference = onIncident - referenceNormal * separation;
+        const Vec3 onReference = onIncident - roles.referenceNormal * separation;
         const ContactFeatureKind kind =
-            referenceIsA ? ContactFeatureKind::FaceOfA : ContactFeatureKind::FaceOfB;
+            roles.referenceIsA ? ContactFeatureKind::FaceOfA : ContactFeatureKind::FaceOfB;
         manifold.points[0] = {
-            referenceIsA ? onReference : onIncident, referenceIsA ? onIncident : onReference, separation,
-            makeClipFeatureId(kind, static_cast<std::uint32_t>(referenceFaceIndex),
+            roles.referenceIsA ? onReference : onIncident, roles.referenceIsA ? onIncident : onReference,
+            separation,
+            makeClipFeatureId(kind, static_cast<std::uint32_t>(roles.referenceFaceIndex),
                               clipFeatureIncidentVertex(static_cast<std::uint32_t>(vertex)))};
         manifold.pointCount = 1;
     }

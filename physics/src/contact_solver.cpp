@@ -234,14 +234,6 @@ void warmStartContact(const ContactConstraint& c, std::span<SolverBody> bodies)
 
 } // namespace
 
-void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<SolverBody> bodies)
-{
-    for (const ContactConstraint& c : constraints)
-    {
-        warmStartContact(c, bodies);
-    }
-}
-
 void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<const std::uint32_t> indices,
                        std::span<SolverBody> bodies)
 {
@@ -324,16 +316,6 @@ void solveContact(ContactConstraint& c, std::span<SolverBody> bodies, float inve
 }
 
 template <bool useBias>
-void solveContactsImpl(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float inverseH,
-                       float pushoutVelocity, float linearSlop)
-{
-    for (ContactConstraint& c : constraints)
-    {
-        solveContact<useBias>(c, bodies, inverseH, pushoutVelocity, linearSlop);
-    }
-}
-
-template <bool useBias>
 void solveContactsImpl(std::span<ContactConstraint> constraints, std::span<const std::uint32_t> indices,
                        std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop)
 {
@@ -344,19 +326,6 @@ void solveContactsImpl(std::span<ContactConstraint> constraints, std::span<const
 }
 
 } // namespace
-
-void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float inverseH,
-                   float pushoutVelocity, float linearSlop, bool useBias)
-{
-    if (useBias)
-    {
-        solveContactsImpl<true>(constraints, bodies, inverseH, pushoutVelocity, linearSlop);
-    }
-    else
-    {
-        solveContactsImpl<false>(constraints, bodies, inverseH, pushoutVelocity, linearSlop);
-    }
-}
 
 void solveContacts(std::span<ContactConstraint> constraints, std::span<const std::uint32_t> indices,
                    std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop,

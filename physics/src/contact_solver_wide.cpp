@@ -115,6 +115,20 @@ inline float& laneOf(float* block, int f, int lane)
 {
     return block[static_cast<std::ptrdiff_t>(f) * W + lane];
 }
+inline float laneOf(const float* block, int f, int lane)
+{
+    return block[static_cast<std::ptrdiff_t>(f) * W + lane];
+}
+
+/// The fields of point i of the bundle at q.
+inline float* pointBlock(float* q, int i)
+{
+    return q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+}
+inline const float* pointBlock(const float* q, int i)
+{
+    return q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+}
 inline void setLaneVec3(float* block, int f, int lane, const Vec3& v)
 {
     laneOf(block, f, lane) = v.x;
@@ -274,7 +288,7 @@ void warmStartBundle(const float* q, const std::uint32_t* bodyIndex, int pointCo
     const WideVec3 tangent2ShiftB = fieldVec3(q, kTangent2ShiftB);
     for (int i = 0; i < pointCount; ++i)
     {
-        const float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+        const float* p = pointBlock(q, i);
         const FloatW n = field(p, kNormalImpulse);
         const FloatW t1 = field(p, kTangentImpulse1);
         const FloatW t2 = field(p, kTangentImpulse2);
@@ -309,7 +323,7 @@ void solveBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, Solve
 
     for (int i = 0; i < pointCount; ++i)
     {
-        float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+        float* p = pointBlock(q, i);
         const WideVec3 armA = fieldVec3(p, kNormalArmA);
         const WideVec3 armB = fieldVec3(p, kNormalArmB);
         const FloatW s = shift + dot(b.dq, armB) - dot(a.dq, armA) + field(p, kBaseSeparation);
@@ -357,7 +371,7 @@ void solveBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, Solve
     const FloatW friction = field(q, kFriction);
     for (int i = 0; i < pointCount; ++i)
     {
-        float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+        float* p = pointBlock(q, i);
         const FloatW v1 =
             relativeSpeed(a, b, tangent1, fieldVec3(p, kTangent1ArmA), fieldVec3(p, kTangent1ArmB));
         const FloatW v2 =
@@ -404,7 +418,7 @@ void packLane(float* q, int lane, const ContactConstraint& c)
     for (int i = 0; i < c.pointCount; ++i)
     {
         const ContactConstraintPoint& cp = c.points[i];
-        float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+        float* p = pointBlock(q, i);
         setLaneVec3(p, kNormalArmA, lane, cp.normalArmA);
         setLaneVec3(p, kNormalArmB, lane, cp.normalArmB);
         setLaneVec3(p, kNormalTurnA, lane, cp.normalTurnA);
@@ -495,7 +509,7 @@ void unpackContactBundles(const ConstraintGraph& graph, std::span<ContactConstra
     const float* base = alignedBase(graph.bundleValues);
     for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
     {
-        float* q = const_cast<float*>(base + bundle * kBundleFloats);
+        const float* q = base + bundle * kBundleFloats;
         for (int lane = 0; lane < W; ++lane)
         {
             const std::uint32_t index = graph.bundleLanes[bundle * W + lane];
@@ -506,7 +520,7 @@ void unpackContactBundles(const ConstraintGraph& graph, std::span<ContactConstra
             ContactConstraint& c = constraints[index];
             for (int i = 0; i < c.pointCount; ++i)
             {
-                float* p = q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
+                const float* p = pointBlock(q, i);
                 ContactConstraintPoint& cp = c.points[i];
                 cp.relativeVelocity = laneOf(p, kRelativeVelocity, lane);
                 cp.normalImpulse = laneOf(p, kNormalImpulse, lane);

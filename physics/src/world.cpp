@@ -675,10 +675,7 @@ Aabb World::sweptBox(std::uint32_t index, const Aabb& tight, float dt) const
         pad += length(m_config.gravity * m_materials[index].gravityScale) * dt * dt;
     }
     pad = std::min(pad, m_config.maxSpeculativeDistance);
-    const Vec3 grow{pad, pad, pad};
-    FatBoxPolicy sweep = m_fatBoxPolicy;
-    sweep.marginMeters = 0.0f;
-    return sweep.fatBox({tight.min - grow, tight.max + grow}, predictedDisplacement(index, dt));
+    return FatBoxPolicy::grownAndStretched(tight, pad, predictedDisplacement(index, dt));
 }
 
 void World::updateFatBox(std::uint32_t index, float dt, bool force)

@@ -4,6 +4,8 @@
 
 #include "support/fat_box_motion.h"
 
+#include "random_shapes.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <vector>
 
 using namespace polytope::physics;
+using namespace physics_test;
 using polytope::test::kDisplacementScale;
 using polytope::test::moveWithPolicy;
 
@@ -152,11 +155,6 @@ bool strictlyIncreasing(const std::vector<BroadphasePair>& pairs)
 }
 
 // ---- random scenes ----------------------------------------------------------------------------------------
-
-float uniform(std::mt19937& rng, float lo, float hi)
-{
-    return std::uniform_real_distribution<float>(lo, hi)(rng);
-}
 
 Vec3 randomPoint(std::mt19937& rng, float lo, float hi)
 {

@@ -3,6 +3,8 @@
 // and planes, and hand-made configurations (parallel capsules, a capsule lying on a box).
 #include "polytope/physics/collide.h"
 
+#include "random_shapes.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,20 +14,10 @@
 #include <random>
 
 using namespace polytope::physics;
+using namespace physics_test;
 
 namespace
 {
-
-float uniform(std::mt19937& rng, float lo, float hi)
-{
-    return std::uniform_real_distribution<float>(lo, hi)(rng);
-}
-
-Quat randomRotation(std::mt19937& rng)
-{
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    return normalize(Quat{n(rng), n(rng), n(rng), n(rng)});
-}
 
 Vec3 randomPoint(std::mt19937& rng, float extent)
 {
@@ -152,16 +144,6 @@ void requireConsistent(const ContactManifold& m, float margin)
     }
 }
 
-float deepest(const ContactManifold& m)
-{
-    float d = std::numeric_limits<float>::infinity();
-    for (int i = 0; i < m.pointCount; ++i)
-    {
-        d = std::min(d, m.points[i].separation);
-    }
-    return d;
-}
-
 } // namespace
 
 TEST_CASE("sphere-sphere contacts match the closed form", "[manifold]")
@@ -262,7 +244,7 @@ TEST_CASE("capsule-capsule contacts match a numerical segment-distance search", 
         }
         ++contacts;
         REQUIRE(m.pointCount <= 2);
-        REQUIRE(deepest(m) == Approx(expected).margin(2e-4));
+        REQUIRE(deepestSeparation(m) == Approx(expected).margin(2e-4));
         for (int i = 0; i < m.pointCount; ++i)
         {
             REQUIRE(onSweptSphere(m.points[i].pointA, a0, a1, a.radius, 2e-4));
@@ -303,7 +285,7 @@ TEST_CASE("parallel capsules side by side get two points at the ends of their ov
     const ContactManifold same = collideCapsuleCapsule(a, b, Transform::identity(), 0.0f);
     requireConsistent(same, 0.0f);
     REQUIRE(same.pointCount == 2);
-    REQUIRE(deepest(same) == Approx(-0.5f).margin(1e-6));
+    REQUIRE(deepestSeparation(same) == Approx(-0.5f).margin(1e-6));
     REQUIRE(std::fabs(same.normal.y) < 1e-6f);
     // Crossing cores (an X): separated sideways along the common perpendicular.
     const ContactManifold x =
@@ -381,11 +363,11 @@ TEST_CASE("capsule-box contacts match a numerical closest-point search", "[manif
         REQUIRE(m.pointCount <= 2);
         if (coreDistance > 1e-3)
         {
-            REQUIRE(deepest(m) == Approx(expected).margin(1e-4));
+            REQUIRE(deepestSeparation(m) == Approx(expected).margin(1e-4));
         }
         else
         {
-            REQUIRE(deepest(m) <=
+            REQUIRE(deepestSeparation(m) <=
                     expected + 1e-4); // the core enters the box: at least as deep as its deepest point
         }
         for (int i = 0; i < m.pointCount; ++i)
@@ -428,7 +410,8 @@ TEST_CASE("capsule-box contacts match a numerical closest-point search", "[manif
         log, table, relativeTransform({{0.0f, 0.0f, 0.0f}, logWorld.q}, Transform::identity()), 0.0f);
     requireConsistent(skewer, 0.0f);
     REQUIRE(skewer.pointCount >= 1);
-    REQUIRE(deepest(skewer) == Approx(-0.7f).margin(1e-5)); // out through the top or bottom: 0.5 + 0.2
+    REQUIRE(deepestSeparation(skewer) ==
+            Approx(-0.7f).margin(1e-5)); // out through the top or bottom: 0.5 + 0.2
 }
 
 TEST_CASE("sphere-plane and capsule-plane contacts match the closed form", "[manifold]")
@@ -472,7 +455,7 @@ TEST_CASE("sphere-plane and capsule-plane contacts match the closed form", "[man
         REQUIRE(mc.pointCount == expectedCount);
         if (mc.pointCount > 0)
         {
-            REQUIRE(deepest(mc) == Approx(capsuleExpected).margin(1e-5));
+            REQUIRE(deepestSeparation(mc) == Approx(capsuleExpected).margin(1e-5));
             for (int i = 0; i < mc.pointCount; ++i)
             {
                 REQUIRE(onSweptSphere(mc.points[i].pointA, capsuleEnd(capsule, -1.0f),

@@ -8,6 +8,8 @@
 #include "polytope/physics/sat.h"
 #include "polytope/physics/support.h"
 
+#include "random_shapes.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,37 +19,10 @@
 #include <vector>
 
 using namespace polytope::physics;
+using namespace physics_test;
 
 namespace
 {
-
-float uniform(std::mt19937& rng, float lo, float hi)
-{
-    return std::uniform_real_distribution<float>(lo, hi)(rng);
-}
-
-Quat randomRotation(std::mt19937& rng)
-{
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    return normalize(Quat{n(rng), n(rng), n(rng), n(rng)});
-}
-
-/// A hull of 8 to 32 points on a random ellipsoid shell (radii 0.2 .. 1 m), built by buildConvexHull.
-ConvexHull randomCloudHull(std::mt19937& rng)
-{
-    const int count = std::uniform_int_distribution<int>(8, 32)(rng);
-    const Vec3 axes{uniform(rng, 0.2f, 1.0f), uniform(rng, 0.2f, 1.0f), uniform(rng, 0.2f, 1.0f)};
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    std::vector<Vec3> points;
-    for (int i = 0; i < count; ++i)
-    {
-        const Vec3 direction = normalize(Vec3{n(rng), n(rng), n(rng)});
-        points.push_back(mulPerElem(direction, axes) * uniform(rng, 0.8f, 1.0f));
-    }
-    const HullResult built = buildConvexHull(points);
-    REQUIRE(built.ok());
-    return built.hull;
-}
 
 /// A pool of random hulls, built once: the pairs below draw two of them and a random pose, so that the
 /// 100,000 pairs cost contact queries rather than hull builds.
@@ -59,7 +34,7 @@ const std::vector<ConvexHull>& hullPool()
         std::vector<ConvexHull> hulls;
         for (int i = 0; i < 400; ++i)
         {
-            hulls.push_back(randomCloudHull(rng));
+            hulls.push_back(randomCloudHull(rng, 8));
         }
         return hulls;
     }();
@@ -116,16 +91,6 @@ double overlapAlong(const ConvexHull& a, const ConvexHull& b, const Transform& b
         lowestB = std::min(lowestB, double(normal.x) * x.x + double(normal.y) * x.y + double(normal.z) * x.z);
     }
     return highestA - lowestB;
-}
-
-float deepestSeparation(const ContactManifold& m)
-{
-    float deepest = std::numeric_limits<float>::infinity();
-    for (int i = 0; i < m.pointCount; ++i)
-    {
-        deepest = std::min(deepest, m.points[i].separation);
-    }
-    return deepest;
 }
 
 /// Tally of manifolds against the face-bias bound.

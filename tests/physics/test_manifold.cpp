@@ -4,6 +4,8 @@
 #include "polytope/physics/collide.h"
 #include "polytope/physics/sat.h"
 
+#include "random_shapes.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -14,20 +16,10 @@
 #include <vector>
 
 using namespace polytope::physics;
+using namespace physics_test;
 
 namespace
 {
-
-float uniform(std::mt19937& rng, float lo, float hi)
-{
-    return std::uniform_real_distribution<float>(lo, hi)(rng);
-}
-
-Quat randomRotation(std::mt19937& rng)
-{
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    return normalize(Quat{n(rng), n(rng), n(rng), n(rng)});
-}
 
 Quat axisAngle(const Vec3& axis, float angle)
 {
@@ -102,16 +94,6 @@ std::vector<std::uint32_t> sortedIds(const ContactManifold& m)
     }
     std::sort(ids.begin(), ids.end());
     return ids;
-}
-
-float deepestSeparation(const ContactManifold& m)
-{
-    float deepest = std::numeric_limits<float>::infinity();
-    for (int i = 0; i < m.pointCount; ++i)
-    {
-        deepest = std::min(deepest, m.points[i].separation);
-    }
-    return deepest;
 }
 
 /// A random pair that is close or overlapping.
@@ -568,15 +550,8 @@ TEST_CASE("box-plane manifolds: the corners within the margin, deepest first, at
         }
         // The reduction keeps a point as deep as the deepest vertex, up to its 0.5 mm tolerance for equally
         // deep points (kReductionDepthTolerance), and none deeper than the deepest vertex.
-        float shallowestKept = m.points[0].separation;
-        float deepestKept = m.points[0].separation;
-        for (int i = 1; i < m.pointCount; ++i)
-        {
-            shallowestKept = std::max(shallowestKept, m.points[i].separation);
-            deepestKept = std::min(deepestKept, m.points[i].separation);
-        }
-        INFO("deepest vertex " << heights[0] << ", deepest kept " << deepestKept << ", shallowest kept "
-                               << shallowestKept);
+        const float deepestKept = deepestSeparation(m);
+        INFO("deepest vertex " << heights[0] << ", deepest kept " << deepestKept);
         REQUIRE(deepestKept >= heights[0] - 1e-5);
         REQUIRE(deepestKept <= heights[0] + 0.5e-3 + 1e-5);
         REQUIRE(distance(rotate(boxWorld.q, m.normal), -plane.normal) < 1e-5f);

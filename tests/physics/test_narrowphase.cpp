@@ -4,6 +4,8 @@
 #include "polytope/physics/hull.h"
 #include "polytope/physics/narrowphase.h"
 
+#include "random_shapes.h"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,15 +13,10 @@
 #include <vector>
 
 using namespace polytope::physics;
+using namespace physics_test;
 
 namespace
 {
-
-Quat randomRotation(std::mt19937& rng)
-{
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    return normalize(Quat{n(rng), n(rng), n(rng), n(rng)});
-}
 
 Vec3 randomVector(std::mt19937& rng, float scale)
 {

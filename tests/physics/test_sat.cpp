@@ -4,6 +4,8 @@
 #include "polytope/physics/collide.h"
 #include "polytope/physics/sat.h"
 
+#include "random_shapes.h"
+
 #include <catch2/catch.hpp>
 
 #include <libqhull_r/qhull_ra.h>
@@ -17,6 +19,7 @@
 #include <vector>
 
 using namespace polytope::physics;
+using namespace physics_test;
 
 namespace
 {
@@ -70,17 +73,6 @@ Vec3d rotateD(const Quat& q, const Vec3d& v)
 Vec3d transformD(const Transform& t, const Vec3& v)
 {
     return rotateD(t.q, toDouble(v)) + toDouble(t.p);
-}
-
-Quat randomRotation(std::mt19937& rng)
-{
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    return normalize(Quat{n(rng), n(rng), n(rng), n(rng)});
-}
-
-float uniform(std::mt19937& rng, float lo, float hi)
-{
-    return std::uniform_real_distribution<float>(lo, hi)(rng);
 }
 
 // --- hulls built by hand: vertices + face vertex sets; loops, normals, offsets and edges filled in ---
@@ -786,15 +778,8 @@ TEST_CASE("hull-plane manifolds: the deepest vertices within the margin, at most
         }
         // The reduction keeps a point as deep as the deepest vertex, up to its 0.5 mm tolerance for equally
         // deep points (kReductionDepthTolerance), and none deeper than the deepest vertex.
-        float shallowestKept = m.points[0].separation;
-        float deepestKept = m.points[0].separation;
-        for (int i = 1; i < m.pointCount; ++i)
-        {
-            shallowestKept = std::max(shallowestKept, m.points[i].separation);
-            deepestKept = std::min(deepestKept, m.points[i].separation);
-        }
-        INFO("deepest vertex " << heights[0] << ", deepest kept " << deepestKept << ", shallowest kept "
-                               << shallowestKept);
+        const float deepestKept = deepestSeparation(m);
+        INFO("deepest vertex " << heights[0] << ", deepest kept " << deepestKept);
         REQUIRE(deepestKept >= heights[0] - 1e-5);
         REQUIRE(deepestKept <= heights[0] + 0.5e-3 + 1e-5);
         REQUIRE(distance(rotate(hullWorld.q, m.normal), -plane.normal) < 1e-5f);

@@ -9,6 +9,8 @@
 #include "polytope/physics/sat.h"
 #include "polytope/physics/support.h"
 
+#include "random_shapes.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,37 +22,10 @@
 #include <vector>
 
 using namespace polytope::physics;
+using namespace physics_test;
 
 namespace
 {
-
-float uniform(std::mt19937& rng, float lo, float hi)
-{
-    return std::uniform_real_distribution<float>(lo, hi)(rng);
-}
-
-Quat randomRotation(std::mt19937& rng)
-{
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    return normalize(Quat{n(rng), n(rng), n(rng), n(rng)});
-}
-
-/// A hull of 16 to 32 points on a random ellipsoid shell (radii 0.2 .. 1 m), built by buildConvexHull.
-ConvexHull randomCloudHull(std::mt19937& rng)
-{
-    const int count = std::uniform_int_distribution<int>(16, 32)(rng);
-    const Vec3 axes{uniform(rng, 0.2f, 1.0f), uniform(rng, 0.2f, 1.0f), uniform(rng, 0.2f, 1.0f)};
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    std::vector<Vec3> points;
-    for (int i = 0; i < count; ++i)
-    {
-        const Vec3 direction = normalize(Vec3{n(rng), n(rng), n(rng)});
-        points.push_back(mulPerElem(direction, axes) * uniform(rng, 0.8f, 1.0f));
-    }
-    const HullResult built = buildConvexHull(points);
-    REQUIRE(built.ok());
-    return built.hull;
-}
 
 /// The contact direction as collidePolyhedra finds it, through the public GJK/EPA API.
 bool contactDirectionOf(const ConvexHull& a, const ConvexHull& b, const Transform& bInA, Vec3& direction)
@@ -64,16 +39,6 @@ bool contactDirectionOf(const ConvexHull& a, const ConvexHull& b, const Transfor
     return true;
 }
 
-float deepestSeparation(const ContactManifold& m)
-{
-    float deepest = std::numeric_limits<float>::infinity();
-    for (int i = 0; i < m.pointCount; ++i)
-    {
-        deepest = std::min(deepest, m.points[i].separation);
-    }
-    return deepest;
-}
-
 } // namespace
 
 TEST_CASE("hull adjacency: face edges follow the loops and vertex edges list each edge at both ends",
@@ -82,7 +47,7 @@ TEST_CASE("hull adjacency: face edges follow the loops and vertex edges list eac
     std::mt19937 rng(5150);
     for (int trial = 0; trial < 200; ++trial)
     {
-        const ConvexHull hull = trial == 0 ? makeBoxHull({0.3f, 0.5f, 0.7f}) : randomCloudHull(rng);
+        const ConvexHull hull = trial == 0 ? makeBoxHull({0.3f, 0.5f, 0.7f}) : randomCloudHull(rng, 16);
         REQUIRE(hull.faceEdges.size() == hull.faceVertices.size());
         REQUIRE(hull.vertexEdgeStart.size() == hull.vertices.size() + 1);
         REQUIRE(hull.vertexEdges.size() == 2 * hull.edges.size());
@@ -144,8 +109,8 @@ TEST_CASE("SAT near the EPA normal equals the exhaustive SAT on random hull pair
     const int trials = 3000;
     for (int trial = 0; trial < trials; ++trial)
     {
-        const ConvexHull a = randomCloudHull(rng);
-        const ConvexHull b = randomCloudHull(rng);
+        const ConvexHull a = randomCloudHull(rng, 16);
+        const ConvexHull b = randomCloudHull(rng, 16);
         Transform bInA;
         bInA.p = Vec3{uniform(rng, -1.0f, 1.0f), uniform(rng, -1.0f, 1.0f), uniform(rng, -1.0f, 1.0f)} * 0.8f;
         bInA.q = randomRotation(rng);
@@ -219,8 +184,8 @@ TEST_CASE("seeded hull manifolds match the exhaustive-SAT manifolds on random pa
     const int trials = 3000;
     for (int trial = 0; trial < trials; ++trial)
     {
-        const ConvexHull a = randomCloudHull(rng);
-        const ConvexHull b = randomCloudHull(rng);
+        const ConvexHull a = randomCloudHull(rng, 16);
+        const ConvexHull b = randomCloudHull(rng, 16);
         Transform bInA;
         bInA.p = Vec3{uniform(rng, -1.0f, 1.0f), uniform(rng, -1.0f, 1.0f), uniform(rng, -1.0f, 1.0f)} * 0.9f;
         bInA.q = randomRotation(rng);
@@ -280,7 +245,7 @@ TEST_CASE("seeded box-hull and hull-box manifolds match the exhaustive-SAT manif
     for (int trial = 0; trial < 2000; ++trial)
     {
         const BoxShape box{{uniform(rng, 0.1f, 1.0f), uniform(rng, 0.1f, 1.0f), uniform(rng, 0.1f, 1.0f)}};
-        const ConvexHull hull = randomCloudHull(rng);
+        const ConvexHull hull = randomCloudHull(rng, 16);
         Transform bInA;
         bInA.p = Vec3{uniform(rng, -1.0f, 1.0f), uniform(rng, -1.0f, 1.0f), uniform(rng, -1.0f, 1.0f)} * 1.2f;
         bInA.q = randomRotation(rng);

@@ -4,6 +4,8 @@
 #include "polytope/physics/constraint_graph.h"
 #include "polytope/physics/contact_solver.h"
 
+#include "random_shapes.h"
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -11,14 +13,10 @@
 #include <vector>
 
 using namespace polytope::physics;
+using namespace physics_test;
 
 namespace
 {
-
-float uniform(std::mt19937& rng, float lo, float hi)
-{
-    return std::uniform_real_distribution<float>(lo, hi)(rng);
-}
 
 Vec3 randomVec(std::mt19937& rng, float scale)
 {

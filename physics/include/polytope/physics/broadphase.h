@@ -68,24 +68,31 @@ struct FatBoxPolicy
     /// some side is replaced, e.g. after a fast body slows down.
     float shrinkSlackMeters = 0.4f;
 
-    /// The wanted box: `tight` grown by marginMeters on every side, then stretched on each axis by
-    /// `predictedDisplacement` (metres, e.g. velocity * dt) on the side it points to.
-    Aabb fatBox(const Aabb& tight, const Vec3& predictedDisplacement) const
+    /// `box` grown by `grow` metres on every side, then stretched on each axis by `displacement` (metres,
+    /// e.g. velocity * dt) on the side it points to.
+    static Aabb grownAndStretched(const Aabb& box, float grow, const Vec3& displacement)
     {
-        const Vec3 margin{marginMeters, marginMeters, marginMeters};
-        Aabb fat{tight.min - margin, tight.max + margin};
+        const Vec3 margin{grow, grow, grow};
+        Aabb out{box.min - margin, box.max + margin};
         for (int axis = 0; axis < 3; ++axis)
         {
-            if (predictedDisplacement[axis] < 0.0f)
+            if (displacement[axis] < 0.0f)
             {
-                fat.min[axis] += predictedDisplacement[axis];
+                out.min[axis] += displacement[axis];
             }
             else
             {
-                fat.max[axis] += predictedDisplacement[axis];
+                out.max[axis] += displacement[axis];
             }
         }
-        return fat;
+        return out;
+    }
+
+    /// The wanted box: `tight` grown by marginMeters on every side, then stretched along
+    /// `predictedDisplacement`.
+    Aabb fatBox(const Aabb& tight, const Vec3& predictedDisplacement) const
+    {
+        return grownAndStretched(tight, marginMeters, predictedDisplacement);
     }
 
     /// Whether a proxy may keep its `stored` box: it still contains `needed` (at least the tight box; the

@@ -29,8 +29,8 @@
 // World::solve runs the warm start and solve passes wide: the constraint graph (constraint_graph.h) colours
 // the constraints so that one colour's share no moving body, contact_solver_wide.cpp solves each colour in
 // SIMD bundles of 4 (SSE2) or 8 (AVX2) lanes with the same per-constraint maths as the scalar functions
-// here (bit for bit), and the constraints that fit no colour go through the scalar functions (the
-// index-list overloads). The Gauss-Seidel order is therefore colour by colour, not constraint order.
+// here (bit for bit), and the constraints that fit no colour go through the scalar functions, in
+// constraint order. The Gauss-Seidel order is therefore colour by colour, not constraint order.
 #pragma once
 
 #include "polytope/physics/manifold.h"
@@ -162,19 +162,13 @@ void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBod
 /// deltas the solver's separation estimate reads.
 void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions, float h);
 
-/// Applies the accumulated impulses of every constraint.
-void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<SolverBody> bodies);
-
-/// warmStartContacts over constraints[indices[0]], constraints[indices[1]], ... in that order.
+/// Applies the accumulated impulses of constraints[indices[0]], constraints[indices[1]], ... in that order.
 void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<const std::uint32_t> indices,
                        std::span<SolverBody> bodies);
 
-/// One Gauss-Seidel pass over the constraints: normal (soft with bias when `useBias`, rigid without) then
-/// friction. `inverseH`: 1 / substep seconds.
-void solveContacts(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float inverseH,
-                   float pushoutVelocity, float linearSlop, bool useBias);
-
-/// solveContacts over constraints[indices[0]], constraints[indices[1]], ... in that order.
+/// One Gauss-Seidel pass over constraints[indices[0]], constraints[indices[1]], ... in that order: normal
+/// (soft with bias when `useBias`, rigid without) then friction. `inverseH`: 1 / substep seconds. (The
+/// World solves through the wide solver, constraint_graph.h; this serves its overflow set.)
 void solveContacts(std::span<ContactConstraint> constraints, std::span<const std::uint32_t> indices,
                    std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop,
                    bool useBias);
