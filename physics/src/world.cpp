@@ -660,21 +660,14 @@ Vec3 World::predictedDisplacement(std::uint32_t index, float dt) const
 
 Aabb World::sweptBox(std::uint32_t index, const Aabb& tight, float dt) const
 {
-    // What the body may cover in the coming step: its tight box moved along v dt, grown on every side by
-    // the speculative distance, the sweep of its farthest point turning at |w| (|w| dt extent), and what
-    // gravity adds to the fall within the step (|g| dt^2 bounds it for any substep count).
-    const Body& body = m_bodies[index];
-    if (body.type == BodyType::Static)
+    // What the body may cover in the coming step: its tight box moved along v dt and grown on every side
+    // by the speculative distance and by what turning and accelerating add (reachBeyondVelocity).
+    if (m_bodies[index].type == BodyType::Static)
     {
         return tight;
     }
-    const BodySim& sim = m_sims[index];
-    float pad = m_config.speculativeDistance + length(sim.angularVelocity) * sim.extent * dt;
-    if (body.type == BodyType::Dynamic)
-    {
-        pad += length(m_config.gravity * m_materials[index].gravityScale) * dt * dt;
-    }
-    pad = std::min(pad, m_config.maxSpeculativeDistance);
+    const float pad = std::min(m_config.speculativeDistance + reachBeyondVelocity(index, dt),
+                               m_config.maxSpeculativeDistance);
     return FatBoxPolicy::grownAndStretched(tight, pad, predictedDisplacement(index, dt));
 }
 
@@ -857,8 +850,29 @@ float World::speculativeReach(std::uint32_t index, float dt) const
     {
         return 0.0f;
     }
+    return length(m_sims[index].linearVelocity) * dt + reachBeyondVelocity(index, dt);
+}
+
+float World::reachBeyondVelocity(std::uint32_t index, float dt) const
+{
+    // How far a surface point may move in dt seconds besides the centre's v dt: the sweep of the farthest
+    // point turning at |w|, and what gravity and the applied force add within the step (|a| dt^2 bounds
+    // it for any substep count). The broadphase box (sweptBox) and the narrowphase margin
+    // (speculativeReach) both use it, so a contact the step may need is both paired and generated.
+    const Body& body = m_bodies[index];
+    if (body.type == BodyType::Static)
+    {
+        return 0.0f;
+    }
     const BodySim& sim = m_sims[index];
-    return (length(sim.linearVelocity) + length(sim.angularVelocity) * sim.extent) * dt;
+    float reach = length(sim.angularVelocity) * sim.extent * dt;
+    if (body.type == BodyType::Dynamic)
+    {
+        const Vec3 acceleration =
+            m_config.gravity * m_materials[index].gravityScale + sim.force * sim.inverseMass;
+        reach += length(acceleration) * dt * dt;
+    }
+    return reach;
 }
 
 bool World::updateContact(Contact& contact, float dt)

@@ -135,7 +135,7 @@ struct WorldConfig
                                          ///< sinks this far, so tall stacks want 0)
     float speculativeDistance = 0.02f;   ///< metres: contacts are made this far before shapes touch
     float maxSpeculativeDistance = 4.0f; ///< metres: cap on the velocity-grown speculative distance of a
-                                         ///< body (|v| dt + |w| dt * extent)
+                                         ///< body (|v| dt + |w| dt * extent + |a| dt^2)
     float restitutionThreshold = 1.0f;   ///< m/s: slower impacts do not bounce
     float maxLinearSpeed = 400.0f;       ///< m/s, per body
     float broadphaseMargin = 0.1f;       ///< metres added around each body's box in the broadphase
@@ -379,6 +379,7 @@ class World
     void finalizeBodies(float dt, StepStatus& status);
     void updateSleep();
     float speculativeReach(std::uint32_t index, float dt) const;
+    float reachBeyondVelocity(std::uint32_t index, float dt) const; ///< metres: turning and acceleration
     Mat3 inverseInertiaWorld(std::uint32_t index) const;
     void rebuildBroadphase(); ///< recreates the tree from m_fatBoxes and the proxyMoved flags
 
