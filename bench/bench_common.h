@@ -47,6 +47,7 @@ struct SuiteOptions
     std::int64_t count = 0; ///< --count N: problem size (e.g. pairs per class for narrowphase); not scenes
     double seconds = 0.0;   ///< --seconds S: simulated seconds per scene (scenes suite), > 0
     std::uint64_t seed = 1; ///< --seed S
+    std::vector<std::string> scenes; ///< --scene NAME (repeatable): run only these scenes (scenes suite)
 };
 
 struct Suite

@@ -1,5 +1,5 @@
-// polytope-bench SUITE [--json] [--count N] [--seconds S] [--seed S]: benchmarks, with peers side by side
-// in the same run where a suite has them.
+// polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--seed S]: benchmarks, with
+// peers side by side in the same run where a suite has them.
 //
 // Output: a table for people, or with --json one object {"suite": ..., "results": [...]} whose results are
 // flat records: case, impl, n, then figures in snake_case with the unit in the name (ns_median, ...).
@@ -35,7 +35,7 @@ int main(int argc, char** argv)
 
     CLI::App app{
         "polytope-bench: benchmarks, with peers side by side in the same run where a suite has them\n"
-        "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--seed S]"};
+        "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--seed S]"};
     app.add_option("suite", suiteName, "the suite to run (listed below)");
     app.add_flag("--json", json,
                  "print one JSON object {\"suite\": ..., \"results\": [...]} instead of the table");
@@ -47,6 +47,8 @@ int main(int argc, char** argv)
                    "scenes: simulated seconds per scene, at 60 steps a second (default: each scene's, "
                    "10 to 60)")
         ->check(CLI::Range(kMinSceneSeconds, kMaxSceneSeconds));
+    app.add_option("--scene", options.scenes,
+                   "scenes: run only this scene (repeat for several; default: every scene of the suite)");
     // Signed, so that "-3" is refused rather than wrapped round.
     std::int64_t seed = static_cast<std::int64_t>(options.seed);
     app.add_option("--seed", seed, "random seed")
@@ -71,8 +73,10 @@ int main(int argc, char** argv)
         {
             std::fprintf(stderr, "polytope-bench: unknown suite '%s'\n", suiteName.c_str());
         }
-        std::fprintf(stderr, "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--seed S]\n%s",
-                     suiteList.c_str());
+        std::fprintf(
+            stderr,
+            "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--seed S]\n%s",
+            suiteList.c_str());
         return suiteName.empty() ? 1 : 2;
     }
     Report report(suite->name);

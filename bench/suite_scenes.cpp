@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -551,8 +552,22 @@ void runScenesSuite(Report& report, const SuiteOptions& options)
         {"pile1000", 10.0, ph::kSceneFriction, false},
         {"pile4000", 10.0, ph::kSceneFriction, false},
     };
+    for (const std::string& wanted : options.scenes)
+    {
+        const bool known = std::any_of(std::begin(entries), std::end(entries),
+                                       [&](const Entry& e) { return wanted == e.scene; });
+        if (!known)
+        {
+            std::fprintf(stderr, "polytope-bench scenes: no scene '%s' in this suite\n", wanted.c_str());
+        }
+    }
     for (const Entry& entry : entries)
     {
+        if (!options.scenes.empty() &&
+            std::find(options.scenes.begin(), options.scenes.end(), entry.scene) == options.scenes.end())
+        {
+            continue;
+        }
         ph::SceneName name;
         std::string error;
         if (!ph::parseSceneName(entry.scene, name, error))

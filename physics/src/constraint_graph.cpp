@@ -10,11 +10,13 @@ void ConstraintGraph::reserve(std::size_t bodies, std::size_t constraints)
 {
     order.reserve(constraints);
     colorOf.reserve(constraints);
+    overflowConstraints.reserve(constraints);
+    overflowSequence.reserve(constraints);
     bodyBits.reserve(kGraphColorCount * ((bodies + 63) / 64));
     reserveContactBundles(*this, constraints);
 }
 
-void ConstraintGraph::color(std::span<const ContactConstraint> constraints, std::size_t bodyCount)
+void ConstraintGraph::color(std::span<const ContactConstraintSetup> constraints, std::size_t bodyCount)
 {
     const std::size_t words = (bodyCount + 63) / 64;
     bodyBits.assign(kGraphColorCount * words, 0);

@@ -118,9 +118,18 @@ Softness makeSoftness(float hertz, float dampingRatio, float h)
     return {omega / a1, a2 * a3, a3};
 }
 
-void prepareContactConstraint(ContactConstraint& c, std::span<const SolverBody> bodies,
-                              std::span<const SolverBodyMass> masses)
+void prepareContactConstraint(const ContactConstraintSetup& setup, ContactConstraint& c,
+                              std::span<const SolverBody> bodies, std::span<const SolverBodyMass> masses)
 {
+    c.bodyA = setup.bodyA;
+    c.bodyB = setup.bodyB;
+    c.normal = setup.normal;
+    c.tangent1 = setup.tangent1;
+    c.tangent2 = setup.tangent2;
+    c.friction = setup.friction;
+    c.restitution = setup.restitution;
+    c.softness = setup.softness;
+    c.pointCount = setup.pointCount;
     const SolverBody& a = bodies[c.bodyA];
     const SolverBody& b = bodies[c.bodyB];
     const SolverBodyMass& ma = masses[c.bodyA];
@@ -133,7 +142,14 @@ void prepareContactConstraint(ContactConstraint& c, std::span<const SolverBody> 
     c.tangent2ShiftB = mulPerElem(mb.inverseMass, c.tangent2);
     for (int i = 0; i < c.pointCount; ++i)
     {
+        const ContactPointSetup& in = setup.points[i];
         ContactConstraintPoint& p = c.points[i];
+        p.anchorA = in.anchorA;
+        p.anchorB = in.anchorB;
+        p.baseSeparation = in.baseSeparation;
+        p.normalImpulse = in.normalImpulse;
+        p.tangentImpulse1 = in.tangentImpulse1;
+        p.tangentImpulse2 = in.tangentImpulse2;
         p.normalArmA = cross(p.anchorA, c.normal);
         p.normalArmB = cross(p.anchorB, c.normal);
         p.normalTurnA = ma.inverseInertia * p.normalArmA;
@@ -341,10 +357,12 @@ void solveContacts(std::span<ContactConstraint> constraints, std::span<const std
     }
 }
 
-void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies, float threshold)
+void applyRestitution(std::span<ContactConstraint> constraints, std::span<const std::uint32_t> indices,
+                      std::span<SolverBody> bodies, float threshold)
 {
-    for (ContactConstraint& c : constraints)
+    for (const std::uint32_t index : indices)
     {
+        ContactConstraint& c = constraints[index];
         if (c.restitution == 0.0f)
         {
             continue;

@@ -16,7 +16,11 @@
 // - Each lane performs the very operations of contact_solver.cpp's scalar code in the same order (no
 //   FMA: the project builds with -ffp-contract=off; min/max written in the order that matches std::min
 //   and std::max), so a lane's result equals the scalar solver's for that constraint, whatever W is.
-// - Restitution runs once a step and stays scalar (unpackContactBundles first).
+// - Bundles are prepared straight from the World's compact ContactConstraintSetup records, one lane at a
+//   time through the scalar prepareContactConstraint (so the Jacobians are the scalar solver's bits), into
+//   a constraint that stays in the cache; only the fields a bundle reads are zeroed.
+// - Restitution runs once a step, wide as well (restituteBundle), and the impulses are read back per lane
+//   (readContactImpulses) for the next step's warm start.
 #include "polytope/physics/constraint_graph.h"
 
 #include "simd.h"
@@ -48,7 +52,8 @@ constexpr int kFriction = 27;
 constexpr int kBiasRate = 28;
 constexpr int kMassScale = 29;
 constexpr int kImpulseScale = 30;
-constexpr int kConstraintFields = 31;
+constexpr int kRestitution = 31;
+constexpr int kConstraintFields = 32;
 // Point fields, relative to the point's block.
 constexpr int kNormalArmA = 0;
 constexpr int kNormalArmB = 3;
@@ -400,6 +405,45 @@ void solveBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, Solve
     scatterVelocities(bodies, bodyIndex + W, b);
 }
 
+/// applyRestitution on one bundle: the scalar code's operations per lane, and lanes or points it skips
+/// (no restitution, too slow an approach, no load) apply exactly 0.
+void restituteBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, SolverBody* bodies,
+                     FloatW minusThreshold)
+{
+    WideBody a;
+    WideBody b;
+    gatherBodies(bodies, bodyIndex, a);
+    gatherBodies(bodies, bodyIndex + W, b);
+    const FloatW zero = simd::zero();
+    const WideVec3 normal = fieldVec3(q, kNormal);
+    const WideVec3 normalShiftA = fieldVec3(q, kNormalShiftA);
+    const WideVec3 normalShiftB = fieldVec3(q, kNormalShiftB);
+    const FloatW restitution = field(q, kRestitution);
+    const FloatW noBounce = simd::equal(restitution, zero);
+    for (int i = 0; i < pointCount; ++i)
+    {
+        float* p = pointBlock(q, i);
+        const FloatW approach = field(p, kRelativeVelocity);
+        const FloatW maxImpulse = field(p, kMaxNormalImpulse);
+        // The scalar code skips these: no restitution, relativeVelocity > -threshold, maxNormalImpulse == 0.
+        const FloatW skip = simd::either(
+            noBounce, simd::either(simd::greater(approach, minusThreshold), simd::equal(maxImpulse, zero)));
+        const FloatW vn = relativeSpeed(a, b, normal, fieldVec3(p, kNormalArmA), fieldVec3(p, kNormalArmB));
+        const FloatW impulse = field(p, kNormalImpulse);
+        const FloatW lambda = -field(p, kNormalMass) * (vn + restitution * approach);
+        const FloatW total = simd::select(skip, impulse, simd::max(zero, impulse + lambda));
+        const FloatW applied = simd::select(skip, zero, total - impulse);
+        setField(p, kNormalImpulse, total);
+        setField(p, kMaxNormalImpulse, simd::select(skip, maxImpulse, simd::max(applied, maxImpulse)));
+        a.v = a.v - normalShiftA * applied;
+        a.w = a.w - fieldVec3(p, kNormalTurnA) * applied;
+        b.v = b.v + normalShiftB * applied;
+        b.w = b.w + fieldVec3(p, kNormalTurnB) * applied;
+    }
+    scatterVelocities(bodies, bodyIndex, a);
+    scatterVelocities(bodies, bodyIndex + W, b);
+}
+
 void packLane(float* q, int lane, const ContactConstraint& c)
 {
     setLaneVec3(q, kNormal, lane, c.normal);
@@ -415,6 +459,7 @@ void packLane(float* q, int lane, const ContactConstraint& c)
     laneOf(q, kBiasRate, lane) = c.softness.biasRate;
     laneOf(q, kMassScale, lane) = c.softness.massScale;
     laneOf(q, kImpulseScale, lane) = c.softness.impulseScale;
+    laneOf(q, kRestitution, lane) = c.restitution;
     for (int i = 0; i < c.pointCount; ++i)
     {
         const ContactConstraintPoint& cp = c.points[i];
@@ -465,7 +510,8 @@ void reserveContactBundles(ConstraintGraph& graph, std::size_t constraints)
     graph.bundlePoints.reserve(bundles);
 }
 
-void packContactBundles(ConstraintGraph& graph, std::span<const ContactConstraint> constraints)
+void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstraintSetup> constraints,
+                           std::span<const SolverBody> bodies, std::span<const SolverBodyMass> masses)
 {
     std::uint32_t bundles = 0;
     for (int color = 0; color < kGraphColorCount; ++color)
@@ -474,12 +520,14 @@ void packContactBundles(ConstraintGraph& graph, std::span<const ContactConstrain
         bundles += (count + W - 1) / W;
     }
     graph.bundleCount = bundles;
-    graph.bundleValues.assign(bundles * kBundleFloats + kAlignFloats, 0.0f);
+    // Sized, not cleared: each bundle is zeroed (the parts it reads) as it is filled.
+    graph.bundleValues.resize(bundles * kBundleFloats + kAlignFloats);
     graph.bundleBodies.assign(static_cast<std::size_t>(bundles) * 2 * W, 0u);
     graph.bundleLanes.assign(static_cast<std::size_t>(bundles) * W, kEmptyLane);
     graph.bundlePoints.assign(bundles, 0);
     float* base = alignedBase(graph.bundleValues);
     std::uint32_t bundle = 0;
+    ContactConstraint prepared; // one lane's constraint, in the cache, on its way into the bundle
     for (int color = 0; color < kGraphColorCount; ++color)
     {
         for (std::uint32_t first = graph.colorStart[color]; first < graph.colorStart[color + 1]; first += W)
@@ -489,51 +537,36 @@ void packContactBundles(ConstraintGraph& graph, std::span<const ContactConstrain
             int points = 0;
             for (std::uint32_t k = first; k < last; ++k)
             {
+                points = std::max(points, constraints[graph.order[k]].pointCount);
+            }
+            // Empty lanes and missing points must read as zeros; points past the bundle's most are not read.
+            std::fill_n(q, static_cast<std::size_t>(kConstraintFields + points * kPointFields) * W, 0.0f);
+            for (std::uint32_t k = first; k < last; ++k)
+            {
                 const int lane = static_cast<int>(k - first);
                 const std::uint32_t index = graph.order[k];
-                const ContactConstraint& c = constraints[index];
-                packLane(q, lane, c);
-                graph.bundleBodies[bundle * 2 * W + lane] = c.bodyA;
-                graph.bundleBodies[bundle * 2 * W + W + lane] = c.bodyB;
+                prepareContactConstraint(constraints[index], prepared, bodies, masses);
+                packLane(q, lane, prepared);
+                graph.bundleBodies[bundle * 2 * W + lane] = prepared.bodyA;
+                graph.bundleBodies[bundle * 2 * W + W + lane] = prepared.bodyB;
                 graph.bundleLanes[bundle * W + lane] = index;
-                points = std::max(points, c.pointCount);
             }
             graph.bundlePoints[bundle] = static_cast<std::uint8_t>(points);
             ++bundle;
         }
     }
-}
 
-void unpackContactBundles(const ConstraintGraph& graph, std::span<ContactConstraint> constraints)
-{
-    const float* base = alignedBase(graph.bundleValues);
-    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
+    const std::span<const std::uint32_t> overflow = graph.overflow();
+    graph.overflowConstraints.resize(overflow.size());
+    graph.overflowSequence.resize(overflow.size());
+    for (std::size_t k = 0; k < overflow.size(); ++k)
     {
-        const float* q = base + bundle * kBundleFloats;
-        for (int lane = 0; lane < W; ++lane)
-        {
-            const std::uint32_t index = graph.bundleLanes[bundle * W + lane];
-            if (index == kEmptyLane)
-            {
-                continue;
-            }
-            ContactConstraint& c = constraints[index];
-            for (int i = 0; i < c.pointCount; ++i)
-            {
-                const float* p = pointBlock(q, i);
-                ContactConstraintPoint& cp = c.points[i];
-                cp.relativeVelocity = laneOf(p, kRelativeVelocity, lane);
-                cp.normalImpulse = laneOf(p, kNormalImpulse, lane);
-                cp.tangentImpulse1 = laneOf(p, kTangentImpulse1, lane);
-                cp.tangentImpulse2 = laneOf(p, kTangentImpulse2, lane);
-                cp.maxNormalImpulse = laneOf(p, kMaxNormalImpulse, lane);
-            }
-        }
+        prepareContactConstraint(constraints[overflow[k]], graph.overflowConstraints[k], bodies, masses);
+        graph.overflowSequence[k] = static_cast<std::uint32_t>(k);
     }
 }
 
-void warmStartContactsWide(const ConstraintGraph& graph, std::span<const ContactConstraint> constraints,
-                           std::span<SolverBody> bodies)
+void warmStartContactsWide(const ConstraintGraph& graph, std::span<SolverBody> bodies)
 {
     const float* base = alignedBase(graph.bundleValues);
     for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
@@ -542,12 +575,11 @@ void warmStartContactsWide(const ConstraintGraph& graph, std::span<const Contact
                         graph.bundlePoints[bundle], bodies.data());
     }
     bodies[0] = SolverBody{}; // the static dummy: only zeros were added, but keep it exact
-    warmStartContacts(constraints, graph.overflow(), bodies);
+    warmStartContacts(graph.overflowConstraints, graph.overflowSequence, bodies);
 }
 
-void solveContactsWide(ConstraintGraph& graph, std::span<ContactConstraint> constraints,
-                       std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop,
-                       bool useBias)
+void solveContactsWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float inverseH,
+                       float pushoutVelocity, float linearSlop, bool useBias)
 {
     float* base = alignedBase(graph.bundleValues);
     const FloatW wideInverseH = simd::splat(inverseH);
@@ -568,7 +600,59 @@ void solveContactsWide(ConstraintGraph& graph, std::span<ContactConstraint> cons
         }
     }
     bodies[0] = SolverBody{};
-    solveContacts(constraints, graph.overflow(), bodies, inverseH, pushoutVelocity, linearSlop, useBias);
+    solveContacts(graph.overflowConstraints, graph.overflowSequence, bodies, inverseH, pushoutVelocity,
+                  linearSlop, useBias);
+}
+
+void applyRestitutionWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float threshold)
+{
+    float* base = alignedBase(graph.bundleValues);
+    const FloatW minusThreshold = simd::splat(-threshold);
+    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
+    {
+        restituteBundle(base + bundle * kBundleFloats, graph.bundleBodies.data() + bundle * 2 * W,
+                        graph.bundlePoints[bundle], bodies.data(), minusThreshold);
+    }
+    bodies[0] = SolverBody{};
+    applyRestitution(graph.overflowConstraints, graph.overflowSequence, bodies, threshold);
+}
+
+void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses> impulses)
+{
+    const float* base = alignedBase(graph.bundleValues);
+    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
+    {
+        const float* q = base + bundle * kBundleFloats;
+        for (int lane = 0; lane < W; ++lane)
+        {
+            const std::uint32_t index = graph.bundleLanes[bundle * W + lane];
+            if (index == kEmptyLane)
+            {
+                continue;
+            }
+            ContactImpulses& out = impulses[index];
+            // Points the lane lacks read as 0 (the bundle was zeroed), as a fresh ContactImpulses has.
+            for (int i = 0; i < graph.bundlePoints[bundle]; ++i)
+            {
+                const float* p = pointBlock(q, i);
+                out.normal[i] = laneOf(p, kNormalImpulse, lane);
+                out.tangent1[i] = laneOf(p, kTangentImpulse1, lane);
+                out.tangent2[i] = laneOf(p, kTangentImpulse2, lane);
+            }
+        }
+    }
+    const std::span<const std::uint32_t> overflow = graph.overflow();
+    for (std::size_t k = 0; k < overflow.size(); ++k)
+    {
+        const ContactConstraint& c = graph.overflowConstraints[k];
+        ContactImpulses& out = impulses[overflow[k]];
+        for (int i = 0; i < c.pointCount; ++i)
+        {
+            out.normal[i] = c.points[i].normalImpulse;
+            out.tangent1[i] = c.points[i].tangentImpulse1;
+            out.tangent2[i] = c.points[i].tangentImpulse2;
+        }
+    }
 }
 
 } // namespace polytope::physics

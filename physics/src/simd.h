@@ -85,6 +85,16 @@ inline FloatW greater(FloatW a, FloatW b)
 {
     return {_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)};
 }
+/// All ones where a == b (ordered), else zero.
+inline FloatW equal(FloatW a, FloatW b)
+{
+    return {_mm256_cmp_ps(a.v, b.v, _CMP_EQ_OQ)};
+}
+/// Lane-wise or of two masks.
+inline FloatW either(FloatW a, FloatW b)
+{
+    return {_mm256_or_ps(a.v, b.v)};
+}
 /// mask ? a : b per lane; mask lanes are all ones or all zeros.
 inline FloatW select(FloatW mask, FloatW a, FloatW b)
 {
@@ -150,6 +160,14 @@ inline FloatW greater(FloatW a, FloatW b)
 {
     return {_mm_cmpgt_ps(a.v, b.v)};
 }
+inline FloatW equal(FloatW a, FloatW b)
+{
+    return {_mm_cmpeq_ps(a.v, b.v)};
+}
+inline FloatW either(FloatW a, FloatW b)
+{
+    return {_mm_or_ps(a.v, b.v)};
+}
 inline FloatW select(FloatW mask, FloatW a, FloatW b)
 {
     return {_mm_or_ps(_mm_and_ps(mask.v, a.v), _mm_andnot_ps(mask.v, b.v))};
@@ -161,7 +179,7 @@ inline constexpr int kLanes = 4;
 struct FloatW
 {
     float v[kLanes];
-    bool mask[kLanes]; ///< set by greater() only
+    bool mask[kLanes]; ///< set by the comparisons and either() only
 };
 template <typename F> inline FloatW eachLane(FloatW a, FloatW b, F f)
 {
@@ -239,6 +257,24 @@ inline FloatW greater(FloatW a, FloatW b)
     for (int i = 0; i < kLanes; ++i)
     {
         r.mask[i] = a.v[i] > b.v[i];
+    }
+    return r;
+}
+inline FloatW equal(FloatW a, FloatW b)
+{
+    FloatW r{};
+    for (int i = 0; i < kLanes; ++i)
+    {
+        r.mask[i] = a.v[i] == b.v[i];
+    }
+    return r;
+}
+inline FloatW either(FloatW a, FloatW b)
+{
+    FloatW r{};
+    for (int i = 0; i < kLanes; ++i)
+    {
+        r.mask[i] = a.mask[i] || b.mask[i];
     }
     return r;
 }

@@ -27,7 +27,6 @@ namespace
 {
 
 constexpr std::uint32_t kStaticSolverIndex = 0;
-constexpr std::uint32_t kNotSolved = 0xFFFFFFFFu; ///< Contact::constraint of a contact not solved this step
 /// A body's stored fat box is replaced once it sticks out of the wanted one by more than this many
 /// broadphase margins (a fast body that slowed down): FatBoxPolicy::shrinkSlackMeters.
 constexpr float kFatBoxShrinkSlackInMargins = 4.0f;
@@ -227,7 +226,9 @@ World::World(const WorldConfig& config)
     m_solverBodies.reserve(bodies + 1);
     m_solverMasses.reserve(bodies + 1);
     m_solverMotions.reserve(bodies + 1);
-    m_constraints.reserve(contacts);
+    m_constraintSetups.reserve(contacts);
+    m_constraintContacts.reserve(contacts);
+    m_constraintImpulses.reserve(contacts);
     m_graph.reserve(bodies + 1, contacts);
     m_islands.reserve(static_cast<std::uint32_t>(bodies));
     m_islandSleep.reserve(bodies);
@@ -1093,12 +1094,12 @@ void World::solve(float dt)
     const float contactHertz = std::min(m_config.contactHertz, 0.25f * inverseH);
     const Softness contactSoftness = makeSoftness(contactHertz, m_config.contactDampingRatio, h);
     const Softness staticSoftness = makeSoftness(2.0f * contactHertz, m_config.contactDampingRatio, h);
-    m_constraints.clear();
+    m_constraintSetups.clear();
+    m_constraintContacts.clear();
     std::uint32_t pointTotal = 0;
     for (const ContactKey& entry : m_contactKeys)
     {
         Contact& c = m_contacts[entry.contact];
-        c.constraint = kNotSolved;
         if (c.manifold.pointCount == 0)
         {
             continue;
@@ -1116,9 +1117,8 @@ void World::solve(float dt)
         {
             continue;
         }
-        c.constraint = static_cast<std::uint32_t>(m_constraints.size());
-        m_constraints.emplace_back();
-        ContactConstraint& cc = m_constraints.back();
+        m_constraintContacts.push_back(entry.contact);
+        ContactConstraintSetup& cc = m_constraintSetups.emplace_back();
         cc.bodyA = ia;
         cc.bodyB = ib;
         const Transform& xfA = m_sims[c.bodyA].transform;
@@ -1139,7 +1139,7 @@ void World::solve(float dt)
         {
             const ContactPoint& mp = c.manifold.points[p];
             const Vec3 mid = transformPoint(xfA, (mp.pointA + mp.pointB) * 0.5f);
-            ContactConstraintPoint& cp = cc.points[p];
+            ContactPointSetup& cp = cc.points[p];
             cp.anchorA = mid - centerA;
             cp.anchorB = mid - centerB;
             cp.baseSeparation = mp.separation;
@@ -1147,51 +1147,46 @@ void World::solve(float dt)
             cp.tangentImpulse1 = c.tangentImpulse1[p];
             cp.tangentImpulse2 = c.tangentImpulse2[p];
         }
-        prepareContactConstraint(cc, m_solverBodies, m_solverMasses);
         pointTotal += static_cast<std::uint32_t>(cc.pointCount);
     }
-    m_stats.touchingContacts = static_cast<std::uint32_t>(m_constraints.size());
+    m_stats.touchingContacts = static_cast<std::uint32_t>(m_constraintSetups.size());
     m_stats.contactPoints = pointTotal;
     m_stats.awakeBodies = static_cast<std::uint32_t>(m_solverBodies.size() - 1);
 
-    // Colour the constraints and pack them into wide bundles (constraint_graph.h); the solver works on
-    // the bundles and the overflow set, and writes the impulses back to m_constraints at the end.
-    m_graph.color(m_constraints, m_solverBodies.size());
-    packContactBundles(m_graph, m_constraints);
+    // Colour the constraints and prepare them straight into wide bundles (constraint_graph.h); the solver
+    // works on the bundles and the overflow set.
+    m_graph.color(m_constraintSetups, m_solverBodies.size());
+    prepareContactBundles(m_graph, m_constraintSetups, m_solverBodies, m_solverMasses);
     const std::span<SolverBody> bodies(m_solverBodies);
-    const std::span<ContactConstraint> constraints(m_constraints);
     for (int substep = 0; substep < substeps; ++substep)
     {
         integrateVelocities(bodies, m_solverMotions, h, m_config.maxLinearSpeed);
-        warmStartContactsWide(m_graph, constraints, bodies);
-        solveContactsWide(m_graph, constraints, bodies, inverseH, m_config.contactPushoutVelocity,
-                          m_config.linearSlop, true);
+        warmStartContactsWide(m_graph, bodies);
+        solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
+                          true);
         integratePositions(bodies, m_solverMotions, h);
         for (int relax = 0; relax < m_config.relaxIterations; ++relax)
         {
-            solveContactsWide(m_graph, constraints, bodies, inverseH, m_config.contactPushoutVelocity,
-                              m_config.linearSlop, false);
+            solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
+                              false);
         }
     }
-    unpackContactBundles(m_graph, constraints);
-    applyRestitution(constraints, bodies, m_config.restitutionThreshold);
+    applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold);
 
     // Store impulses for the next step's warm start.
-    for (const ContactKey& entry : m_contactKeys)
+    m_constraintImpulses.assign(m_constraintSetups.size(), ContactImpulses{});
+    readContactImpulses(m_graph, m_constraintImpulses);
+    for (std::size_t k = 0; k < m_constraintContacts.size(); ++k)
     {
-        Contact& c = m_contacts[entry.contact];
-        if (c.constraint == kNotSolved)
+        Contact& c = m_contacts[m_constraintContacts[k]];
+        const ContactImpulses& impulses = m_constraintImpulses[k];
+        const auto kept = [](float impulse)
+        { return std::fabs(impulse) <= kMaxContactImpulse ? impulse : 0.0f; }; // NaN too: not kept
+        for (int p = 0; p < c.manifold.pointCount; ++p)
         {
-            continue;
-        }
-        const ContactConstraint& cc = m_constraints[c.constraint];
-        for (int p = 0; p < cc.pointCount; ++p)
-        {
-            const auto kept = [](float impulse)
-            { return std::fabs(impulse) <= kMaxContactImpulse ? impulse : 0.0f; }; // NaN too: not kept
-            c.normalImpulse[p] = kept(cc.points[p].normalImpulse);
-            c.tangentImpulse1[p] = kept(cc.points[p].tangentImpulse1);
-            c.tangentImpulse2[p] = kept(cc.points[p].tangentImpulse2);
+            c.normalImpulse[p] = kept(impulses.normal[p]);
+            c.tangentImpulse1[p] = kept(impulses.tangent1[p]);
+            c.tangentImpulse2[p] = kept(impulses.tangent2[p]);
         }
     }
 }

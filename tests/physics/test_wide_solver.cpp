@@ -27,7 +27,7 @@ struct Problem
 {
     std::vector<SolverBody> bodies;
     std::vector<SolverBodyMass> masses;
-    std::vector<ContactConstraint> constraints;
+    std::vector<ContactConstraintSetup> setups;
 };
 
 /// A pile-like random problem: `bodyCount` moving bodies plus the static dummy, `constraintCount` contacts
@@ -52,7 +52,7 @@ Problem randomProblem(std::uint32_t seed, int bodyCount, int constraintCount)
     std::uniform_int_distribution<int> pick(1, bodyCount);
     for (int k = 0; k < constraintCount; ++k)
     {
-        ContactConstraint c;
+        ContactConstraintSetup c;
         c.bodyA = k % 4 == 0 ? 0u : static_cast<std::uint32_t>(pick(rng));
         do
         {
@@ -61,12 +61,13 @@ Problem randomProblem(std::uint32_t seed, int bodyCount, int constraintCount)
         c.normal = normalize(randomVec(rng, 1.0f));
         orthonormalBasis(c.normal, c.tangent1, c.tangent2);
         c.friction = uniform(rng, 0.0f, 1.0f);
-        c.restitution = 0.0f;
+        // Some bouncy, so that restitution is compared as well.
+        c.restitution = k % 3 == 0 ? uniform(rng, 0.2f, 0.9f) : 0.0f;
         c.softness = makeSoftness(uniform(rng, 10.0f, 60.0f), 10.0f, 1.0f / 240.0f);
         c.pointCount = 1 + k % kMaxManifoldPoints;
         for (int i = 0; i < c.pointCount; ++i)
         {
-            ContactConstraintPoint& cp = c.points[i];
+            ContactPointSetup& cp = c.points[i];
             cp.anchorA = randomVec(rng, 0.7f);
             cp.anchorB = randomVec(rng, 0.7f);
             cp.baseSeparation = uniform(rng, -0.05f, 0.05f);
@@ -74,8 +75,7 @@ Problem randomProblem(std::uint32_t seed, int bodyCount, int constraintCount)
             cp.tangentImpulse1 = uniform(rng, -0.5f, 0.5f);
             cp.tangentImpulse2 = uniform(rng, -0.5f, 0.5f);
         }
-        prepareContactConstraint(c, p.bodies, p.masses);
-        p.constraints.push_back(c);
+        p.setups.push_back(c);
     }
     return p;
 }
@@ -91,15 +91,15 @@ TEST_CASE("the colouring never puts two constraints on one moving body in a colo
 {
     const Problem p = randomProblem(7, 300, 1500);
     ConstraintGraph graph;
-    graph.reserve(p.bodies.size(), p.constraints.size());
-    graph.color(p.constraints, p.bodies.size());
-    REQUIRE(graph.colorStart[kGraphColorCount + 1] == p.constraints.size());
+    graph.reserve(p.bodies.size(), p.setups.size());
+    graph.color(p.setups, p.bodies.size());
+    REQUIRE(graph.colorStart[kGraphColorCount + 1] == p.setups.size());
     for (int color = 0; color < kGraphColorCount; ++color)
     {
         std::vector<int> seen(p.bodies.size(), 0);
         for (std::uint32_t k = graph.colorStart[color]; k < graph.colorStart[color + 1]; ++k)
         {
-            const ContactConstraint& c = p.constraints[graph.order[k]];
+            const ContactConstraintSetup& c = p.setups[graph.order[k]];
             for (const std::uint32_t body : {c.bodyA, c.bodyB})
             {
                 if (body != 0)
@@ -122,21 +122,29 @@ TEST_CASE("the wide solver gives the scalar solver's bits in colour order", "[so
         Problem wide = randomProblem(seed, 200, constraintCount);
         Problem scalar = wide;
         ConstraintGraph graph;
-        graph.reserve(wide.bodies.size(), wide.constraints.size());
-        graph.color(wide.constraints, wide.bodies.size());
-        packContactBundles(graph, wide.constraints);
+        graph.reserve(wide.bodies.size(), wide.setups.size());
+        graph.color(wide.setups, wide.bodies.size());
+        prepareContactBundles(graph, wide.setups, wide.bodies, wide.masses);
+        std::vector<ContactConstraint> constraints(scalar.setups.size());
+        for (std::size_t k = 0; k < constraints.size(); ++k)
+        {
+            prepareContactConstraint(scalar.setups[k], constraints[k], scalar.bodies, scalar.masses);
+        }
         const float inverseH = 240.0f;
         for (int substep = 0; substep < 3; ++substep)
         {
-            warmStartContactsWide(graph, wide.constraints, wide.bodies);
-            solveContactsWide(graph, wide.constraints, wide.bodies, inverseH, 3.0f, 0.0f, true);
-            solveContactsWide(graph, wide.constraints, wide.bodies, inverseH, 3.0f, 0.0f, false);
+            warmStartContactsWide(graph, wide.bodies);
+            solveContactsWide(graph, wide.bodies, inverseH, 3.0f, 0.0f, true);
+            solveContactsWide(graph, wide.bodies, inverseH, 3.0f, 0.0f, false);
 
-            warmStartContacts(scalar.constraints, graph.order, scalar.bodies);
-            solveContacts(scalar.constraints, graph.order, scalar.bodies, inverseH, 3.0f, 0.0f, true);
-            solveContacts(scalar.constraints, graph.order, scalar.bodies, inverseH, 3.0f, 0.0f, false);
+            warmStartContacts(constraints, graph.order, scalar.bodies);
+            solveContacts(constraints, graph.order, scalar.bodies, inverseH, 3.0f, 0.0f, true);
+            solveContacts(constraints, graph.order, scalar.bodies, inverseH, 3.0f, 0.0f, false);
         }
-        unpackContactBundles(graph, wide.constraints);
+        applyRestitutionWide(graph, wide.bodies, 0.5f);
+        applyRestitution(constraints, graph.order, scalar.bodies, 0.5f);
+        std::vector<ContactImpulses> impulses(wide.setups.size());
+        readContactImpulses(graph, impulses);
         INFO("seed " << seed << ", overflow " << graph.overflow().size());
         if (seed == 3u)
         {
@@ -149,20 +157,22 @@ TEST_CASE("the wide solver gives the scalar solver's bits in colour order", "[so
             REQUIRE(
                 sameBits(&wide.bodies[i].angularVelocity, &scalar.bodies[i].angularVelocity, sizeof(Vec3)));
         }
-        for (std::size_t k = 0; k < wide.constraints.size(); ++k)
+        int bounced = 0;
+        for (std::size_t k = 0; k < constraints.size(); ++k)
         {
-            for (int i = 0; i < wide.constraints[k].pointCount; ++i)
+            for (int i = 0; i < constraints[k].pointCount; ++i)
             {
-                const ContactConstraintPoint& a = wide.constraints[k].points[i];
-                const ContactConstraintPoint& b = scalar.constraints[k].points[i];
+                const ContactConstraintPoint& b = constraints[k].points[i];
                 INFO("constraint " << k << " point " << i);
-                REQUIRE(sameBits(&a.normalImpulse, &b.normalImpulse, sizeof(float)));
-                REQUIRE(sameBits(&a.tangentImpulse1, &b.tangentImpulse1, sizeof(float)));
-                REQUIRE(sameBits(&a.tangentImpulse2, &b.tangentImpulse2, sizeof(float)));
-                REQUIRE(sameBits(&a.maxNormalImpulse, &b.maxNormalImpulse, sizeof(float)));
-                REQUIRE(sameBits(&a.relativeVelocity, &b.relativeVelocity, sizeof(float)));
+                REQUIRE(sameBits(&impulses[k].normal[i], &b.normalImpulse, sizeof(float)));
+                REQUIRE(sameBits(&impulses[k].tangent1[i], &b.tangentImpulse1, sizeof(float)));
+                REQUIRE(sameBits(&impulses[k].tangent2[i], &b.tangentImpulse2, sizeof(float)));
+                bounced += constraints[k].restitution > 0.0f && b.relativeVelocity < -0.5f &&
+                           b.maxNormalImpulse > 0.0f;
             }
         }
+        // Restitution had work to do.
+        CHECK(bounced > 0);
         // And the solve did something.
         CHECK_FALSE(sameBits(&wide.bodies[1].linearVelocity,
                              &randomProblem(seed, 200, constraintCount).bodies[1].linearVelocity,

@@ -36,7 +36,7 @@ struct ConstraintGraph
     void reserve(std::size_t bodies, std::size_t constraints);
 
     /// Colours `constraints` over `bodyCount` solver bodies (dummy included): fills colorStart and order.
-    void color(std::span<const ContactConstraint> constraints, std::size_t bodyCount);
+    void color(std::span<const ContactConstraintSetup> constraints, std::size_t bodyCount);
 
     /// Constraint indices grouped by colour (then the overflow set), each group in constraint order.
     std::vector<std::uint32_t> order;
@@ -52,6 +52,11 @@ struct ConstraintGraph
     std::vector<std::uint8_t> bundlePoints;  ///< per bundle: the most points of any of its lanes
     std::uint32_t bundleCount = 0;
 
+    // The overflow set, solved by the scalar functions: its constraints prepared, in overflow() order.
+    std::vector<ContactConstraint> overflowConstraints;
+    std::vector<std::uint32_t> overflowSequence; ///< 0, 1, ..., n - 1: the index list the scalar calls take
+
+    /// Indices (into the colored constraints) of the overflow set, in constraint order.
     std::span<const std::uint32_t> overflow() const
     {
         return std::span<const std::uint32_t>(order).subspan(
@@ -67,19 +72,22 @@ int contactSolverLanes();
 /// Reserves the bundle storage for up to `constraints` constraints.
 void reserveContactBundles(ConstraintGraph& graph, std::size_t constraints);
 
-/// Packs the coloured constraints (prepared) into bundles of W lanes, colour by colour.
-void packContactBundles(ConstraintGraph& graph, std::span<const ContactConstraint> constraints);
-
-/// Copies the bundles' impulses, approach velocities and largest impulses back to `constraints`.
-void unpackContactBundles(const ConstraintGraph& graph, std::span<ContactConstraint> constraints);
+/// Prepares the coloured `constraints` (the ones color() was given) straight into the wide bundles, colour
+/// by colour, and the overflow set into graph.overflowConstraints.
+void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstraintSetup> constraints,
+                           std::span<const SolverBody> bodies, std::span<const SolverBodyMass> masses);
 
 /// warmStartContacts over the bundles, then the overflow set.
-void warmStartContactsWide(const ConstraintGraph& graph, std::span<const ContactConstraint> constraints,
-                           std::span<SolverBody> bodies);
+void warmStartContactsWide(const ConstraintGraph& graph, std::span<SolverBody> bodies);
 
 /// solveContacts over the bundles colour by colour, then the overflow set (scalar, constraint order).
-void solveContactsWide(ConstraintGraph& graph, std::span<ContactConstraint> constraints,
-                       std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop,
-                       bool useBias);
+void solveContactsWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float inverseH,
+                       float pushoutVelocity, float linearSlop, bool useBias);
+
+/// applyRestitution over the bundles colour by colour, then the overflow set.
+void applyRestitutionWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float threshold);
+
+/// The impulses each constraint ends with: impulses[i] for constraint i of those color() was given.
+void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses> impulses);
 
 } // namespace polytope::physics

@@ -26,11 +26,12 @@
 // allocation. Index 0 of the body arrays is a dummy with zero mass and velocity that stands for every
 // static body.
 //
-// World::solve runs the warm start and solve passes wide: the constraint graph (constraint_graph.h) colours
-// the constraints so that one colour's share no moving body, contact_solver_wide.cpp solves each colour in
-// SIMD bundles of 4 (SSE2) or 8 (AVX2) lanes with the same per-constraint maths as the scalar functions
-// here (bit for bit), and the constraints that fit no colour go through the scalar functions, in
-// constraint order. The Gauss-Seidel order is therefore colour by colour, not constraint order.
+// World::solve runs every pass wide: it writes a compact ContactConstraintSetup per touching contact, the
+// constraint graph (constraint_graph.h) colours them so that one colour's share no moving body, and
+// contact_solver_wide.cpp prepares each colour straight into SIMD bundles of 4 (SSE2) or 8 (AVX2) lanes and
+// solves them with the same per-constraint maths as the scalar functions here (bit for bit); the
+// constraints that fit no colour go through the scalar functions, in constraint order. The Gauss-Seidel
+// order is therefore colour by colour, not constraint order.
 #pragma once
 
 #include "polytope/physics/manifold.h"
@@ -140,10 +141,45 @@ struct ContactConstraint
     ContactConstraintPoint points[kMaxManifoldPoints];
 };
 
-/// Fills the Jacobians, effective masses and pre-step relative velocities of `c`, whose bodies, normal,
-/// tangents, anchors, separations and warm-start impulses are set.
-void prepareContactConstraint(ContactConstraint& c, std::span<const SolverBody> bodies,
-                              std::span<const SolverBodyMass> masses);
+/// One point of a contact constraint as the World sets it up from a manifold point.
+struct ContactPointSetup
+{
+    Vec3 anchorA{};               ///< metres, world: contact point minus A's centre of mass
+    Vec3 anchorB{};               ///< metres, world: contact point minus B's centre of mass
+    float baseSeparation = 0.0f;  ///< metres: separation at the step's start (negative: penetration)
+    float normalImpulse = 0.0f;   ///< N s: last step's, for the warm start
+    float tangentImpulse1 = 0.0f; ///< N s
+    float tangentImpulse2 = 0.0f; ///< N s
+};
+
+/// What a contact constraint is made from: its bodies, frame, material and points. About a quarter of a
+/// prepared ContactConstraint, so the World writes these and the wide solver prepares its bundles straight
+/// from them (constraint_graph.h), without a full constraint in between.
+struct ContactConstraintSetup
+{
+    std::uint32_t bodyA = 0; ///< solver body index (0: static)
+    std::uint32_t bodyB = 0;
+    Vec3 normal{};   ///< unit, world, from A to B
+    Vec3 tangent1{}; ///< unit, world, perpendicular to the normal
+    Vec3 tangent2{}; ///< unit, world: cross(normal, tangent1)
+    float friction = 0.0f;
+    float restitution = 0.0f;
+    Softness softness{};
+    int pointCount = 0;
+    ContactPointSetup points[kMaxManifoldPoints];
+};
+
+/// The impulses a solved constraint ends its step with, per point: the next step's warm start.
+struct ContactImpulses
+{
+    float normal[kMaxManifoldPoints] = {};   ///< N s
+    float tangent1[kMaxManifoldPoints] = {}; ///< N s
+    float tangent2[kMaxManifoldPoints] = {}; ///< N s
+};
+
+/// Builds `c` from `setup`: the Jacobians, effective masses and pre-step relative velocities.
+void prepareContactConstraint(const ContactConstraintSetup& setup, ContactConstraint& c,
+                              std::span<const SolverBody> bodies, std::span<const SolverBodyMass> masses);
 
 /// Newton iterations of freeRotationStep: from w0 the error falls quadratically, below float precision by
 /// the third for spins up to the quarter-turn-per-substep cap.
@@ -173,9 +209,10 @@ void solveContacts(std::span<ContactConstraint> constraints, std::span<const std
                    std::span<SolverBody> bodies, float inverseH, float pushoutVelocity, float linearSlop,
                    bool useBias);
 
-/// Restitution after the substeps: points that approached faster than `threshold` (m/s) and carried
-/// load get a normal velocity of -restitution times their approach velocity.
-void applyRestitution(std::span<ContactConstraint> constraints, std::span<SolverBody> bodies,
-                      float threshold);
+/// Restitution after the substeps, over constraints[indices[0]], constraints[indices[1]], ... in that
+/// order: points that approached faster than `threshold` (m/s) and carried load get a normal velocity of
+/// -restitution times their approach velocity.
+void applyRestitution(std::span<ContactConstraint> constraints, std::span<const std::uint32_t> indices,
+                      std::span<SolverBody> bodies, float threshold);
 
 } // namespace polytope::physics

@@ -350,7 +350,6 @@ class World
         float tangentImpulse2[kMaxManifoldPoints]{};
         float friction = 0.0f;
         float restitution = 0.0f;
-        std::uint32_t constraint = 0; ///< index into the step's constraint array, while solving
     };
 
     /// Sorted index of the contacts: key = (smaller slot << 32) | larger slot.
@@ -412,8 +411,10 @@ class World
     std::vector<SolverBody> m_solverBodies;
     std::vector<SolverBodyMass> m_solverMasses;
     std::vector<SolverBodyMotion> m_solverMotions;
-    std::vector<ContactConstraint> m_constraints;
-    ConstraintGraph m_graph; ///< m_constraints coloured and packed for the wide solver
+    std::vector<ContactConstraintSetup> m_constraintSetups; ///< this step's touching contacts, in key order
+    std::vector<std::uint32_t> m_constraintContacts;        ///< per setup: its contact (pool index)
+    std::vector<ContactImpulses> m_constraintImpulses;      ///< per setup: the impulses it ends with
+    ConstraintGraph m_graph; ///< m_constraintSetups coloured and prepared for the wide solver
     IslandBuilder m_islands;
     std::vector<float> m_islandSleep;        ///< per slot (island roots): least rest time in the island
     std::vector<std::uint32_t> m_islandTail; ///< per slot (island roots): last body linked while sleeping
