@@ -173,15 +173,15 @@ void prepareContactConstraint(const ContactConstraintSetup& setup, ContactConstr
     }
 }
 
-void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions, float h,
-                         float maxLinearSpeed)
+void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions,
+                         std::uint32_t begin, std::uint32_t end, float h, float maxLinearSpeed)
 {
     // Body 0 is the static dummy.
     const float maxSpeedSquared = maxLinearSpeed * maxLinearSpeed;
     // Box2D's rule: no body turns more than a quarter turn per substep.
     const float maxAngularSpeed = 0.25f * kPi / h;
     const float maxAngularSpeedSquared = maxAngularSpeed * maxAngularSpeed;
-    for (std::size_t i = 1; i < bodies.size(); ++i)
+    for (std::size_t i = std::max<std::uint32_t>(begin, 1); i < end; ++i)
     {
         const SolverBodyMotion& m = motions[i];
         if (!m.integrateVelocity)
@@ -207,9 +207,10 @@ void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBod
     }
 }
 
-void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions, float h)
+void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions,
+                        std::uint32_t begin, std::uint32_t end, float h)
 {
-    for (std::size_t i = 1; i < bodies.size(); ++i)
+    for (std::size_t i = std::max<std::uint32_t>(begin, 1); i < end; ++i)
     {
         SolverBody& s = bodies[i];
         SolverBodyMotion& m = motions[i];

@@ -173,10 +173,14 @@ inline void gather4(const SolverBody* bodies, const std::uint32_t* index, __m128
 }
 
 /// The inverse of gather4 for the first 8 floats (velocities, and deltaPosition's x and y unchanged).
+/// Lanes of the static dummy (index 0: static bodies and empty lanes) are not written back: the dummy
+/// never changes, and bundles of one colour run on several threads at once.
 inline void scatter4(SolverBody* bodies, const std::uint32_t* index, const __m128 in[8])
 {
-    float* p[4] = {&bodies[index[0]].linearVelocity.x, &bodies[index[1]].linearVelocity.x,
-                   &bodies[index[2]].linearVelocity.x, &bodies[index[3]].linearVelocity.x};
+    SolverBody discard;
+    const auto target = [&](std::uint32_t i)
+    { return i == 0 ? &discard.linearVelocity.x : &bodies[i].linearVelocity.x; };
+    float* p[4] = {target(index[0]), target(index[1]), target(index[2]), target(index[3])};
     for (int row = 0; row < 2; ++row)
     {
         __m128 a = in[4 * row];
@@ -251,6 +255,10 @@ inline void scatterVelocities(SolverBody* bodies, const std::uint32_t* index, co
 #else
     for (int lane = 0; lane < W; ++lane)
     {
+        if (index[lane] == 0)
+        {
+            continue; // the static dummy (see scatter4)
+        }
         float* p = &bodies[index[lane]].linearVelocity.x;
         for (int k = 0; k < 6; ++k)
         {
@@ -508,32 +516,84 @@ void reserveContactBundles(ConstraintGraph& graph, std::size_t constraints)
     graph.bundleBodies.reserve(bundles * 2 * W);
     graph.bundleLanes.reserve(bundles * W);
     graph.bundlePoints.reserve(bundles);
+    graph.bundleFirst.reserve(bundles);
 }
 
+namespace
+{
+
+/// Bundles a chunk of a parallel loop over bundles holds: enough work to pay for handing it out.
+constexpr std::uint32_t kBundleGrain = 4;
+
+/// fn(begin, end, thread) over [0, count): on the pool when there is one and enough work for two chunks.
+template <typename F> void forBundles(TaskPool* tasks, std::uint32_t count, std::uint32_t grain, F&& fn)
+{
+    if (tasks != nullptr && count > grain)
+    {
+        tasks->parallelFor(count, grain, fn);
+    }
+    else if (count > 0)
+    {
+        fn(0u, count, 0);
+    }
+}
+
+/// fn(bundle) for every bundle, colour after colour, the bundles of a colour on any thread.
+template <typename F> void forEachBundleByColor(const ConstraintGraph& graph, TaskPool* tasks, F&& fn)
+{
+    for (int color = 0; color < kGraphColorCount; ++color)
+    {
+        const std::uint32_t first = graph.colorBundleStart[color];
+        const std::uint32_t count = graph.colorBundleStart[color + 1] - first;
+        forBundles(tasks, count, kBundleGrain,
+                   [&](std::uint32_t begin, std::uint32_t end, int)
+                   {
+                       for (std::uint32_t k = begin; k < end; ++k)
+                       {
+                           fn(first + k);
+                       }
+                   });
+    }
+}
+
+} // namespace
+
 void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstraintSetup> constraints,
-                           std::span<const SolverBody> bodies, std::span<const SolverBodyMass> masses)
+                           std::span<const SolverBody> bodies, std::span<const SolverBodyMass> masses,
+                           TaskPool* tasks)
 {
     std::uint32_t bundles = 0;
     for (int color = 0; color < kGraphColorCount; ++color)
     {
+        graph.colorBundleStart[color] = bundles;
         const std::uint32_t count = graph.colorStart[color + 1] - graph.colorStart[color];
         bundles += (count + W - 1) / W;
     }
+    graph.colorBundleStart[kGraphColorCount] = bundles;
     graph.bundleCount = bundles;
     // Sized, not cleared: each bundle is zeroed (the parts it reads) as it is filled.
     graph.bundleValues.resize(bundles * kBundleFloats + kAlignFloats);
-    graph.bundleBodies.assign(static_cast<std::size_t>(bundles) * 2 * W, 0u);
-    graph.bundleLanes.assign(static_cast<std::size_t>(bundles) * W, kEmptyLane);
-    graph.bundlePoints.assign(bundles, 0);
-    float* base = alignedBase(graph.bundleValues);
-    std::uint32_t bundle = 0;
-    ContactConstraint prepared; // one lane's constraint, in the cache, on its way into the bundle
+    graph.bundleBodies.resize(static_cast<std::size_t>(bundles) * 2 * W);
+    graph.bundleLanes.resize(static_cast<std::size_t>(bundles) * W);
+    graph.bundlePoints.resize(bundles);
+    graph.bundleFirst.resize(bundles);
     for (int color = 0; color < kGraphColorCount; ++color)
     {
-        for (std::uint32_t first = graph.colorStart[color]; first < graph.colorStart[color + 1]; first += W)
+        for (std::uint32_t b = graph.colorBundleStart[color]; b < graph.colorBundleStart[color + 1]; ++b)
         {
+            graph.bundleFirst[b] = graph.colorStart[color] + (b - graph.colorBundleStart[color]) * W;
+        }
+    }
+    float* base = alignedBase(graph.bundleValues);
+    const auto prepareBundles = [&](std::uint32_t begin, std::uint32_t end, int)
+    {
+        ContactConstraint prepared; // one lane's constraint, in the cache, on its way into the bundle
+        for (std::uint32_t bundle = begin; bundle < end; ++bundle)
+        {
+            const std::uint32_t first = graph.bundleFirst[bundle];
+            const std::uint32_t colorEnd = graph.colorStart[graph.colorOf[graph.order[first]] + 1];
+            const std::uint32_t last = std::min<std::uint32_t>(first + W, colorEnd);
             float* q = base + bundle * kBundleFloats;
-            const std::uint32_t last = std::min<std::uint32_t>(first + W, graph.colorStart[color + 1]);
             int points = 0;
             for (std::uint32_t k = first; k < last; ++k)
             {
@@ -541,20 +601,24 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
             }
             // Empty lanes and missing points must read as zeros; points past the bundle's most are not read.
             std::fill_n(q, static_cast<std::size_t>(kConstraintFields + points * kPointFields) * W, 0.0f);
+            std::uint32_t* bodyIndex = graph.bundleBodies.data() + bundle * 2 * W;
+            std::uint32_t* lanes = graph.bundleLanes.data() + bundle * W;
+            std::fill_n(bodyIndex, 2 * W, 0u);
+            std::fill_n(lanes, W, kEmptyLane);
             for (std::uint32_t k = first; k < last; ++k)
             {
                 const int lane = static_cast<int>(k - first);
                 const std::uint32_t index = graph.order[k];
                 prepareContactConstraint(constraints[index], prepared, bodies, masses);
                 packLane(q, lane, prepared);
-                graph.bundleBodies[bundle * 2 * W + lane] = prepared.bodyA;
-                graph.bundleBodies[bundle * 2 * W + W + lane] = prepared.bodyB;
-                graph.bundleLanes[bundle * W + lane] = index;
+                bodyIndex[lane] = prepared.bodyA;
+                bodyIndex[W + lane] = prepared.bodyB;
+                lanes[lane] = index;
             }
             graph.bundlePoints[bundle] = static_cast<std::uint8_t>(points);
-            ++bundle;
         }
-    }
+    };
+    forBundles(tasks, bundles, kBundleGrain, prepareBundles);
 
     const std::span<const std::uint32_t> overflow = graph.overflow();
     graph.overflowConstraints.resize(overflow.size());
@@ -566,81 +630,92 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
     }
 }
 
-void warmStartContactsWide(const ConstraintGraph& graph, std::span<SolverBody> bodies)
+void warmStartContactsWide(const ConstraintGraph& graph, std::span<SolverBody> bodies, TaskPool* tasks)
 {
     const float* base = alignedBase(graph.bundleValues);
-    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
-    {
-        warmStartBundle(base + bundle * kBundleFloats, graph.bundleBodies.data() + bundle * 2 * W,
-                        graph.bundlePoints[bundle], bodies.data());
-    }
+    forEachBundleByColor(graph, tasks,
+                         [&](std::uint32_t bundle)
+                         {
+                             warmStartBundle(base + bundle * kBundleFloats,
+                                             graph.bundleBodies.data() + bundle * 2 * W,
+                                             graph.bundlePoints[bundle], bodies.data());
+                         });
     bodies[0] = SolverBody{}; // the static dummy: only zeros were added, but keep it exact
     warmStartContacts(graph.overflowConstraints, graph.overflowSequence, bodies);
 }
 
 void solveContactsWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float inverseH,
-                       float pushoutVelocity, float linearSlop, bool useBias)
+                       float pushoutVelocity, float linearSlop, bool useBias, TaskPool* tasks)
 {
     float* base = alignedBase(graph.bundleValues);
     const FloatW wideInverseH = simd::splat(inverseH);
     const FloatW minusPushout = simd::splat(-pushoutVelocity);
     const FloatW slop = simd::splat(linearSlop);
-    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
-    {
-        float* q = base + bundle * kBundleFloats;
-        const std::uint32_t* bodyIndex = graph.bundleBodies.data() + bundle * 2 * W;
-        const int points = graph.bundlePoints[bundle];
-        if (useBias)
+    forEachBundleByColor(
+        graph, tasks,
+        [&](std::uint32_t bundle)
         {
-            solveBundle<true>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
-        }
-        else
-        {
-            solveBundle<false>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
-        }
-    }
+            float* q = base + bundle * kBundleFloats;
+            const std::uint32_t* bodyIndex = graph.bundleBodies.data() + bundle * 2 * W;
+            const int points = graph.bundlePoints[bundle];
+            if (useBias)
+            {
+                solveBundle<true>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
+            }
+            else
+            {
+                solveBundle<false>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
+            }
+        });
     bodies[0] = SolverBody{};
     solveContacts(graph.overflowConstraints, graph.overflowSequence, bodies, inverseH, pushoutVelocity,
                   linearSlop, useBias);
 }
 
-void applyRestitutionWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float threshold)
+void applyRestitutionWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float threshold,
+                          TaskPool* tasks)
 {
     float* base = alignedBase(graph.bundleValues);
     const FloatW minusThreshold = simd::splat(-threshold);
-    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
-    {
-        restituteBundle(base + bundle * kBundleFloats, graph.bundleBodies.data() + bundle * 2 * W,
-                        graph.bundlePoints[bundle], bodies.data(), minusThreshold);
-    }
+    forEachBundleByColor(graph, tasks,
+                         [&](std::uint32_t bundle)
+                         {
+                             restituteBundle(base + bundle * kBundleFloats,
+                                             graph.bundleBodies.data() + bundle * 2 * W,
+                                             graph.bundlePoints[bundle], bodies.data(), minusThreshold);
+                         });
     bodies[0] = SolverBody{};
     applyRestitution(graph.overflowConstraints, graph.overflowSequence, bodies, threshold);
 }
 
-void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses> impulses)
+void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses> impulses, TaskPool* tasks)
 {
     const float* base = alignedBase(graph.bundleValues);
-    for (std::uint32_t bundle = 0; bundle < graph.bundleCount; ++bundle)
+    const auto readBundles = [&](std::uint32_t begin, std::uint32_t end, int)
     {
-        const float* q = base + bundle * kBundleFloats;
-        for (int lane = 0; lane < W; ++lane)
+        for (std::uint32_t bundle = begin; bundle < end; ++bundle)
         {
-            const std::uint32_t index = graph.bundleLanes[bundle * W + lane];
-            if (index == kEmptyLane)
+            const float* q = base + bundle * kBundleFloats;
+            for (int lane = 0; lane < W; ++lane)
             {
-                continue;
-            }
-            ContactImpulses& out = impulses[index];
-            // Points the lane lacks read as 0 (the bundle was zeroed), as a fresh ContactImpulses has.
-            for (int i = 0; i < graph.bundlePoints[bundle]; ++i)
-            {
-                const float* p = pointBlock(q, i);
-                out.normal[i] = laneOf(p, kNormalImpulse, lane);
-                out.tangent1[i] = laneOf(p, kTangentImpulse1, lane);
-                out.tangent2[i] = laneOf(p, kTangentImpulse2, lane);
+                const std::uint32_t index = graph.bundleLanes[bundle * W + lane];
+                if (index == kEmptyLane)
+                {
+                    continue;
+                }
+                ContactImpulses& out = impulses[index];
+                // Points the lane lacks read as 0 (the bundle was zeroed), as a fresh ContactImpulses has.
+                for (int i = 0; i < graph.bundlePoints[bundle]; ++i)
+                {
+                    const float* p = pointBlock(q, i);
+                    out.normal[i] = laneOf(p, kNormalImpulse, lane);
+                    out.tangent1[i] = laneOf(p, kTangentImpulse1, lane);
+                    out.tangent2[i] = laneOf(p, kTangentImpulse2, lane);
+                }
             }
         }
-    }
+    };
+    forBundles(tasks, graph.bundleCount, kBundleGrain, readBundles);
     const std::span<const std::uint32_t> overflow = graph.overflow();
     for (std::size_t k = 0; k < overflow.size(); ++k)
     {

@@ -17,6 +17,7 @@
 #include "polytope/physics/narrowphase.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -203,6 +204,11 @@ World::World(const WorldConfig& config)
 {
     m_config.substeps = std::clamp(m_config.substeps, 1, 64);
     m_config.relaxIterations = std::clamp(m_config.relaxIterations, 1, 16);
+    m_config.threads = std::clamp(m_config.threads, 1, kMaxTaskThreads);
+    if (m_config.threads > 1)
+    {
+        m_tasks = std::make_unique<TaskPool>(m_config.threads);
+    }
     const std::size_t bodies = m_config.maxBodies;
     const std::size_t contacts = m_config.maxContacts;
     m_hulls.reserve(m_config.maxHulls);
@@ -221,6 +227,10 @@ World::World(const WorldConfig& config)
     m_contacts.reserve(contacts);
     m_freeContacts.reserve(contacts);
     m_contactUpdated.reserve(contacts);
+    m_fatBoxStale.reserve(bodies + 1);
+    m_wantedBoxes.reserve(bodies + 1);
+    m_collideList.reserve(contacts);
+    m_collideTouching.reserve(contacts);
     m_solverIndex.reserve(bodies);
     m_solverSlots.reserve(bodies + 1);
     m_solverBodies.reserve(bodies + 1);
@@ -672,27 +682,36 @@ Aabb World::sweptBox(std::uint32_t index, const Aabb& tight, float dt) const
     return FatBoxPolicy::grownAndStretched(tight, pad, predictedDisplacement(index, dt));
 }
 
-void World::updateFatBox(std::uint32_t index, float dt, bool force)
+bool World::fatBoxStale(std::uint32_t index, float dt, bool force, Aabb& wanted) const
 {
-    Body& body = m_bodies[index];
-    if (body.proxy == kNullProxy)
+    if (m_bodies[index].proxy == kNullProxy)
     {
-        return;
+        return false;
     }
     const Aabb needed = sweptBox(index, m_tightBoxes[index], dt);
     // The stored box carries the margin beyond the swept region, so that small changes of motion keep it.
-    const Aabb wanted = m_fatBoxPolicy.fatBox(needed, {});
-    Aabb& fat = m_fatBoxes[index];
-    if (!force && m_fatBoxPolicy.keeps(fat, needed, wanted))
-    {
-        return;
-    }
-    fat = wanted;
-    if (m_broadphase.moveProxy(body.proxy, fat))
+    wanted = m_fatBoxPolicy.fatBox(needed, {});
+    return force || !m_fatBoxPolicy.keeps(m_fatBoxes[index], needed, wanted);
+}
+
+void World::storeFatBox(std::uint32_t index, const Aabb& wanted)
+{
+    Body& body = m_bodies[index];
+    m_fatBoxes[index] = wanted;
+    if (m_broadphase.moveProxy(body.proxy, wanted))
     {
         body.proxyMoved = true;
     }
     body.pendingPlaneTest = true;
+}
+
+void World::updateFatBox(std::uint32_t index, float dt, bool force)
+{
+    Aabb wanted;
+    if (fatBoxStale(index, dt, force, wanted))
+    {
+        storeFatBox(index, wanted);
+    }
 }
 
 bool World::pairEligible(std::uint32_t a, std::uint32_t b) const
@@ -949,6 +968,9 @@ bool World::updateContact(Contact& contact, float dt)
 
 namespace
 {
+/// Contacts per chunk of the parallel narrowphase (each a fraction of a microsecond to a few).
+constexpr std::uint32_t kCollideGrain = 32;
+
 enum : std::uint8_t
 {
     kContactPending = 0,
@@ -978,16 +1000,16 @@ void World::collide(float dt)
     while (woke)
     {
         woke = false;
+        // This round's contacts: pending ones with an active body. Pairs whose boxes came apart go.
+        m_collideList.clear();
         for (const ContactKey& entry : m_contactKeys)
         {
             if (m_contactUpdated[entry.contact] != kContactPending)
             {
                 continue;
             }
-            Contact& c = m_contacts[entry.contact];
-            const bool activeA = isActive(c.bodyA);
-            const bool activeB = isActive(c.bodyB);
-            if (!activeA && !activeB)
+            const Contact& c = m_contacts[entry.contact];
+            if (!isActive(c.bodyA) && !isActive(c.bodyB))
             {
                 continue;
             }
@@ -997,19 +1019,35 @@ void World::collide(float dt)
                 continue;
             }
             m_contactUpdated[entry.contact] = kContactUpdated;
-            if (updateContact(c, dt))
+            m_collideList.push_back(entry.contact);
+        }
+        // The narrowphase: each contact reads the poses and writes only itself, so on any thread.
+        m_collideTouching.resize(m_collideList.size());
+        forRange(static_cast<std::uint32_t>(m_collideList.size()), kCollideGrain,
+                 [&](std::uint32_t begin, std::uint32_t end, int)
+                 {
+                     for (std::uint32_t k = begin; k < end; ++k)
+                     {
+                         m_collideTouching[k] = updateContact(m_contacts[m_collideList[k]], dt) ? 1 : 0;
+                     }
+                 });
+        // Touching an awake body wakes a sleeping island; its pending contacts join the next round.
+        for (std::size_t k = 0; k < m_collideList.size(); ++k)
+        {
+            if (m_collideTouching[k] == 0)
             {
-                // Touching an awake body wakes a sleeping island.
-                if (m_bodies[c.bodyA].sleeping)
-                {
-                    wakeIsland(c.bodyA);
-                    woke = true;
-                }
-                if (m_bodies[c.bodyB].sleeping)
-                {
-                    wakeIsland(c.bodyB);
-                    woke = true;
-                }
+                continue;
+            }
+            const Contact& c = m_contacts[m_collideList[k]];
+            if (m_bodies[c.bodyA].sleeping)
+            {
+                wakeIsland(c.bodyA);
+                woke = true;
+            }
+            if (m_bodies[c.bodyB].sleeping)
+            {
+                wakeIsland(c.bodyB);
+                woke = true;
             }
         }
     }
@@ -1030,6 +1068,83 @@ void World::collide(float dt)
 // ---- Solver
 // -------------------------------------------------------------------------------------------------
 
+namespace
+{
+/// Bodies per chunk of the parallel integration loops (tens of nanoseconds each).
+constexpr std::uint32_t kBodyGrain = 256;
+/// Contacts per chunk of the parallel constraint set-up.
+constexpr std::uint32_t kContactGrain = 128;
+} // namespace
+
+void World::fillSolverBody(std::uint32_t i, SolverBody& state, SolverBodyMass& mass,
+                           SolverBodyMotion& motion) const
+{
+    const Body& body = m_bodies[i];
+    const BodySim& sim = m_sims[i];
+    const Material& material = m_materials[i];
+    const Vec3 linearMask = linearMaskOf(body.allowedDofs);
+    const Vec3 angularMask = angularMaskOf(body.allowedDofs);
+    state = {sim.linearVelocity, sim.angularVelocity, Vec3{}, Vec3{}};
+    mass = SolverBodyMass{};
+    motion = SolverBodyMotion{};
+    motion.center = sim.center;
+    motion.rotation = sim.transform.q;
+    motion.linearMask = linearMask;
+    motion.angularMask = angularMask;
+    if (body.type == BodyType::Dynamic)
+    {
+        mass.inverseMass = linearMask * sim.inverseMass;
+        mass.inverseInertia = inverseInertiaWorld(i);
+        motion.linearAcceleration =
+            mulPerElem(linearMask, m_config.gravity * material.gravityScale + sim.force * sim.inverseMass);
+        motion.angularAcceleration = mass.inverseInertia * sim.torque;
+        motion.linearDamping = material.linearDamping;
+        motion.angularDamping = material.angularDamping;
+        motion.inertiaLocal = sim.inertiaLocal;
+        motion.integrateVelocity = true;
+        motion.gyroscopic = !sim.isotropicInertia && angularMask == Vec3{1.0f, 1.0f, 1.0f};
+    }
+    else
+    {
+        motion.integrateVelocity = false;
+    }
+}
+
+void World::fillConstraintSetup(const Contact& c, const Softness& contactSoftness,
+                                const Softness& staticSoftness, ContactConstraintSetup& cc) const
+{
+    const Body& bodyA = m_bodies[c.bodyA];
+    const Body& bodyB = m_bodies[c.bodyB];
+    cc.bodyA = m_solverIndex[c.bodyA];
+    cc.bodyB = m_solverIndex[c.bodyB];
+    const Transform& xfA = m_sims[c.bodyA].transform;
+    const Vec3 centerA = m_sims[c.bodyA].center;
+    const Vec3 centerB = m_sims[c.bodyB].center;
+    Vec3 localT1;
+    Vec3 localT2;
+    orthonormalBasis(c.manifold.normal, localT1, localT2);
+    cc.normal = rotate(xfA.q, c.manifold.normal);
+    cc.tangent1 = rotate(xfA.q, localT1);
+    cc.tangent2 = rotate(xfA.q, localT2);
+    cc.friction = c.friction;
+    cc.restitution = c.restitution;
+    const bool againstStatic = bodyA.type != BodyType::Dynamic || bodyB.type != BodyType::Dynamic;
+    cc.softness = againstStatic ? staticSoftness : contactSoftness;
+    cc.pointCount = c.manifold.pointCount;
+    for (int p = 0; p < cc.pointCount; ++p)
+    {
+        const ContactPoint& mp = c.manifold.points[p];
+        const Vec3 mid = transformPoint(xfA, (mp.pointA + mp.pointB) * 0.5f);
+        ContactPointSetup& cp = cc.points[p];
+        cp.anchorA = mid - centerA;
+        cp.anchorB = mid - centerB;
+        cp.baseSeparation = mp.separation;
+        cp.normalImpulse = c.normalImpulse[p];
+        cp.tangentImpulse1 = c.tangentImpulse1[p];
+        cp.tangentImpulse2 = c.tangentImpulse2[p];
+    }
+}
+
 void World::solve(float dt)
 {
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
@@ -1045,6 +1160,7 @@ void World::solve(float dt)
     m_solverMotions.push_back({});
     m_solverMotions.back().integrateVelocity = false;
 
+    // Which bodies are solved (in slot order), then their solver records, on any thread.
     for (std::uint32_t i = 0; i < slotCount; ++i)
     {
         const Body& body = m_bodies[i];
@@ -1052,40 +1168,21 @@ void World::solve(float dt)
         {
             continue;
         }
-        const BodySim& sim = m_sims[i];
-        const Material& material = m_materials[i];
-        const Vec3 linearMask = linearMaskOf(body.allowedDofs);
-        const Vec3 angularMask = angularMaskOf(body.allowedDofs);
-        m_solverIndex[i] = static_cast<std::uint32_t>(m_solverBodies.size());
+        m_solverIndex[i] = static_cast<std::uint32_t>(m_solverSlots.size());
         m_solverSlots.push_back(i);
-        m_solverBodies.push_back({sim.linearVelocity, sim.angularVelocity, Vec3{}, Vec3{}});
-
-        SolverBodyMass mass;
-        SolverBodyMotion motion;
-        motion.center = sim.center;
-        motion.rotation = sim.transform.q;
-        motion.linearMask = linearMask;
-        motion.angularMask = angularMask;
-        if (body.type == BodyType::Dynamic)
-        {
-            mass.inverseMass = linearMask * sim.inverseMass;
-            mass.inverseInertia = inverseInertiaWorld(i);
-            motion.linearAcceleration = mulPerElem(linearMask, m_config.gravity * material.gravityScale +
-                                                                   sim.force * sim.inverseMass);
-            motion.angularAcceleration = mass.inverseInertia * sim.torque;
-            motion.linearDamping = material.linearDamping;
-            motion.angularDamping = material.angularDamping;
-            motion.inertiaLocal = sim.inertiaLocal;
-            motion.integrateVelocity = true;
-            motion.gyroscopic = !sim.isotropicInertia && angularMask == Vec3{1.0f, 1.0f, 1.0f};
-        }
-        else
-        {
-            motion.integrateVelocity = false;
-        }
-        m_solverMasses.push_back(mass);
-        m_solverMotions.push_back(motion);
     }
+    m_solverBodies.resize(m_solverSlots.size());
+    m_solverMasses.resize(m_solverSlots.size());
+    m_solverMotions.resize(m_solverSlots.size());
+    forRange(static_cast<std::uint32_t>(m_solverSlots.size() - 1), kBodyGrain,
+             [&](std::uint32_t begin, std::uint32_t end, int)
+             {
+                 for (std::uint32_t s = begin + 1; s < end + 1; ++s)
+                 {
+                     fillSolverBody(m_solverSlots[s], m_solverBodies[s], m_solverMasses[s],
+                                    m_solverMotions[s]);
+                 }
+             });
 
     // Constraints, in contact key order.
     const int substeps = m_config.substeps;
@@ -1094,12 +1191,12 @@ void World::solve(float dt)
     const float contactHertz = std::min(m_config.contactHertz, 0.25f * inverseH);
     const Softness contactSoftness = makeSoftness(contactHertz, m_config.contactDampingRatio, h);
     const Softness staticSoftness = makeSoftness(2.0f * contactHertz, m_config.contactDampingRatio, h);
-    m_constraintSetups.clear();
+    // Which contacts are solved (in key order), then their setups, on any thread.
     m_constraintContacts.clear();
     std::uint32_t pointTotal = 0;
     for (const ContactKey& entry : m_contactKeys)
     {
-        Contact& c = m_contacts[entry.contact];
+        const Contact& c = m_contacts[entry.contact];
         if (c.manifold.pointCount == 0)
         {
             continue;
@@ -1111,44 +1208,23 @@ void World::solve(float dt)
         {
             continue;
         }
-        const std::uint32_t ia = m_solverIndex[c.bodyA];
-        const std::uint32_t ib = m_solverIndex[c.bodyB];
-        if (ia == kStaticSolverIndex && ib == kStaticSolverIndex)
+        if (m_solverIndex[c.bodyA] == kStaticSolverIndex && m_solverIndex[c.bodyB] == kStaticSolverIndex)
         {
             continue;
         }
         m_constraintContacts.push_back(entry.contact);
-        ContactConstraintSetup& cc = m_constraintSetups.emplace_back();
-        cc.bodyA = ia;
-        cc.bodyB = ib;
-        const Transform& xfA = m_sims[c.bodyA].transform;
-        const Vec3 centerA = m_sims[c.bodyA].center;
-        const Vec3 centerB = m_sims[c.bodyB].center;
-        Vec3 localT1;
-        Vec3 localT2;
-        orthonormalBasis(c.manifold.normal, localT1, localT2);
-        cc.normal = rotate(xfA.q, c.manifold.normal);
-        cc.tangent1 = rotate(xfA.q, localT1);
-        cc.tangent2 = rotate(xfA.q, localT2);
-        cc.friction = c.friction;
-        cc.restitution = c.restitution;
-        const bool againstStatic = bodyA.type != BodyType::Dynamic || bodyB.type != BodyType::Dynamic;
-        cc.softness = againstStatic ? staticSoftness : contactSoftness;
-        cc.pointCount = c.manifold.pointCount;
-        for (int p = 0; p < cc.pointCount; ++p)
-        {
-            const ContactPoint& mp = c.manifold.points[p];
-            const Vec3 mid = transformPoint(xfA, (mp.pointA + mp.pointB) * 0.5f);
-            ContactPointSetup& cp = cc.points[p];
-            cp.anchorA = mid - centerA;
-            cp.anchorB = mid - centerB;
-            cp.baseSeparation = mp.separation;
-            cp.normalImpulse = c.normalImpulse[p];
-            cp.tangentImpulse1 = c.tangentImpulse1[p];
-            cp.tangentImpulse2 = c.tangentImpulse2[p];
-        }
-        pointTotal += static_cast<std::uint32_t>(cc.pointCount);
+        pointTotal += static_cast<std::uint32_t>(c.manifold.pointCount);
     }
+    m_constraintSetups.resize(m_constraintContacts.size());
+    forRange(static_cast<std::uint32_t>(m_constraintContacts.size()), kContactGrain,
+             [&](std::uint32_t begin, std::uint32_t end, int)
+             {
+                 for (std::uint32_t k = begin; k < end; ++k)
+                 {
+                     fillConstraintSetup(m_contacts[m_constraintContacts[k]], contactSoftness, staticSoftness,
+                                         m_constraintSetups[k]);
+                 }
+             });
     m_stats.touchingContacts = static_cast<std::uint32_t>(m_constraintSetups.size());
     m_stats.contactPoints = pointTotal;
     m_stats.awakeBodies = static_cast<std::uint32_t>(m_solverBodies.size() - 1);
@@ -1156,26 +1232,33 @@ void World::solve(float dt)
     // Colour the constraints and prepare them straight into wide bundles (constraint_graph.h); the solver
     // works on the bundles and the overflow set.
     m_graph.color(m_constraintSetups, m_solverBodies.size());
-    prepareContactBundles(m_graph, m_constraintSetups, m_solverBodies, m_solverMasses);
+    prepareContactBundles(m_graph, m_constraintSetups, m_solverBodies, m_solverMasses, m_tasks.get());
     const std::span<SolverBody> bodies(m_solverBodies);
+    const auto bodyCount = static_cast<std::uint32_t>(m_solverBodies.size() - 1); // the dummy aside
     for (int substep = 0; substep < substeps; ++substep)
     {
-        integrateVelocities(bodies, m_solverMotions, h, m_config.maxLinearSpeed);
-        warmStartContactsWide(m_graph, bodies);
+        forRange(bodyCount, kBodyGrain,
+                 [&](std::uint32_t begin, std::uint32_t end, int) {
+                     integrateVelocities(bodies, m_solverMotions, begin + 1, end + 1, h,
+                                         m_config.maxLinearSpeed);
+                 });
+        warmStartContactsWide(m_graph, bodies, m_tasks.get());
         solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
-                          true);
-        integratePositions(bodies, m_solverMotions, h);
+                          true, m_tasks.get());
+        forRange(bodyCount, kBodyGrain,
+                 [&](std::uint32_t begin, std::uint32_t end, int)
+                 { integratePositions(bodies, m_solverMotions, begin + 1, end + 1, h); });
         for (int relax = 0; relax < m_config.relaxIterations; ++relax)
         {
             solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
-                              false);
+                              false, m_tasks.get());
         }
     }
-    applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold);
+    applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold, m_tasks.get());
 
     // Store impulses for the next step's warm start.
     m_constraintImpulses.assign(m_constraintSetups.size(), ContactImpulses{});
-    readContactImpulses(m_graph, m_constraintImpulses);
+    readContactImpulses(m_graph, m_constraintImpulses, m_tasks.get());
     for (std::size_t k = 0; k < m_constraintContacts.size(); ++k)
     {
         Contact& c = m_contacts[m_constraintContacts[k]];
@@ -1193,52 +1276,83 @@ void World::solve(float dt)
 
 void World::finalizeBodies(float dt, StepStatus& status)
 {
-    const float maxAngularSpeed = 0.25f * kPi * static_cast<float>(m_config.substeps) / dt;
-    for (std::size_t s = 1; s < m_solverBodies.size(); ++s)
+    // Each body on any thread; the broadphase tree changes after, in solver order.
+    const auto count = static_cast<std::uint32_t>(m_solverBodies.size());
+    m_fatBoxStale.resize(count);
+    m_wantedBoxes.resize(count);
+    std::atomic<bool> nonFinite{false};
+    forRange(count - 1, kBodyGrain,
+             [&](std::uint32_t begin, std::uint32_t end, int)
+             {
+                 for (std::uint32_t s = begin + 1; s < end + 1; ++s)
+                 {
+                     if (!finalizeBody(s, dt, m_fatBoxStale[s], m_wantedBoxes[s]))
+                     {
+                         nonFinite.store(true, std::memory_order_relaxed);
+                     }
+                 }
+             });
+    if (nonFinite.load(std::memory_order_relaxed))
     {
-        const std::uint32_t i = m_solverSlots[s];
-        BodySim& sim = m_sims[i];
-        const SolverBody& state = m_solverBodies[s];
-        const SolverBodyMotion& motion = m_solverMotions[s];
-        const Quat q = normalize(motion.rotation);
-        const Transform moved{motion.center - rotate(q, sim.localCenter), q};
-        if (!inWorld(moved.p) || !inWorld(motion.center) || !isFinite(moved.q) ||
-            !isFinite(state.linearVelocity) || !isFinite(state.angularVelocity))
+        status.set(StepFlag::NonFiniteBodyState);
+    }
+    for (std::uint32_t s = 1; s < count; ++s)
+    {
+        if (m_fatBoxStale[s] != 0)
         {
-            // Bad input (a NaN force, say): keep the last good pose, at rest.
-            status.set(StepFlag::NonFiniteBodyState);
-            sim.linearVelocity = {};
-            sim.angularVelocity = {};
-        }
-        else
-        {
-            sim.transform = moved;
-            sim.center = motion.center;
-            // The contact solve may push past the speed caps that integrateVelocities applied: cap again.
-            sim.linearVelocity = clampedLength(state.linearVelocity, m_config.maxLinearSpeed);
-            sim.angularVelocity = clampedLength(state.angularVelocity, maxAngularSpeed);
-        }
-        sim.force = {};
-        sim.torque = {};
-
-        // The box must hold the body between steps (restoreState checks it): refresh it for the motion
-        // now; step() checks it again against the velocities it starts with.
-        if (m_bodies[i].proxy != kNullProxy)
-        {
-            m_tightBoxes[i] = computeTightBox(i);
-            updateFatBox(i, dt, false);
-        }
-
-        const float speed = length(sim.linearVelocity) + length(sim.angularVelocity) * sim.extent;
-        if (!m_config.enableSleep || !m_bodies[i].allowSleep || speed > m_config.sleepVelocity)
-        {
-            sim.sleepTime = 0.0f;
-        }
-        else
-        {
-            sim.sleepTime += dt;
+            storeFatBox(m_solverSlots[s], m_wantedBoxes[s]);
         }
     }
+}
+
+bool World::finalizeBody(std::uint32_t s, float dt, std::uint8_t& boxStale, Aabb& wantedBox)
+{
+    const float maxAngularSpeed = 0.25f * kPi * static_cast<float>(m_config.substeps) / dt;
+    const std::uint32_t i = m_solverSlots[s];
+    BodySim& sim = m_sims[i];
+    const SolverBody& state = m_solverBodies[s];
+    const SolverBodyMotion& motion = m_solverMotions[s];
+    const Quat q = normalize(motion.rotation);
+    const Transform moved{motion.center - rotate(q, sim.localCenter), q};
+    bool finite = true;
+    if (!inWorld(moved.p) || !inWorld(motion.center) || !isFinite(moved.q) ||
+        !isFinite(state.linearVelocity) || !isFinite(state.angularVelocity))
+    {
+        // Bad input (a NaN force, say): keep the last good pose, at rest.
+        finite = false;
+        sim.linearVelocity = {};
+        sim.angularVelocity = {};
+    }
+    else
+    {
+        sim.transform = moved;
+        sim.center = motion.center;
+        // The contact solve may push past the speed caps that integrateVelocities applied: cap again.
+        sim.linearVelocity = clampedLength(state.linearVelocity, m_config.maxLinearSpeed);
+        sim.angularVelocity = clampedLength(state.angularVelocity, maxAngularSpeed);
+    }
+    sim.force = {};
+    sim.torque = {};
+
+    // The box must hold the body between steps (restoreState checks it): refresh it for the motion now;
+    // step() checks it again against the velocities it starts with.
+    boxStale = 0;
+    if (m_bodies[i].proxy != kNullProxy)
+    {
+        m_tightBoxes[i] = computeTightBox(i);
+        boxStale = fatBoxStale(i, dt, false, wantedBox) ? 1 : 0;
+    }
+
+    const float speed = length(sim.linearVelocity) + length(sim.angularVelocity) * sim.extent;
+    if (!m_config.enableSleep || !m_bodies[i].allowSleep || speed > m_config.sleepVelocity)
+    {
+        sim.sleepTime = 0.0f;
+    }
+    else
+    {
+        sim.sleepTime += dt;
+    }
+    return finite;
 }
 
 void World::updateSleep()
@@ -1336,13 +1450,27 @@ StepStatus World::step(float dt)
     // Broadphase boxes cover this step's motion, with the velocities as they are now (after any calls
     // since the last step), so every contact the step needs exists before it starts. The tight boxes are
     // those of the poses the last step (or createBody, setTransform, restoreState) left.
+    // The checks on any thread; the tree changes after, in slot order.
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
+    m_fatBoxStale.resize(slotCount);
+    m_wantedBoxes.resize(slotCount);
+    forRange(slotCount, kBodyGrain,
+             [&](std::uint32_t begin, std::uint32_t end, int)
+             {
+                 for (std::uint32_t i = begin; i < end; ++i)
+                 {
+                     const Body& body = m_bodies[i];
+                     m_fatBoxStale[i] = body.alive && body.type != BodyType::Static && !body.sleeping &&
+                                                fatBoxStale(i, dt, false, m_wantedBoxes[i])
+                                            ? 1
+                                            : 0;
+                 }
+             });
     for (std::uint32_t i = 0; i < slotCount; ++i)
     {
-        const Body& body = m_bodies[i];
-        if (body.alive && body.type != BodyType::Static && !body.sleeping)
+        if (m_fatBoxStale[i] != 0)
         {
-            updateFatBox(i, dt, false);
+            storeFatBox(i, m_wantedBoxes[i]);
         }
     }
     updatePairs(status);

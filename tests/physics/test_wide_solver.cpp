@@ -115,8 +115,11 @@ TEST_CASE("the colouring never puts two constraints on one moving body in a colo
 TEST_CASE("the wide solver gives the scalar solver's bits in colour order", "[solver][wide]")
 {
     INFO("lanes " << contactSolverLanes());
+    // Seed 2 runs on two threads: the bundles of a colour then go to either, and the bits must not change.
+    TaskPool pool(2);
     for (const std::uint32_t seed : {1u, 2u, 3u})
     {
+        TaskPool* tasks = seed == 2u ? &pool : nullptr;
         // Dense enough that some constraints overflow the colours and take the scalar path.
         const int constraintCount = seed == 3u ? 4000 : 600;
         Problem wide = randomProblem(seed, 200, constraintCount);
@@ -124,7 +127,7 @@ TEST_CASE("the wide solver gives the scalar solver's bits in colour order", "[so
         ConstraintGraph graph;
         graph.reserve(wide.bodies.size(), wide.setups.size());
         graph.color(wide.setups, wide.bodies.size());
-        prepareContactBundles(graph, wide.setups, wide.bodies, wide.masses);
+        prepareContactBundles(graph, wide.setups, wide.bodies, wide.masses, tasks);
         std::vector<ContactConstraint> constraints(scalar.setups.size());
         for (std::size_t k = 0; k < constraints.size(); ++k)
         {
@@ -133,18 +136,18 @@ TEST_CASE("the wide solver gives the scalar solver's bits in colour order", "[so
         const float inverseH = 240.0f;
         for (int substep = 0; substep < 3; ++substep)
         {
-            warmStartContactsWide(graph, wide.bodies);
-            solveContactsWide(graph, wide.bodies, inverseH, 3.0f, 0.0f, true);
-            solveContactsWide(graph, wide.bodies, inverseH, 3.0f, 0.0f, false);
+            warmStartContactsWide(graph, wide.bodies, tasks);
+            solveContactsWide(graph, wide.bodies, inverseH, 3.0f, 0.0f, true, tasks);
+            solveContactsWide(graph, wide.bodies, inverseH, 3.0f, 0.0f, false, tasks);
 
             warmStartContacts(constraints, graph.order, scalar.bodies);
             solveContacts(constraints, graph.order, scalar.bodies, inverseH, 3.0f, 0.0f, true);
             solveContacts(constraints, graph.order, scalar.bodies, inverseH, 3.0f, 0.0f, false);
         }
-        applyRestitutionWide(graph, wide.bodies, 0.5f);
+        applyRestitutionWide(graph, wide.bodies, 0.5f, tasks);
         applyRestitution(constraints, graph.order, scalar.bodies, 0.5f);
         std::vector<ContactImpulses> impulses(wide.setups.size());
-        readContactImpulses(graph, impulses);
+        readContactImpulses(graph, impulses, tasks);
         INFO("seed " << seed << ", overflow " << graph.overflow().size());
         if (seed == 3u)
         {

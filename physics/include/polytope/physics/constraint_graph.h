@@ -16,6 +16,7 @@
 #pragma once
 
 #include "polytope/physics/contact_solver.h"
+#include "polytope/physics/task_pool.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -50,7 +51,10 @@ struct ConstraintGraph
     std::vector<std::uint32_t> bundleBodies; ///< per bundle: W A indices then W B indices
     std::vector<std::uint32_t> bundleLanes;  ///< per bundle: W constraint indices (kEmptyLane: none)
     std::vector<std::uint8_t> bundlePoints;  ///< per bundle: the most points of any of its lanes
+    std::vector<std::uint32_t> bundleFirst;  ///< per bundle: index into `order` of its lane 0
     std::uint32_t bundleCount = 0;
+    /// Bundles of colour c: [colorBundleStart[c], colorBundleStart[c + 1]).
+    std::uint32_t colorBundleStart[kGraphColorCount + 1] = {};
 
     // The overflow set, solved by the scalar functions: its constraints prepared, in overflow() order.
     std::vector<ContactConstraint> overflowConstraints;
@@ -72,22 +76,28 @@ int contactSolverLanes();
 /// Reserves the bundle storage for up to `constraints` constraints.
 void reserveContactBundles(ConstraintGraph& graph, std::size_t constraints);
 
+// Each of the following runs on the pool's threads when `tasks` is not null (bundles of one colour share no
+// moving body, so they run at once; colours run one after another) and gives the same bits on any number
+// of threads. With a null pool it runs on the caller alone.
+
 /// Prepares the coloured `constraints` (the ones color() was given) straight into the wide bundles, colour
 /// by colour, and the overflow set into graph.overflowConstraints.
 void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstraintSetup> constraints,
-                           std::span<const SolverBody> bodies, std::span<const SolverBodyMass> masses);
+                           std::span<const SolverBody> bodies, std::span<const SolverBodyMass> masses,
+                           TaskPool* tasks);
 
 /// warmStartContacts over the bundles, then the overflow set.
-void warmStartContactsWide(const ConstraintGraph& graph, std::span<SolverBody> bodies);
+void warmStartContactsWide(const ConstraintGraph& graph, std::span<SolverBody> bodies, TaskPool* tasks);
 
 /// solveContacts over the bundles colour by colour, then the overflow set (scalar, constraint order).
 void solveContactsWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float inverseH,
-                       float pushoutVelocity, float linearSlop, bool useBias);
+                       float pushoutVelocity, float linearSlop, bool useBias, TaskPool* tasks);
 
 /// applyRestitution over the bundles colour by colour, then the overflow set.
-void applyRestitutionWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float threshold);
+void applyRestitutionWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float threshold,
+                          TaskPool* tasks);
 
 /// The impulses each constraint ends with: impulses[i] for constraint i of those color() was given.
-void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses> impulses);
+void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses> impulses, TaskPool* tasks);
 
 } // namespace polytope::physics

@@ -190,13 +190,15 @@ inline constexpr int kGyroscopicNewtonIterations = 3;
 /// and |L|; a final tiny turn keeps the world angular momentum (see contact_solver.cpp).
 Quat freeRotationStep(const SolverBodyMotion& m, Vec3& angularVelocity, float h);
 
-/// Substep velocity integration: gravity and forces, damping, speed caps. `h` in seconds.
-void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions, float h,
-                         float maxLinearSpeed);
+/// Substep velocity integration of bodies [begin, end) (index 0, the static dummy, is skipped): gravity and
+/// forces, damping, speed caps. `h` in seconds.
+void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions,
+                         std::uint32_t begin, std::uint32_t end, float h, float maxLinearSpeed);
 
 /// Substep position integration: centres, rotations (freeRotationStep for gyroscopic bodies), and the
 /// deltas the solver's separation estimate reads.
-void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions, float h);
+void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions,
+                        std::uint32_t begin, std::uint32_t end, float h);
 
 /// Applies the accumulated impulses of constraints[indices[0]], constraints[indices[1]], ... in that order.
 void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<const std::uint32_t> indices,

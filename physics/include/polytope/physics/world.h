@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -139,6 +140,10 @@ struct WorldConfig
     float restitutionThreshold = 1.0f;   ///< m/s: slower impacts do not bounce
     float maxLinearSpeed = 400.0f;       ///< m/s, per body
     float broadphaseMargin = 0.1f;       ///< metres added around each body's box in the broadphase
+
+    // Threads.
+    int threads = 1; ///< threads that step the world, the caller included, 1 .. 64: narrowphase, solver
+                     ///< colours and body updates are shared out; any count gives the same bits
 
     // Sleeping.
     bool enableSleep = true;
@@ -359,13 +364,41 @@ class World
         std::uint32_t contact = 0;
     };
 
+    /// fn(begin, end, thread) over [0, count) in chunks of `grain`: on the pool's threads when there is a
+    /// pool and more than one chunk, else on the caller.
+    template <typename F> void forRange(std::uint32_t count, std::uint32_t grain, F&& fn)
+    {
+        if (m_tasks != nullptr && count > grain)
+        {
+            m_tasks->parallelFor(count, grain, fn);
+        }
+        else if (count > 0)
+        {
+            fn(0u, count, 0);
+        }
+    }
+
     void fillState(std::uint32_t index, BodyState& out) const;
+    /// The solver's records of body slot i (awake, not static) at the start of a step.
+    void fillSolverBody(std::uint32_t i, SolverBody& state, SolverBodyMass& mass,
+                        SolverBodyMotion& motion) const;
+    /// The constraint set-up of a touching contact whose bodies have their solver indices.
+    void fillConstraintSetup(const Contact& c, const Softness& contactSoftness,
+                             const Softness& staticSoftness, ContactConstraintSetup& setup) const;
     static std::uint64_t pairKey(std::uint32_t a, std::uint32_t b);
     Aabb computeTightBox(std::uint32_t index) const;
     Vec3 predictedDisplacement(std::uint32_t index, float dt) const; ///< metres over dt; zero if static
     /// The region the body may cover in the coming step of dt seconds (see updateFatBox).
     Aabb sweptBox(std::uint32_t index, const Aabb& tight, float dt) const;
     void updateFatBox(std::uint32_t index, float dt, bool force);
+    /// Whether the stored box of `index` fails to cover its coming step of dt (or `force`); then `wanted` is
+    /// the box to store. Reads only: safe on any thread.
+    bool fatBoxStale(std::uint32_t index, float dt, bool force, Aabb& wanted) const;
+    void storeFatBox(std::uint32_t index, const Aabb& wanted); ///< changes the broadphase tree
+    /// finalizeBodies for solver body s: its pose, velocities, tight box, rest time, and whether its fat
+    /// box must be replaced (by wantedBox). Touches only that body: safe on any thread. False when the
+    /// state was not finite (then reset to rest at the last good pose).
+    bool finalizeBody(std::uint32_t s, float dt, std::uint8_t& boxStale, Aabb& wantedBox);
     bool fatBoxesOverlap(std::uint32_t a, std::uint32_t b) const;
     bool pairEligible(std::uint32_t a, std::uint32_t b) const;
     void wakeIsland(std::uint32_t index);
@@ -398,12 +431,16 @@ class World
     FatBoxPolicy m_fatBoxPolicy; ///< the broadphase margin, from m_config (see updateFatBox)
     BroadphaseTree m_broadphase;
     std::vector<BroadphasePair> m_pairScratch;
-    std::vector<std::uint64_t> m_newKeys;       ///< candidate pair keys of this step, sorted
-    std::vector<ContactKey> m_contactKeys;      ///< sorted by key
-    std::vector<ContactKey> m_contactKeysMerge; ///< scratch for the merge
-    std::vector<Contact> m_contacts;            ///< pool
-    std::vector<std::uint32_t> m_freeContacts;  ///< LIFO
-    std::vector<std::uint8_t> m_contactUpdated; ///< per pool entry: updated this step
+    std::vector<std::uint64_t> m_newKeys;        ///< candidate pair keys of this step, sorted
+    std::vector<ContactKey> m_contactKeys;       ///< sorted by key
+    std::vector<ContactKey> m_contactKeysMerge;  ///< scratch for the merge
+    std::vector<Contact> m_contacts;             ///< pool
+    std::vector<std::uint32_t> m_freeContacts;   ///< LIFO
+    std::vector<std::uint8_t> m_contactUpdated;  ///< per pool entry: updated this step
+    std::vector<std::uint8_t> m_fatBoxStale;     ///< per slot (or solver body): its fat box is to be replaced
+    std::vector<Aabb> m_wantedBoxes;             ///< per slot (or solver body): by this box
+    std::vector<std::uint32_t> m_collideList;    ///< contacts one round of collide() updates
+    std::vector<std::uint8_t> m_collideTouching; ///< per m_collideList entry: the update found contact
 
     // Per-step solver arrays (capacity reserved at creation).
     std::vector<std::uint32_t> m_solverIndex; ///< per slot: index into the solver arrays (0 = static dummy)
@@ -414,7 +451,8 @@ class World
     std::vector<ContactConstraintSetup> m_constraintSetups; ///< this step's touching contacts, in key order
     std::vector<std::uint32_t> m_constraintContacts;        ///< per setup: its contact (pool index)
     std::vector<ContactImpulses> m_constraintImpulses;      ///< per setup: the impulses it ends with
-    ConstraintGraph m_graph; ///< m_constraintSetups coloured and prepared for the wide solver
+    ConstraintGraph m_graph;           ///< m_constraintSetups coloured and prepared for the wide solver
+    std::unique_ptr<TaskPool> m_tasks; ///< null when the world steps on the caller alone (threads == 1)
     IslandBuilder m_islands;
     std::vector<float> m_islandSleep;        ///< per slot (island roots): least rest time in the island
     std::vector<std::uint32_t> m_islandTail; ///< per slot (island roots): last body linked while sleeping

@@ -1,0 +1,153 @@
+// Polytope physics: a fork-join task pool that runs a step's phases on several threads.
+//
+// Rationale (the role of Box2D v3's task callbacks and Jolt's JobSystemThreadPool, much smaller; written
+// afresh). A step is a chain of short data-parallel phases: a solver runs one per graph colour per substep,
+// hundreds per 16 ms step, each tens of microseconds to a few milliseconds long. So the pool offers one
+// operation, parallelFor, and is built for its round-trip latency:
+// - Persistent workers. Threads are started once, in the constructor, never per call.
+// - Dynamic chunks. [0, count) is cut into chunks of `grain` items that the threads (the caller included)
+//   claim one at a time from an atomic counter, so a thread that is slow or descheduled (the machine may
+//   be shared) holds back one chunk, not a fixed share of the work.
+// - Spin, then sleep. An idle worker spins briefly on the job generation (a bounded loop of pause
+//   instructions), which covers the gaps between the phases of one step, then blocks in
+//   std::atomic::wait, so that an idle pool, a server between ticks, burns no CPU. The caller, once the
+//   chunks run out, waits for the last chunks the same way. The generation counter is what the workers
+//   wait on: a job published while a worker is going to sleep changes it, so no wake-up is lost.
+// - No allocation per call. The callback is passed as a TaskFunction, a non-owning reference (an object
+//   pointer and a function pointer), not std::function; the pool's state is fixed at construction.
+// - One chunk or one thread: everything runs inline on the caller with no synchronisation at all.
+#pragma once
+
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace polytope::physics
+{
+
+/// Most threads a TaskPool runs, the caller included. TaskPool's constructor clamps to it.
+inline constexpr int kMaxTaskThreads = 64;
+
+/// A non-owning reference to a callable `void(std::uint32_t begin, std::uint32_t end, int thread)`: a
+/// lambda, a function object, or a pointer to such a function held in a variable. It does not copy the
+/// callable: the callable, temporary or not, must outlive every use of the reference, which
+/// TaskPool::parallelFor guarantees for a lambda written in its argument list. Two words, trivially
+/// copyable, never allocates.
+class TaskFunction
+{
+  public:
+    template <typename Callable>
+    requires(!std::same_as<std::remove_cvref_t<Callable>, TaskFunction> &&
+             !std::is_function_v<std::remove_reference_t<Callable>> &&
+             std::is_invocable_r_v<void, Callable&, std::uint32_t, std::uint32_t, int>)
+        TaskFunction(Callable&& callable)
+    noexcept // NOLINT: implicit, so that a lambda can be passed directly
+        : m_object(const_cast<void*>(static_cast<const void*>(std::addressof(callable)))),
+          m_invoke(&invokeAs<std::remove_reference_t<Callable>>)
+    {
+    }
+
+    /// Calls the callable on items [begin, end) as thread `thread`. A callable that throws terminates the
+    /// program: the pool's callbacks must not throw.
+    void operator()(std::uint32_t begin, std::uint32_t end, int thread) const noexcept
+    {
+        m_invoke(m_object, begin, end, thread);
+    }
+
+  private:
+    using Invoke = void (*)(void* object, std::uint32_t begin, std::uint32_t end, int thread) noexcept;
+
+    template <typename Callable>
+    static void invokeAs(void* object, std::uint32_t begin, std::uint32_t end, int thread) noexcept
+    {
+        (*static_cast<Callable*>(object))(begin, end, thread);
+    }
+
+    void* m_object;
+    Invoke m_invoke;
+};
+
+/// A fixed set of threads that run parallelFor jobs. Non-copyable and non-movable (the workers point at
+/// it). Not re-entrant: see parallelFor.
+class TaskPool
+{
+  public:
+    /// Starts threadCount - 1 worker threads; the thread that calls parallelFor is the other one.
+    /// threadCount is clamped to [1, kMaxTaskThreads]. If the system refuses to start a thread, the pool
+    /// keeps the ones it has: threadCount() tells how many there are.
+    explicit TaskPool(int threadCount);
+    /// Stops and joins the workers. No parallelFor may be running.
+    ~TaskPool();
+    TaskPool(const TaskPool&) = delete;
+    TaskPool& operator=(const TaskPool&) = delete;
+
+    /// Threads that run a parallelFor, the caller included: 1 .. kMaxTaskThreads.
+    int threadCount() const { return m_threadCount; }
+
+    /// Calls fn(begin, end, thread) over [0, count) cut into chunks of `grain` items (the last chunk may
+    /// be shorter; a grain of 0 counts as 1), each chunk exactly once, on any of the pool's threads.
+    /// `thread` is the index of the thread running the chunk: 0 for the caller, 1 .. threadCount() - 1
+    /// for the workers, so callers can keep per-thread scratch indexed by it. Returns when every chunk
+    /// has finished, with all of their writes visible to the caller. Chunks may run in any order and at
+    /// the same time as each other. count == 0 returns at once; with one thread, or a single chunk,
+    /// everything runs inline on the caller. Allocates nothing.
+    ///
+    /// fn must not throw: a callback that throws terminates the program.
+    ///
+    /// Not re-entrant. A parallelFor started while this pool is running one, from inside a callback
+    /// (nesting) or from another thread at the same time, is a programming error. It is made safe by
+    /// running the whole call inline, serially, on the thread that made it, with that thread's index (a
+    /// worker's own index, 0 for any thread that is not one of this pool's workers): the results are
+    /// right, but per-thread scratch of index 0 is then shared by two threads if the second call came
+    /// from outside the pool.
+    void parallelFor(std::uint32_t count, std::uint32_t grain, TaskFunction fn) noexcept;
+
+  private:
+    void workerLoop(int threadIndex, std::uint32_t firstGeneration) noexcept;
+    /// Blocks (spins, then sleeps) until the job generation differs from `seen`; returns the new one.
+    std::uint32_t waitForNextGeneration(std::uint32_t seen) noexcept;
+    /// Claims and runs chunks of the current job until none are left.
+    void runChunks(int threadIndex) noexcept;
+    /// The caller's wait for chunks other threads are still running.
+    void waitForChunks(std::uint32_t chunkCount) noexcept;
+
+    // Each hot atomic on its own cache line: the workers spin on m_generation while the claim and the
+    // completion counters are hammered.
+    static constexpr std::size_t kCacheLine = 64;
+
+    /// Bumped once per published job (and once to stop): what idle workers wait on.
+    alignas(kCacheLine) std::atomic<std::uint32_t> m_generation{0};
+    /// Workers blocked (or about to block) in m_generation.wait: notify only when there are some.
+    std::atomic<int> m_sleepingWorkers{0};
+    std::atomic<bool> m_stopping{false};
+
+    /// Chunks of the current job not yet claimed. Signed: a claim that finds none left takes it below 0,
+    /// which the next job's store overwrites.
+    alignas(kCacheLine) std::atomic<std::int64_t> m_chunksLeft{0};
+
+    /// Chunks of the current job finished; the job is done when it reaches m_chunkCount.
+    alignas(kCacheLine) std::atomic<std::uint32_t> m_chunksDone{0};
+    /// The caller is blocked (or about to block) in m_chunksDone.wait.
+    std::atomic<bool> m_callerSleeping{false};
+
+    /// Set while a parallelFor uses the workers; detects nesting and concurrent calls.
+    alignas(kCacheLine) std::atomic<bool> m_busy{false};
+
+    // The current job. Written by the caller before it publishes the job (m_chunksLeft, release) and read
+    // by a thread only after it has claimed one of the job's chunks, so the job stays in place until that
+    // chunk is counted done.
+    const TaskFunction* m_function = nullptr;
+    std::uint32_t m_count = 0;
+    std::uint32_t m_grain = 1;
+    std::uint32_t m_chunkCount = 0;
+
+    int m_threadCount = 1;
+    std::vector<std::thread> m_workers;
+};
+
+} // namespace polytope::physics
