@@ -16,9 +16,9 @@
 // - Each lane performs the very operations of contact_solver.cpp's scalar code in the same order (no
 //   FMA: the project builds with -ffp-contract=off; min/max written in the order that matches std::min
 //   and std::max), so a lane's result equals the scalar solver's for that constraint, whatever W is.
-// - Bundles are prepared straight from the World's compact ContactConstraintSetup records, one lane at a
-//   time through the scalar prepareContactConstraint (so the Jacobians are the scalar solver's bits), into
-//   a constraint that stays in the cache; only the fields a bundle reads are zeroed.
+// - Bundles are prepared straight from the World's compact ContactConstraintSetup records, W lanes at once
+//   (prepareBundle) with the scalar prepareContactConstraint's operations, so the Jacobians are the scalar
+//   solver's bits; only the fields a bundle reads are zeroed.
 // - Restitution runs once a step, wide as well (restituteBundle), and the impulses are read back per lane
 //   (readContactImpulses) for the next step's warm start.
 #include "polytope/physics/constraint_graph.h"
@@ -452,47 +452,184 @@ void restituteBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, S
     scatterVelocities(bodies, bodyIndex + W, b);
 }
 
-void packLane(float* q, int lane, const ContactConstraint& c)
+inline void setFieldVec3(float* block, int f, const WideVec3& v)
 {
-    setLaneVec3(q, kNormal, lane, c.normal);
-    setLaneVec3(q, kTangent1, lane, c.tangent1);
-    setLaneVec3(q, kTangent2, lane, c.tangent2);
-    setLaneVec3(q, kNormalShiftA, lane, c.normalShiftA);
-    setLaneVec3(q, kNormalShiftB, lane, c.normalShiftB);
-    setLaneVec3(q, kTangent1ShiftA, lane, c.tangent1ShiftA);
-    setLaneVec3(q, kTangent1ShiftB, lane, c.tangent1ShiftB);
-    setLaneVec3(q, kTangent2ShiftA, lane, c.tangent2ShiftA);
-    setLaneVec3(q, kTangent2ShiftB, lane, c.tangent2ShiftB);
-    laneOf(q, kFriction, lane) = c.friction;
-    laneOf(q, kBiasRate, lane) = c.softness.biasRate;
-    laneOf(q, kMassScale, lane) = c.softness.massScale;
-    laneOf(q, kImpulseScale, lane) = c.softness.impulseScale;
-    laneOf(q, kRestitution, lane) = c.restitution;
-    for (int i = 0; i < c.pointCount; ++i)
+    setField(block, f, v.x);
+    setField(block, f + 1, v.y);
+    setField(block, f + 2, v.z);
+}
+inline WideVec3 mulPerElem(const WideVec3& a, const WideVec3& b)
+{
+    return {a.x * b.x, a.y * b.y, a.z * b.z};
+}
+inline WideVec3 cross(const WideVec3& a, const WideVec3& b)
+{
+    return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
+
+/// A Mat3 per lane, by columns (math.h's Mat3 * Vec3: c0 v.x + c1 v.y + c2 v.z).
+struct WideMat3
+{
+    WideVec3 c0, c1, c2;
+};
+inline WideVec3 operator*(const WideMat3& m, const WideVec3& v)
+{
+    return m.c0 * v.x + m.c1 * v.y + m.c2 * v.z;
+}
+
+/// contact_solver.cpp's effectiveMass per lane: 1 / k where k > 0, else 0.
+inline FloatW effectiveMass(const WideVec3& dir, const WideVec3& shiftA, const WideVec3& shiftB,
+                            const WideVec3& armA, const WideVec3& armB, const WideVec3& turnA,
+                            const WideVec3& turnB)
+{
+    const FloatW zero = simd::zero();
+    const FloatW k = dot(dir, shiftA) + dot(dir, shiftB) + dot(armA, turnA) + dot(armB, turnB);
+    return simd::select(simd::greater(k, zero), simd::splat(1.0f) / k, zero);
+}
+
+/// Lane values staged for loading as FloatW: the inputs of a bundle's preparation that the bundle does not
+/// keep (anchors, the bodies' inverse masses).
+struct alignas(32) LaneStage
+{
+    float v[W] = {};
+    FloatW load() const { return simd::load(v); }
+};
+struct StagedVec3
+{
+    LaneStage x, y, z;
+    void set(int lane, const Vec3& value)
     {
-        const ContactConstraintPoint& cp = c.points[i];
+        x.v[lane] = value.x;
+        y.v[lane] = value.y;
+        z.v[lane] = value.z;
+    }
+    WideVec3 load() const { return {x.load(), y.load(), z.load()}; }
+};
+struct StagedMass
+{
+    StagedVec3 inverseMass, c0, c1, c2;
+    void set(int lane, const SolverBodyMass& m)
+    {
+        inverseMass.set(lane, m.inverseMass);
+        c0.set(lane, m.inverseInertia.c0);
+        c1.set(lane, m.inverseInertia.c1);
+        c2.set(lane, m.inverseInertia.c2);
+    }
+};
+
+/// Prepares the bundle at q from the setups of its lanes (lane l: constraints[order[l]], l < laneCount)
+/// with contact_solver.cpp's prepareContactConstraint arithmetic, W lanes at once. The bundle's fields up
+/// to `points` points must be zero on entry (empty lanes and missing points stay zero).
+void prepareBundle(float* q, std::uint32_t* bodyIndex, std::uint32_t* lanes, int points,
+                   std::span<const ContactConstraintSetup> constraints, const std::uint32_t* order,
+                   int laneCount, const SolverBody* bodies, std::span<const SolverBodyMass> masses)
+{
+    // Copies straight into the bundle, and the staged inputs.
+    StagedMass massA;
+    StagedMass massB;
+    StagedVec3 anchorA[kMaxManifoldPoints];
+    StagedVec3 anchorB[kMaxManifoldPoints];
+    LaneStage pointCount;
+    for (int lane = 0; lane < laneCount; ++lane)
+    {
+        const std::uint32_t index = order[lane];
+        const ContactConstraintSetup& c = constraints[index];
+        lanes[lane] = index;
+        bodyIndex[lane] = c.bodyA;
+        bodyIndex[W + lane] = c.bodyB;
+        massA.set(lane, masses[c.bodyA]);
+        massB.set(lane, masses[c.bodyB]);
+        pointCount.v[lane] = static_cast<float>(c.pointCount);
+        setLaneVec3(q, kNormal, lane, c.normal);
+        setLaneVec3(q, kTangent1, lane, c.tangent1);
+        setLaneVec3(q, kTangent2, lane, c.tangent2);
+        laneOf(q, kFriction, lane) = c.friction;
+        laneOf(q, kBiasRate, lane) = c.softness.biasRate;
+        laneOf(q, kMassScale, lane) = c.softness.massScale;
+        laneOf(q, kImpulseScale, lane) = c.softness.impulseScale;
+        laneOf(q, kRestitution, lane) = c.restitution;
+        for (int i = 0; i < c.pointCount; ++i)
+        {
+            const ContactPointSetup& cp = c.points[i];
+            float* p = pointBlock(q, i);
+            anchorA[i].set(lane, cp.anchorA);
+            anchorB[i].set(lane, cp.anchorB);
+            laneOf(p, kBaseSeparation, lane) = cp.baseSeparation;
+            laneOf(p, kNormalImpulse, lane) = cp.normalImpulse;
+            laneOf(p, kTangentImpulse1, lane) = cp.tangentImpulse1;
+            laneOf(p, kTangentImpulse2, lane) = cp.tangentImpulse2;
+        }
+    }
+
+    WideBody a;
+    WideBody b;
+    gatherBodies(bodies, bodyIndex, a);
+    gatherBodies(bodies, bodyIndex + W, b);
+    const WideVec3 inverseMassA = massA.inverseMass.load();
+    const WideVec3 inverseMassB = massB.inverseMass.load();
+    const WideMat3 inverseInertiaA{massA.c0.load(), massA.c1.load(), massA.c2.load()};
+    const WideMat3 inverseInertiaB{massB.c0.load(), massB.c1.load(), massB.c2.load()};
+    const WideVec3 normal = fieldVec3(q, kNormal);
+    const WideVec3 tangent1 = fieldVec3(q, kTangent1);
+    const WideVec3 tangent2 = fieldVec3(q, kTangent2);
+    const WideVec3 normalShiftA = mulPerElem(inverseMassA, normal);
+    const WideVec3 normalShiftB = mulPerElem(inverseMassB, normal);
+    const WideVec3 tangent1ShiftA = mulPerElem(inverseMassA, tangent1);
+    const WideVec3 tangent1ShiftB = mulPerElem(inverseMassB, tangent1);
+    const WideVec3 tangent2ShiftA = mulPerElem(inverseMassA, tangent2);
+    const WideVec3 tangent2ShiftB = mulPerElem(inverseMassB, tangent2);
+    setFieldVec3(q, kNormalShiftA, normalShiftA);
+    setFieldVec3(q, kNormalShiftB, normalShiftB);
+    setFieldVec3(q, kTangent1ShiftA, tangent1ShiftA);
+    setFieldVec3(q, kTangent1ShiftB, tangent1ShiftB);
+    setFieldVec3(q, kTangent2ShiftA, tangent2ShiftA);
+    setFieldVec3(q, kTangent2ShiftB, tangent2ShiftB);
+
+    const FloatW zero = simd::zero();
+    const FloatW counts = pointCount.load();
+    for (int i = 0; i < points; ++i)
+    {
         float* p = pointBlock(q, i);
-        setLaneVec3(p, kNormalArmA, lane, cp.normalArmA);
-        setLaneVec3(p, kNormalArmB, lane, cp.normalArmB);
-        setLaneVec3(p, kNormalTurnA, lane, cp.normalTurnA);
-        setLaneVec3(p, kNormalTurnB, lane, cp.normalTurnB);
-        setLaneVec3(p, kTangent1ArmA, lane, cp.tangent1ArmA);
-        setLaneVec3(p, kTangent1ArmB, lane, cp.tangent1ArmB);
-        setLaneVec3(p, kTangent1TurnA, lane, cp.tangent1TurnA);
-        setLaneVec3(p, kTangent1TurnB, lane, cp.tangent1TurnB);
-        setLaneVec3(p, kTangent2ArmA, lane, cp.tangent2ArmA);
-        setLaneVec3(p, kTangent2ArmB, lane, cp.tangent2ArmB);
-        setLaneVec3(p, kTangent2TurnA, lane, cp.tangent2TurnA);
-        setLaneVec3(p, kTangent2TurnB, lane, cp.tangent2TurnB);
-        laneOf(p, kBaseSeparation, lane) = cp.baseSeparation;
-        laneOf(p, kRelativeVelocity, lane) = cp.relativeVelocity;
-        laneOf(p, kNormalImpulse, lane) = cp.normalImpulse;
-        laneOf(p, kTangentImpulse1, lane) = cp.tangentImpulse1;
-        laneOf(p, kTangentImpulse2, lane) = cp.tangentImpulse2;
-        laneOf(p, kMaxNormalImpulse, lane) = cp.maxNormalImpulse;
-        laneOf(p, kNormalMass, lane) = cp.normalMass;
-        laneOf(p, kTangentMass1, lane) = cp.tangentMass1;
-        laneOf(p, kTangentMass2, lane) = cp.tangentMass2;
+        // Lanes without point i keep zeros (anchors are zero there, but masses would not be).
+        const FloatW present = simd::greater(counts, simd::splat(static_cast<float>(i)));
+        const WideVec3 rA = anchorA[i].load();
+        const WideVec3 rB = anchorB[i].load();
+        const WideVec3 normalArmA = cross(rA, normal);
+        const WideVec3 normalArmB = cross(rB, normal);
+        const WideVec3 normalTurnA = inverseInertiaA * normalArmA;
+        const WideVec3 normalTurnB = inverseInertiaB * normalArmB;
+        const WideVec3 tangent1ArmA = cross(rA, tangent1);
+        const WideVec3 tangent1ArmB = cross(rB, tangent1);
+        const WideVec3 tangent1TurnA = inverseInertiaA * tangent1ArmA;
+        const WideVec3 tangent1TurnB = inverseInertiaB * tangent1ArmB;
+        const WideVec3 tangent2ArmA = cross(rA, tangent2);
+        const WideVec3 tangent2ArmB = cross(rB, tangent2);
+        const WideVec3 tangent2TurnA = inverseInertiaA * tangent2ArmA;
+        const WideVec3 tangent2TurnB = inverseInertiaB * tangent2ArmB;
+        setFieldVec3(p, kNormalArmA, normalArmA);
+        setFieldVec3(p, kNormalArmB, normalArmB);
+        setFieldVec3(p, kNormalTurnA, normalTurnA);
+        setFieldVec3(p, kNormalTurnB, normalTurnB);
+        setFieldVec3(p, kTangent1ArmA, tangent1ArmA);
+        setFieldVec3(p, kTangent1ArmB, tangent1ArmB);
+        setFieldVec3(p, kTangent1TurnA, tangent1TurnA);
+        setFieldVec3(p, kTangent1TurnB, tangent1TurnB);
+        setFieldVec3(p, kTangent2ArmA, tangent2ArmA);
+        setFieldVec3(p, kTangent2ArmB, tangent2ArmB);
+        setFieldVec3(p, kTangent2TurnA, tangent2TurnA);
+        setFieldVec3(p, kTangent2TurnB, tangent2TurnB);
+        const FloatW normalMass = effectiveMass(normal, normalShiftA, normalShiftB, normalArmA, normalArmB,
+                                                normalTurnA, normalTurnB);
+        const FloatW tangentMass1 = effectiveMass(tangent1, tangent1ShiftA, tangent1ShiftB, tangent1ArmA,
+                                                  tangent1ArmB, tangent1TurnA, tangent1TurnB);
+        const FloatW tangentMass2 = effectiveMass(tangent2, tangent2ShiftA, tangent2ShiftB, tangent2ArmA,
+                                                  tangent2ArmB, tangent2TurnA, tangent2TurnB);
+        setField(p, kNormalMass, simd::select(present, normalMass, zero));
+        setField(p, kTangentMass1, simd::select(present, tangentMass1, zero));
+        setField(p, kTangentMass2, simd::select(present, tangentMass2, zero));
+        setField(p, kRelativeVelocity,
+                 simd::select(present, relativeSpeed(a, b, normal, normalArmA, normalArmB), zero));
+        // kMaxNormalImpulse stays 0 (zeroed).
     }
 }
 
@@ -587,7 +724,6 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
     float* base = alignedBase(graph.bundleValues);
     const auto prepareBundles = [&](std::uint32_t begin, std::uint32_t end, int)
     {
-        ContactConstraint prepared; // one lane's constraint, in the cache, on its way into the bundle
         for (std::uint32_t bundle = begin; bundle < end; ++bundle)
         {
             const std::uint32_t first = graph.bundleFirst[bundle];
@@ -605,16 +741,8 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
             std::uint32_t* lanes = graph.bundleLanes.data() + bundle * W;
             std::fill_n(bodyIndex, 2 * W, 0u);
             std::fill_n(lanes, W, kEmptyLane);
-            for (std::uint32_t k = first; k < last; ++k)
-            {
-                const int lane = static_cast<int>(k - first);
-                const std::uint32_t index = graph.order[k];
-                prepareContactConstraint(constraints[index], prepared, bodies, masses);
-                packLane(q, lane, prepared);
-                bodyIndex[lane] = prepared.bodyA;
-                bodyIndex[W + lane] = prepared.bodyB;
-                lanes[lane] = index;
-            }
+            prepareBundle(q, bodyIndex, lanes, points, constraints, graph.order.data() + first,
+                          static_cast<int>(last - first), bodies.data(), masses);
             graph.bundlePoints[bundle] = static_cast<std::uint8_t>(points);
         }
     };

@@ -228,6 +228,7 @@ World::World(const WorldConfig& config)
     m_freeContacts.reserve(contacts);
     m_contactUpdated.reserve(contacts);
     m_fatBoxStale.reserve(bodies + 1);
+    m_reach.reserve(bodies);
     m_wantedBoxes.reserve(bodies + 1);
     m_collideList.reserve(contacts);
     m_collideTouching.reserve(contacts);
@@ -895,12 +896,11 @@ float World::reachBeyondVelocity(std::uint32_t index, float dt) const
     return reach;
 }
 
-bool World::updateContact(Contact& contact, float dt)
+bool World::updateContact(Contact& contact)
 {
     const std::uint32_t a = contact.bodyA;
     const std::uint32_t b = contact.bodyB;
-    const float reach =
-        std::min(speculativeReach(a, dt) + speculativeReach(b, dt), m_config.maxSpeculativeDistance);
+    const float reach = std::min(m_reach[a] + m_reach[b], m_config.maxSpeculativeDistance);
     const float margin = m_config.speculativeDistance + reach;
     const ContactManifold manifold =
         collideShapes(m_shapes[a], m_sims[a].transform, m_shapes[b], m_sims[b].transform, margin, m_hulls);
@@ -979,7 +979,7 @@ enum : std::uint8_t
 };
 } // namespace
 
-void World::collide(float dt)
+void World::collide()
 {
     m_contactUpdated.assign(m_contacts.size(), kContactPending);
     auto isActive = [&](std::uint32_t i)
@@ -1028,7 +1028,7 @@ void World::collide(float dt)
                  {
                      for (std::uint32_t k = begin; k < end; ++k)
                      {
-                         m_collideTouching[k] = updateContact(m_contacts[m_collideList[k]], dt) ? 1 : 0;
+                         m_collideTouching[k] = updateContact(m_contacts[m_collideList[k]]) ? 1 : 0;
                      }
                  });
         // Touching an awake body wakes a sleeping island; its pending contacts join the next round.
@@ -1454,12 +1454,14 @@ StepStatus World::step(float dt)
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     m_fatBoxStale.resize(slotCount);
     m_wantedBoxes.resize(slotCount);
+    m_reach.resize(slotCount);
     forRange(slotCount, kBodyGrain,
              [&](std::uint32_t begin, std::uint32_t end, int)
              {
                  for (std::uint32_t i = begin; i < end; ++i)
                  {
                      const Body& body = m_bodies[i];
+                     m_reach[i] = body.alive ? speculativeReach(i, dt) : 0.0f;
                      m_fatBoxStale[i] = body.alive && body.type != BodyType::Static && !body.sleeping &&
                                                 fatBoxStale(i, dt, false, m_wantedBoxes[i])
                                             ? 1
@@ -1474,7 +1476,7 @@ StepStatus World::step(float dt)
         }
     }
     updatePairs(status);
-    collide(dt);
+    collide();
     solve(dt);
     finalizeBodies(dt, status);
     updateSleep();

@@ -405,8 +405,8 @@ class World
     void updatePairs(StepStatus& status);
     bool collectPairCandidates(); ///< false when the candidate list overflowed
     void mergeNewPairs(StepStatus& status);
-    bool updateContact(Contact& contact, float dt);
-    void collide(float dt);
+    bool updateContact(Contact& contact); ///< the narrowphase of one pair, with the margins m_reach holds
+    void collide();                       ///< the narrowphase of every pair that needs it (m_reach set)
     void solve(float dt);
     void finalizeBodies(float dt, StepStatus& status);
     void updateSleep();
@@ -431,14 +431,15 @@ class World
     FatBoxPolicy m_fatBoxPolicy; ///< the broadphase margin, from m_config (see updateFatBox)
     BroadphaseTree m_broadphase;
     std::vector<BroadphasePair> m_pairScratch;
-    std::vector<std::uint64_t> m_newKeys;        ///< candidate pair keys of this step, sorted
-    std::vector<ContactKey> m_contactKeys;       ///< sorted by key
-    std::vector<ContactKey> m_contactKeysMerge;  ///< scratch for the merge
-    std::vector<Contact> m_contacts;             ///< pool
-    std::vector<std::uint32_t> m_freeContacts;   ///< LIFO
-    std::vector<std::uint8_t> m_contactUpdated;  ///< per pool entry: updated this step
-    std::vector<std::uint8_t> m_fatBoxStale;     ///< per slot (or solver body): its fat box is to be replaced
-    std::vector<Aabb> m_wantedBoxes;             ///< per slot (or solver body): by this box
+    std::vector<std::uint64_t> m_newKeys;       ///< candidate pair keys of this step, sorted
+    std::vector<ContactKey> m_contactKeys;      ///< sorted by key
+    std::vector<ContactKey> m_contactKeysMerge; ///< scratch for the merge
+    std::vector<Contact> m_contacts;            ///< pool
+    std::vector<std::uint32_t> m_freeContacts;  ///< LIFO
+    std::vector<std::uint8_t> m_contactUpdated; ///< per pool entry: updated this step
+    std::vector<std::uint8_t> m_fatBoxStale;    ///< per slot (or solver body): its fat box is to be replaced
+    std::vector<Aabb> m_wantedBoxes;            ///< per slot (or solver body): by this box
+    std::vector<float> m_reach; ///< per slot: speculativeReach over this step (set as the step starts)
     std::vector<std::uint32_t> m_collideList;    ///< contacts one round of collide() updates
     std::vector<std::uint8_t> m_collideTouching; ///< per m_collideList entry: the update found contact
 
