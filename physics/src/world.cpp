@@ -896,14 +896,71 @@ float World::reachBeyondVelocity(std::uint32_t index, float dt) const
     return reach;
 }
 
+bool World::planeInvolved(const Contact& contact) const
+{
+    return m_shapes[contact.bodyA].type == ShapeType::Plane ||
+           m_shapes[contact.bodyB].type == ShapeType::Plane;
+}
+
+bool World::reuseManifold(Contact& contact, const Transform& relative, float margin) const
+{
+    // As Jolt's body-pair cache, with bounds instead of fixed thresholds. Since the manifold was last
+    // placed, no point of B has moved in A's frame by more than drift = |dp| + angle * (B's reach about its
+    // shape origin). So while the drift summed since it was computed stays within kManifoldReuseSlack (the
+    // manifold's features then have slid by at most that much), and the margin wanted now plus this drift
+    // stays within the margin it still answers for (a feature pair that was beyond it is still beyond the
+    // margin now), it is kept: its points move with B and their separations are measured again.
+    if (contact.cacheMargin < 0.0f)
+    {
+        return false;
+    }
+    const Quat turn = conjugate(contact.cacheRelative.q) * relative.q;
+    const float halfSine = length(Vec3{turn.x, turn.y, turn.z}); // sin(angle / 2)
+    constexpr float kMaxHalfSine = 0.1f;                         // about 11.5 degrees
+    if (!(halfSine <= kMaxHalfSine))
+    {
+        return false;
+    }
+    // angle = 2 asin(halfSine) <= 2.01 halfSine below kMaxHalfSine.
+    const BodySim& simB = m_sims[contact.bodyB];
+    const float radiusB = simB.extent + length(simB.localCenter);
+    const float drift = length(relative.p - contact.cacheRelative.p) + 2.01f * halfSine * radiusB;
+    if (!(drift <= contact.cacheSlack) || !(margin + drift <= contact.cacheMargin))
+    {
+        return false;
+    }
+    // B's points: from A's frame then to B's frame, then to A's frame now.
+    ContactManifold& m = contact.manifold;
+    for (int i = 0; i < m.pointCount; ++i)
+    {
+        ContactPoint& p = m.points[i];
+        p.pointB = transformPoint(relative, inverseTransformPoint(contact.cacheRelative, p.pointB));
+        p.separation = dot(p.pointB - p.pointA, m.normal);
+    }
+    contact.cacheRelative = relative;
+    contact.cacheMargin -= drift;
+    contact.cacheSlack -= drift;
+    return true;
+}
+
 bool World::updateContact(Contact& contact)
 {
     const std::uint32_t a = contact.bodyA;
     const std::uint32_t b = contact.bodyB;
     const float reach = std::min(m_reach[a] + m_reach[b], m_config.maxSpeculativeDistance);
     const float margin = m_config.speculativeDistance + reach;
-    const ContactManifold manifold =
-        collideShapes(m_shapes[a], m_sims[a].transform, m_shapes[b], m_sims[b].transform, margin, m_hulls);
+    const Transform relative = relativeTransform(m_sims[a].transform, m_sims[b].transform);
+    if (reuseManifold(contact, relative, margin))
+    {
+        return contact.manifold.pointCount > 0;
+    }
+    // Computed with some slack beyond the margin, so that it can be reused while the pair stays put.
+    const float computedMargin = margin + kManifoldReuseSlack;
+    const ContactManifold manifold = collideShapes(m_shapes[a], m_sims[a].transform, m_shapes[b],
+                                                   m_sims[b].transform, computedMargin, m_hulls);
+    contact.cacheRelative = relative;
+    contact.cacheMargin = planeInvolved(contact) ? -1.0f : computedMargin;
+    contact.cacheSlack = kManifoldReuseSlack;
     // Carry impulses over: by feature id first; then, for points whose id changed (a face resting exactly
     // on a face flips between "incident vertex" and "edge crossing" ids under tiny motions), from the
     // nearest unclaimed old point within kWarmStartMatchDistance.

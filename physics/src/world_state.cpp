@@ -9,7 +9,8 @@
 //   bodies      every slot (dead ones keep their generation, so stale ids stay stale), with motion state,
 //               mass, material, shape, fat box, sleep state and island links, forces pending
 //   free slots  in LIFO order (slot reuse order is part of the future)
-//   contacts    in key order: bodies, manifold (points, feature ids) and accumulated impulses
+//   contacts    in key order: bodies, manifold (points, feature ids), accumulated impulses, and what
+//               manifold reuse needs (the pose the manifold is for, margin and slack left)
 // The broadphase tree is not stored: it is rebuilt from the fat boxes. Its shape may differ from the
 // original, but pairs are reported as a set and sorted by body slots, so the contacts come out the same.
 // Proxies whose fat box changed since the last pair update are marked moved again, as they were.
@@ -31,7 +32,7 @@ namespace
 {
 
 constexpr std::uint32_t kSnapshotMagic = 0x53575450u; // "PTWS" little-endian
-constexpr std::uint32_t kSnapshotVersion = 1;
+constexpr std::uint32_t kSnapshotVersion = 2;         ///< 2: contacts carry their manifold-reuse state
 
 /// FNV-1a, 64 bits, over explicit little pieces (never over structs with padding).
 struct Fnv64
@@ -450,6 +451,13 @@ void World::saveState(std::vector<std::uint8_t>& out) const
         }
         w.f32(c.friction);
         w.f32(c.restitution);
+        w.vec(c.cacheRelative.p);
+        w.f32(c.cacheRelative.q.x);
+        w.f32(c.cacheRelative.q.y);
+        w.f32(c.cacheRelative.q.z);
+        w.f32(c.cacheRelative.q.w);
+        w.f32(c.cacheMargin);
+        w.f32(c.cacheSlack);
     }
 }
 
@@ -622,7 +630,7 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
     }
 
     // Contacts, in key order.
-    const std::uint32_t contactCount = r.count(m_config.maxContacts, 4 + 4 + 12 + 1 + 8);
+    const std::uint32_t contactCount = r.count(m_config.maxContacts, 4 + 4 + 12 + 1 + 8 + 36);
     std::vector<Contact> contacts(contactCount);
     std::vector<ContactKey> keys(contactCount);
     for (std::uint32_t k = 0; k < contactCount; ++k)
@@ -658,6 +666,22 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         }
         c.friction = r.f32();
         c.restitution = r.f32();
+        c.cacheRelative.p = r.vec();
+        c.cacheRelative.q.x = r.f32();
+        c.cacheRelative.q.y = r.f32();
+        c.cacheRelative.q.z = r.f32();
+        c.cacheRelative.q.w = r.f32();
+        c.cacheMargin = r.f32();
+        c.cacheSlack = r.f32();
+        const float turnLength2 = dot(c.cacheRelative.q, c.cacheRelative.q);
+        if (!(maxAbs(c.cacheRelative.p) <= 2.0f * kWorldBoundMeters) ||
+            !(turnLength2 > 0.99f && turnLength2 < 1.01f) ||
+            !(c.cacheMargin <=
+              m_config.maxSpeculativeDistance + m_config.speculativeDistance + kManifoldReuseSlack) ||
+            !(c.cacheMargin >= -1.0f) || !(c.cacheSlack >= 0.0f && c.cacheSlack <= kManifoldReuseSlack))
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
         const float normalLength2 = lengthSquared(c.manifold.normal);
         if (!(normalLength2 > 0.99f && normalLength2 < 1.01f) || c.friction < 0.0f ||
             c.friction > kMaxFriction || c.restitution < 0.0f || c.restitution > 1.0f)

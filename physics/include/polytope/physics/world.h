@@ -355,6 +355,9 @@ class World
         float tangentImpulse2[kMaxManifoldPoints]{};
         float friction = 0.0f;
         float restitution = 0.0f;
+        Transform cacheRelative{}; ///< B's pose in A's frame when the manifold was made (or last reused)
+        float cacheMargin = -1.0f; ///< metres it still answers for (see reuseManifold); < 0: recompute
+        float cacheSlack = 0.0f;   ///< metres its features may still slide before it is computed again
     };
 
     /// Sorted index of the contacts: key = (smaller slot << 32) | larger slot.
@@ -405,8 +408,16 @@ class World
     void updatePairs(StepStatus& status);
     bool collectPairCandidates(); ///< false when the candidate list overflowed
     void mergeNewPairs(StepStatus& status);
-    bool updateContact(Contact& contact); ///< the narrowphase of one pair, with the margins m_reach holds
-    void collide();                       ///< the narrowphase of every pair that needs it (m_reach set)
+    bool updateContact(Contact& contact);
+    /// Moves the contact's manifold with B when the pair has moved too little since it was computed to
+    /// change which points it has; false (and nothing changed) when it must be computed again.
+    bool reuseManifold(Contact& contact, const Transform& relative, float margin) const;
+    /// Metres beyond the margin a manifold is computed with, and how far its features may slide before it
+    /// is computed again (reuseManifold).
+    static constexpr float kManifoldReuseSlack = 0.005f;
+    bool planeInvolved(
+        const Contact& contact) const; ///< the narrowphase of one pair, with the margins m_reach holds
+    void collide();                    ///< the narrowphase of every pair that needs it (m_reach set)
     void solve(float dt);
     void finalizeBodies(float dt, StepStatus& status);
     void updateSleep();
