@@ -896,20 +896,15 @@ float World::reachBeyondVelocity(std::uint32_t index, float dt) const
     return reach;
 }
 
-bool World::planeInvolved(const Contact& contact) const
-{
-    return m_shapes[contact.bodyA].type == ShapeType::Plane ||
-           m_shapes[contact.bodyB].type == ShapeType::Plane;
-}
-
 bool World::reuseManifold(Contact& contact, const Transform& relative, float margin) const
 {
     // As Jolt's body-pair cache, with bounds instead of fixed thresholds. Since the manifold was last
     // placed, no point of B has moved in A's frame by more than drift = |dp| + angle * (B's reach about its
-    // shape origin). So while the drift summed since it was computed stays within kManifoldReuseSlack (the
-    // manifold's features then have slid by at most that much), and the margin wanted now plus this drift
-    // stays within the margin it still answers for (a feature pair that was beyond it is still beyond the
-    // margin now), it is kept: its points move with B and their separations are measured again.
+    // shape origin), nor any of A's in B's frame by more than the same with A's. So while the drift summed
+    // since it was computed stays within kManifoldReuseSlack (the manifold's features then have slid by at
+    // most that much), and the margin wanted now plus this drift stays within the margin it still answers for
+    // (a feature pair that was beyond it is still beyond the margin now), it is kept: its points move with B
+    // and their separations are measured again.
     if (contact.cacheMargin < 0.0f)
     {
         return false;
@@ -921,10 +916,14 @@ bool World::reuseManifold(Contact& contact, const Transform& relative, float mar
     {
         return false;
     }
-    // angle = 2 asin(halfSine) <= 2.01 halfSine below kMaxHalfSine.
-    const BodySim& simB = m_sims[contact.bodyB];
-    const float radiusB = simB.extent + length(simB.localCenter);
-    const float drift = length(relative.p - contact.cacheRelative.p) + 2.01f * halfSine * radiusB;
+    // angle = 2 asin(halfSine) <= 2.01 halfSine below kMaxHalfSine. A plane (always B when in a pair) has
+    // no reach: then the drift is that of A's points in B's frame, which bounds the same feature motion.
+    const bool planeB = m_shapes[contact.bodyB].type == ShapeType::Plane;
+    const BodySim& moving = m_sims[planeB ? contact.bodyA : contact.bodyB];
+    const float radius = moving.extent + length(moving.localCenter);
+    const float shift = planeB ? length(inverse(relative).p - inverse(contact.cacheRelative).p)
+                               : length(relative.p - contact.cacheRelative.p);
+    const float drift = shift + 2.01f * halfSine * radius;
     if (!(drift <= contact.cacheSlack) || !(margin + drift <= contact.cacheMargin))
     {
         return false;
@@ -959,7 +958,7 @@ bool World::updateContact(Contact& contact)
     const ContactManifold manifold = collideShapes(m_shapes[a], m_sims[a].transform, m_shapes[b],
                                                    m_sims[b].transform, computedMargin, m_hulls);
     contact.cacheRelative = relative;
-    contact.cacheMargin = planeInvolved(contact) ? -1.0f : computedMargin;
+    contact.cacheMargin = computedMargin;
     contact.cacheSlack = kManifoldReuseSlack;
     // Carry impulses over: by feature id first; then, for points whose id changed (a face resting exactly
     // on a face flips between "incident vertex" and "edge crossing" ids under tiny motions), from the

@@ -66,7 +66,7 @@ TEST_CASE("two runs of the mixed scene agree bit for bit at every step, and matc
     }
     // Recorded from this code on x86-64 (GCC, -O3 and -O0 with sanitizers agree: -ffp-contract=off, no
     // fast-math). A change here means the simulation changed: update it deliberately.
-    const std::uint64_t golden = 0x8fd7a786d9e73efeull;
+    const std::uint64_t golden = 0x14fa5180748be837ull;
     INFO("hash " << std::hex << a.stateHash());
     CHECK(a.stateHash() == golden);
 }

@@ -415,9 +415,8 @@ class World
     /// Metres beyond the margin a manifold is computed with, and how far its features may slide before it
     /// is computed again (reuseManifold).
     static constexpr float kManifoldReuseSlack = 0.005f;
-    bool planeInvolved(
-        const Contact& contact) const; ///< the narrowphase of one pair, with the margins m_reach holds
-    void collide();                    ///< the narrowphase of every pair that needs it (m_reach set)
+    ///< the narrowphase of one pair, with the margins m_reach holds
+    void collide(); ///< the narrowphase of every pair that needs it (m_reach set)
     void solve(float dt);
     void finalizeBodies(float dt, StepStatus& status);
     void updateSleep();
