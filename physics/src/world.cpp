@@ -1024,6 +1024,8 @@ bool World::updateContact(Contact& contact)
 
 namespace
 {
+/// Contacts per chunk of the parallel contact checks and constraint set-up.
+constexpr std::uint32_t kContactGrain = 128;
 /// Contacts per chunk of the parallel narrowphase (each a fraction of a microsecond to a few).
 constexpr std::uint32_t kCollideGrain = 32;
 
@@ -1032,6 +1034,7 @@ enum : std::uint8_t
     kContactPending = 0,
     kContactUpdated = 1,
     kContactRemove = 2,
+    kContactQueued = 3, ///< to be updated in the current round of collide()
 };
 } // namespace
 
@@ -1056,26 +1059,35 @@ void World::collide()
     while (woke)
     {
         woke = false;
-        // This round's contacts: pending ones with an active body. Pairs whose boxes came apart go.
+        // This round's contacts: pending ones with an active body. Pairs whose boxes came apart go. The
+        // checks on any thread (each writes its own contact's state), the list in key order.
+        forRange(static_cast<std::uint32_t>(m_contactKeys.size()), kContactGrain,
+                 [&](std::uint32_t begin, std::uint32_t end, int)
+                 {
+                     for (std::uint32_t k = begin; k < end; ++k)
+                     {
+                         const std::uint32_t index = m_contactKeys[k].contact;
+                         if (m_contactUpdated[index] != kContactPending)
+                         {
+                             continue;
+                         }
+                         const Contact& c = m_contacts[index];
+                         if (!isActive(c.bodyA) && !isActive(c.bodyB))
+                         {
+                             continue;
+                         }
+                         m_contactUpdated[index] =
+                             fatBoxesOverlap(c.bodyA, c.bodyB) ? kContactQueued : kContactRemove;
+                     }
+                 });
         m_collideList.clear();
         for (const ContactKey& entry : m_contactKeys)
         {
-            if (m_contactUpdated[entry.contact] != kContactPending)
+            if (m_contactUpdated[entry.contact] == kContactQueued)
             {
-                continue;
+                m_contactUpdated[entry.contact] = kContactUpdated;
+                m_collideList.push_back(entry.contact);
             }
-            const Contact& c = m_contacts[entry.contact];
-            if (!isActive(c.bodyA) && !isActive(c.bodyB))
-            {
-                continue;
-            }
-            if (!fatBoxesOverlap(c.bodyA, c.bodyB))
-            {
-                m_contactUpdated[entry.contact] = kContactRemove;
-                continue;
-            }
-            m_contactUpdated[entry.contact] = kContactUpdated;
-            m_collideList.push_back(entry.contact);
         }
         // The narrowphase: each contact reads the poses and writes only itself, so on any thread.
         m_collideTouching.resize(m_collideList.size());
@@ -1128,8 +1140,6 @@ namespace
 {
 /// Bodies per chunk of the parallel integration loops (tens of nanoseconds each).
 constexpr std::uint32_t kBodyGrain = 256;
-/// Contacts per chunk of the parallel constraint set-up.
-constexpr std::uint32_t kContactGrain = 128;
 } // namespace
 
 void World::fillSolverBody(std::uint32_t i, SolverBody& state, SolverBodyMass& mass,
