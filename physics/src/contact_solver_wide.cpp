@@ -275,6 +275,16 @@ inline FloatW relativeSpeed(const WideBody& a, const WideBody& b, const WideVec3
     return dot(b.v - a.v, dir) + dot(b.w, armB) - dot(a.w, armA);
 }
 
+/// Applies the normal impulse `applied` of point block p: -applied to A, +applied to B.
+inline void applyNormalImpulse(WideBody& a, WideBody& b, const WideVec3& normalShiftA,
+                               const WideVec3& normalShiftB, const float* p, FloatW applied)
+{
+    a.v = a.v - normalShiftA * applied;
+    a.w = a.w - fieldVec3(p, kNormalTurnA) * applied;
+    b.v = b.v + normalShiftB * applied;
+    b.w = b.w + fieldVec3(p, kNormalTurnB) * applied;
+}
+
 const float* alignedBase(const std::vector<float>& values)
 {
     const auto address = reinterpret_cast<std::uintptr_t>(values.data());
@@ -369,10 +379,7 @@ void solveBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, Solve
         const FloatW applied = total - impulse;
         setField(p, kNormalImpulse, total);
         setField(p, kMaxNormalImpulse, simd::max(applied, field(p, kMaxNormalImpulse)));
-        a.v = a.v - normalShiftA * applied;
-        a.w = a.w - fieldVec3(p, kNormalTurnA) * applied;
-        b.v = b.v + normalShiftB * applied;
-        b.w = b.w + fieldVec3(p, kNormalTurnB) * applied;
+        applyNormalImpulse(a, b, normalShiftA, normalShiftB, p, applied);
     }
 
     const WideVec3 tangent1 = fieldVec3(q, kTangent1);
@@ -443,10 +450,7 @@ void restituteBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, S
         const FloatW applied = simd::select(skip, zero, total - impulse);
         setField(p, kNormalImpulse, total);
         setField(p, kMaxNormalImpulse, simd::select(skip, maxImpulse, simd::max(applied, maxImpulse)));
-        a.v = a.v - normalShiftA * applied;
-        a.w = a.w - fieldVec3(p, kNormalTurnA) * applied;
-        b.v = b.v + normalShiftB * applied;
-        b.w = b.w + fieldVec3(p, kNormalTurnB) * applied;
+        applyNormalImpulse(a, b, normalShiftA, normalShiftB, p, applied);
     }
     scatterVelocities(bodies, bodyIndex, a);
     scatterVelocities(bodies, bodyIndex + W, b);

@@ -452,10 +452,7 @@ void World::saveState(std::vector<std::uint8_t>& out) const
         w.f32(c.friction);
         w.f32(c.restitution);
         w.vec(c.cacheRelative.p);
-        w.f32(c.cacheRelative.q.x);
-        w.f32(c.cacheRelative.q.y);
-        w.f32(c.cacheRelative.q.z);
-        w.f32(c.cacheRelative.q.w);
+        w.quat(c.cacheRelative.q);
         w.f32(c.cacheMargin);
         w.f32(c.cacheSlack);
     }
@@ -667,10 +664,7 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         c.friction = r.f32();
         c.restitution = r.f32();
         c.cacheRelative.p = r.vec();
-        c.cacheRelative.q.x = r.f32();
-        c.cacheRelative.q.y = r.f32();
-        c.cacheRelative.q.z = r.f32();
-        c.cacheRelative.q.w = r.f32();
+        c.cacheRelative.q = r.quat();
         c.cacheMargin = r.f32();
         c.cacheSlack = r.f32();
         const float turnLength2 = dot(c.cacheRelative.q, c.cacheRelative.q);
