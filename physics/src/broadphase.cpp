@@ -450,12 +450,26 @@ void BroadphaseTree::rotateForArea(std::int32_t index)
 
 void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out)
 {
+    findNewPairs(out, nullptr);
+}
+
+void BroadphaseTree::reservePairBuffers(int threads, std::size_t pairs)
+{
+    m_threadPairs.resize(static_cast<std::size_t>(std::max(threads, 1)));
+    for (std::vector<BroadphasePair>& buffer : m_threadPairs)
+    {
+        buffer.reserve(pairs);
+    }
+}
+
+void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks)
+{
     out.clear();
-    for (const std::int32_t query : m_moved)
+    const auto findFor = [&](std::int32_t query, std::vector<BroadphasePair>& into)
     {
         if (!isProxy(query))
         {
-            continue; // destroyed after it moved
+            return; // destroyed after it moved
         }
         queryAabb(m_nodes[query].box,
                   [&](std::int32_t other)
@@ -465,11 +479,46 @@ void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out)
                       const bool otherQueries = m_nodes[other].inMovedSet;
                       if (other != query && !(otherQueries && other < query))
                       {
-                          out.push_back(query < other ? BroadphasePair{query, other}
-                                                      : BroadphasePair{other, query});
+                          into.push_back(query < other ? BroadphasePair{query, other}
+                                                       : BroadphasePair{other, query});
                       }
                       return true;
                   });
+    };
+    // Moved proxies per chunk of the parallel queries.
+    constexpr std::uint32_t kQueryGrain = 64;
+    const auto movedCount = static_cast<std::uint32_t>(m_moved.size());
+    if (tasks == nullptr || movedCount <= kQueryGrain)
+    {
+        for (const std::int32_t query : m_moved)
+        {
+            findFor(query, out);
+        }
+    }
+    else
+    {
+        // The queries only read the tree; each thread keeps its finds apart, and the sort below puts them
+        // in the one order whatever thread found what.
+        if (m_threadPairs.size() < static_cast<std::size_t>(tasks->threadCount()))
+        {
+            m_threadPairs.resize(static_cast<std::size_t>(tasks->threadCount()));
+        }
+        for (std::vector<BroadphasePair>& buffer : m_threadPairs)
+        {
+            buffer.clear();
+        }
+        tasks->parallelFor(movedCount, kQueryGrain,
+                           [&](std::uint32_t begin, std::uint32_t end, int thread)
+                           {
+                               for (std::uint32_t k = begin; k < end; ++k)
+                               {
+                                   findFor(m_moved[k], m_threadPairs[static_cast<std::size_t>(thread)]);
+                               }
+                           });
+        for (const std::vector<BroadphasePair>& buffer : m_threadPairs)
+        {
+            out.insert(out.end(), buffer.begin(), buffer.end());
+        }
     }
     for (const std::int32_t index : m_moved)
     {

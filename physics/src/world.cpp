@@ -208,6 +208,7 @@ World::World(const WorldConfig& config)
     if (m_config.threads > 1)
     {
         m_tasks = std::make_unique<TaskPool>(m_config.threads);
+        m_broadphase.reservePairBuffers(m_tasks->threadCount(), m_config.maxContacts);
     }
     const std::size_t bodies = m_config.maxBodies;
     const std::size_t contacts = m_config.maxContacts;
@@ -748,7 +749,7 @@ bool World::collectPairCandidates()
 {
     bool complete = true;
     m_newKeys.clear();
-    m_broadphase.findNewPairs(m_pairScratch);
+    m_broadphase.findNewPairs(m_pairScratch, m_tasks.get());
     for (Body& body : m_bodies)
     {
         body.proxyMoved = false;

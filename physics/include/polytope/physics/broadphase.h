@@ -36,6 +36,7 @@
 #pragma once
 
 #include "polytope/physics/math.h"
+#include "polytope/physics/task_pool.h"
 
 #include <array>
 #include <cmath>
@@ -239,6 +240,12 @@ class BroadphaseTree
     /// before and still do are reported again when one side moved: callers keep their own pair set.
     /// Allocates only when `out` needs more capacity than it has.
     void findNewPairs(std::vector<BroadphasePair>& out);
+    /// The same, with the moved proxies' queries shared out on `tasks` (null: the caller alone); the result
+    /// is the same. The threads' finds go through buffers (see reservePairBuffers).
+    void findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks);
+    /// Room for `pairs` finds in each of `threads` per-thread buffers, so that findNewPairs on a pool of at
+    /// most that many threads allocates nothing.
+    void reservePairBuffers(int threads, std::size_t pairs);
 
     /// Replaces `out` with every pair of overlapping fat boxes, each once, sorted by (proxyA, proxyB).
     /// Leaves the moved set alone.
@@ -345,6 +352,7 @@ class BroadphaseTree
     BroadphaseConfig m_config;
     std::vector<Node> m_nodes;         ///< the pool; leaves' indices are proxy ids
     std::vector<std::int32_t> m_moved; ///< proxies moved since the last findNewPairs, no repeats
+    std::vector<std::vector<BroadphasePair>> m_threadPairs; ///< findNewPairs' finds per pool thread
     std::int32_t m_root = kNullProxy;
     std::int32_t m_freeList = kNullProxy; ///< LIFO, threaded through Node::parent
     std::int32_t m_nodeCount = 0;
