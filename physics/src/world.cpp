@@ -531,7 +531,11 @@ WorldStatus World::setTransform(BodyId id, const Transform& transform)
     sim.center = transformPoint(sim.transform, sim.localCenter);
     sim.sleepTime = 0.0f;
     m_tightBoxes[index] = computeTightBox(index);
-    updateFatBox(index, 0.0f, true);
+    Aabb wanted;
+    if (fatBoxStale(index, 0.0f, 0.0f, true, wanted))
+    {
+        storeFatBox(index, wanted);
+    }
     return WorldStatus::Ok;
 }
 
@@ -671,7 +675,7 @@ Vec3 World::predictedDisplacement(std::uint32_t index, float dt) const
     return clampedLength(m_sims[index].linearVelocity, m_config.maxLinearSpeed) * dt;
 }
 
-Aabb World::sweptBox(std::uint32_t index, const Aabb& tight, float dt) const
+Aabb World::sweptBox(std::uint32_t index, const Aabb& tight, float dt, float beyond) const
 {
     // What the body may cover in the coming step: its tight box moved along v dt and grown on every side
     // by the speculative distance and by what turning and accelerating add (reachBeyondVelocity).
@@ -679,18 +683,17 @@ Aabb World::sweptBox(std::uint32_t index, const Aabb& tight, float dt) const
     {
         return tight;
     }
-    const float pad = std::min(m_config.speculativeDistance + reachBeyondVelocity(index, dt),
-                               m_config.maxSpeculativeDistance);
+    const float pad = std::min(m_config.speculativeDistance + beyond, m_config.maxSpeculativeDistance);
     return FatBoxPolicy::grownAndStretched(tight, pad, predictedDisplacement(index, dt));
 }
 
-bool World::fatBoxStale(std::uint32_t index, float dt, bool force, Aabb& wanted) const
+bool World::fatBoxStale(std::uint32_t index, float dt, float beyond, bool force, Aabb& wanted) const
 {
     if (m_bodies[index].proxy == kNullProxy)
     {
         return false;
     }
-    const Aabb needed = sweptBox(index, m_tightBoxes[index], dt);
+    const Aabb needed = sweptBox(index, m_tightBoxes[index], dt, beyond);
     // The stored box carries the margin beyond the swept region, so that small changes of motion keep it.
     wanted = m_fatBoxPolicy.fatBox(needed, {});
     return force || !m_fatBoxPolicy.keeps(m_fatBoxes[index], needed, wanted);
@@ -705,15 +708,6 @@ void World::storeFatBox(std::uint32_t index, const Aabb& wanted)
         body.proxyMoved = true;
     }
     body.pendingPlaneTest = true;
-}
-
-void World::updateFatBox(std::uint32_t index, float dt, bool force)
-{
-    Aabb wanted;
-    if (fatBoxStale(index, dt, force, wanted))
-    {
-        storeFatBox(index, wanted);
-    }
 }
 
 bool World::pairEligible(std::uint32_t a, std::uint32_t b) const
@@ -865,15 +859,6 @@ void World::updatePairs(StepStatus& status)
 
 // ---- Narrowphase
 // --------------------------------------------------------------------------------------------
-
-float World::speculativeReach(std::uint32_t index, float dt) const
-{
-    if (m_bodies[index].type == BodyType::Static)
-    {
-        return 0.0f;
-    }
-    return length(m_sims[index].linearVelocity) * dt + reachBeyondVelocity(index, dt);
-}
 
 float World::reachBeyondVelocity(std::uint32_t index, float dt) const
 {
@@ -1407,7 +1392,7 @@ bool World::finalizeBody(std::uint32_t s, float dt, std::uint8_t& boxStale, Aabb
     if (m_bodies[i].proxy != kNullProxy)
     {
         m_tightBoxes[i] = computeTightBox(i);
-        boxStale = fatBoxStale(i, dt, false, wantedBox) ? 1 : 0;
+        boxStale = fatBoxStale(i, dt, reachBeyondVelocity(i, dt), false, wantedBox) ? 1 : 0;
     }
 
     const float speed = length(sim.linearVelocity) + length(sim.angularVelocity) * sim.extent;
@@ -1527,12 +1512,15 @@ StepStatus World::step(float dt)
              {
                  for (std::uint32_t i = begin; i < end; ++i)
                  {
+                     // The speculative reach (the narrowphase margin) and the swept box share the
+                     // reach beyond v dt: once per body.
                      const Body& body = m_bodies[i];
-                     m_reach[i] = body.alive ? speculativeReach(i, dt) : 0.0f;
-                     m_fatBoxStale[i] = body.alive && body.type != BodyType::Static && !body.sleeping &&
-                                                fatBoxStale(i, dt, false, m_wantedBoxes[i])
-                                            ? 1
-                                            : 0;
+                     const bool moves = body.alive && body.type != BodyType::Static;
+                     const float beyond = moves ? reachBeyondVelocity(i, dt) : 0.0f;
+                     m_reach[i] = moves ? length(m_sims[i].linearVelocity) * dt + beyond : 0.0f;
+                     m_fatBoxStale[i] =
+                         moves && !body.sleeping && fatBoxStale(i, dt, beyond, false, m_wantedBoxes[i]) ? 1
+                                                                                                        : 0;
                  }
              });
     for (std::uint32_t i = 0; i < slotCount; ++i)

@@ -29,20 +29,27 @@ inline Quat randomRotation(std::mt19937& rng)
     return normalize(Quat{n(rng), n(rng), n(rng), n(rng)});
 }
 
-/// A hull of `minPoints` to 32 points on a random ellipsoid shell (radii 0.2 .. 1 m), built by
-/// buildConvexHull.
-inline ConvexHull randomCloudHull(std::mt19937& rng, int minPoints)
+/// minPoints to maxPoints points in a random ellipsoid shell: radii 0.2 .. 1 m, each point at innerScale
+/// .. 1 of the way out.
+inline std::vector<Vec3> randomShellPoints(std::mt19937& rng, int minPoints, int maxPoints, float innerScale)
 {
-    const int count = std::uniform_int_distribution<int>(minPoints, 32)(rng);
+    const int count = std::uniform_int_distribution<int>(minPoints, maxPoints)(rng);
     const Vec3 axes{uniform(rng, 0.2f, 1.0f), uniform(rng, 0.2f, 1.0f), uniform(rng, 0.2f, 1.0f)};
     std::normal_distribution<float> n(0.0f, 1.0f);
     std::vector<Vec3> points;
     for (int i = 0; i < count; ++i)
     {
         const Vec3 direction = normalize(Vec3{n(rng), n(rng), n(rng)});
-        points.push_back(mulPerElem(direction, axes) * uniform(rng, 0.8f, 1.0f));
+        points.push_back(mulPerElem(direction, axes) * uniform(rng, innerScale, 1.0f));
     }
-    const HullResult built = buildConvexHull(points);
+    return points;
+}
+
+/// A hull of `minPoints` to 32 points on a random ellipsoid shell (randomShellPoints), built by
+/// buildConvexHull.
+inline ConvexHull randomCloudHull(std::mt19937& rng, int minPoints)
+{
+    const HullResult built = buildConvexHull(randomShellPoints(rng, minPoints, 32, 0.8f));
     REQUIRE(built.ok());
     return built.hull;
 }

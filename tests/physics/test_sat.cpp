@@ -271,16 +271,7 @@ ConvexHull randomHull(std::mt19937& rng)
     {
         return boxHullByHand({uniform(rng, 0.1f, 1.0f), uniform(rng, 0.1f, 1.0f), uniform(rng, 0.1f, 1.0f)});
     }
-    const int count = std::uniform_int_distribution<int>(6, 24)(rng);
-    const Vec3 axes{uniform(rng, 0.2f, 1.0f), uniform(rng, 0.2f, 1.0f), uniform(rng, 0.2f, 1.0f)};
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    std::vector<Vec3> points;
-    for (int i = 0; i < count; ++i)
-    {
-        const Vec3 direction = normalize(Vec3{n(rng), n(rng), n(rng)});
-        points.push_back(mulPerElem(direction, axes) * uniform(rng, 0.7f, 1.0f));
-    }
-    return hullOfCloud(points);
+    return hullOfCloud(randomShellPoints(rng, 6, 24, 0.7f));
 }
 
 // --- brute-force separating-axis tests ---

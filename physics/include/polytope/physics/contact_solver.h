@@ -95,9 +95,7 @@ struct SolverBodyMotion
 /// iteration is a handful of dot products and multiply-adds.
 struct ContactConstraintPoint
 {
-    Vec3 anchorA{};      ///< metres, world: contact point minus A's centre of mass
-    Vec3 anchorB{};      ///< metres, world: contact point minus B's centre of mass
-    Vec3 normalArmA{};   ///< anchorA x normal
+    Vec3 normalArmA{};   ///< anchorA x normal (the anchors are ContactPointSetup's)
     Vec3 normalArmB{};   ///< anchorB x normal
     Vec3 normalTurnA{};  ///< A's inverse inertia times normalArmA
     Vec3 normalTurnB{};  ///< B's inverse inertia times normalArmB

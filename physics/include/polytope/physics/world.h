@@ -391,12 +391,12 @@ class World
     static std::uint64_t pairKey(std::uint32_t a, std::uint32_t b);
     Aabb computeTightBox(std::uint32_t index) const;
     Vec3 predictedDisplacement(std::uint32_t index, float dt) const; ///< metres over dt; zero if static
-    /// The region the body may cover in the coming step of dt seconds (see updateFatBox).
-    Aabb sweptBox(std::uint32_t index, const Aabb& tight, float dt) const;
-    void updateFatBox(std::uint32_t index, float dt, bool force);
+    /// The region the body may cover in the coming step of dt seconds; `beyond` is its
+    /// reachBeyondVelocity over that step.
+    Aabb sweptBox(std::uint32_t index, const Aabb& tight, float dt, float beyond) const;
     /// Whether the stored box of `index` fails to cover its coming step of dt (or `force`); then `wanted` is
-    /// the box to store. Reads only: safe on any thread.
-    bool fatBoxStale(std::uint32_t index, float dt, bool force, Aabb& wanted) const;
+    /// the box to store. `beyond` as for sweptBox. Reads only: safe on any thread.
+    bool fatBoxStale(std::uint32_t index, float dt, float beyond, bool force, Aabb& wanted) const;
     void storeFatBox(std::uint32_t index, const Aabb& wanted); ///< changes the broadphase tree
     /// finalizeBodies for solver body s: its pose, velocities, tight box, rest time, and whether its fat
     /// box must be replaced (by wantedBox). Touches only that body: safe on any thread. False when the
@@ -408,19 +408,17 @@ class World
     void updatePairs(StepStatus& status);
     bool collectPairCandidates(); ///< false when the candidate list overflowed
     void mergeNewPairs(StepStatus& status);
-    bool updateContact(Contact& contact);
+    bool updateContact(Contact& contact); ///< the narrowphase of one pair, with the margins m_reach holds
     /// Moves the contact's manifold with B when the pair has moved too little since it was computed to
     /// change which points it has; false (and nothing changed) when it must be computed again.
     bool reuseManifold(Contact& contact, const Transform& relative, float margin) const;
     /// Metres beyond the margin a manifold is computed with, and how far its features may slide before it
     /// is computed again (reuseManifold).
     static constexpr float kManifoldReuseSlack = 0.005f;
-    ///< the narrowphase of one pair, with the margins m_reach holds
     void collide(); ///< the narrowphase of every pair that needs it (m_reach set)
     void solve(float dt);
     void finalizeBodies(float dt, StepStatus& status);
     void updateSleep();
-    float speculativeReach(std::uint32_t index, float dt) const;
     float reachBeyondVelocity(std::uint32_t index, float dt) const; ///< metres: turning and acceleration
     Mat3 inverseInertiaWorld(std::uint32_t index) const;
     void rebuildBroadphase(); ///< recreates the tree from m_fatBoxes and the proxyMoved flags
@@ -438,7 +436,7 @@ class World
     std::uint32_t m_bodyCount = 0;
     std::uint64_t m_stepCount = 0;
 
-    FatBoxPolicy m_fatBoxPolicy; ///< the broadphase margin, from m_config (see updateFatBox)
+    FatBoxPolicy m_fatBoxPolicy; ///< the broadphase margin, from m_config (see fatBoxStale)
     BroadphaseTree m_broadphase;
     std::vector<BroadphasePair> m_pairScratch;
     std::vector<std::uint64_t> m_newKeys;       ///< candidate pair keys of this step, sorted
@@ -449,7 +447,7 @@ class World
     std::vector<std::uint8_t> m_contactUpdated; ///< per pool entry: updated this step
     std::vector<std::uint8_t> m_fatBoxStale;    ///< per slot (or solver body): its fat box is to be replaced
     std::vector<Aabb> m_wantedBoxes;            ///< per slot (or solver body): by this box
-    std::vector<float> m_reach; ///< per slot: speculativeReach over this step (set as the step starts)
+    std::vector<float> m_reach; ///< per slot: |v| dt + reachBeyondVelocity over this step (set as it starts)
     std::vector<std::uint32_t> m_collideList;    ///< contacts one round of collide() updates
     std::vector<std::uint8_t> m_collideTouching; ///< per m_collideList entry: the update found contact
 
