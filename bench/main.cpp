@@ -1,5 +1,5 @@
-// polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--seed S]: benchmarks, with
-// peers side by side in the same run where a suite has them.
+// polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--substeps N] [--contact-hertz
+// H] [--seed S]: benchmarks, with peers side by side in the same run where a suite has them.
 //
 // Output: a table for people, or with --json one object {"suite": ..., "results": [...]} whose results are
 // flat records: case, impl, n, then figures in snake_case with the unit in the name (ns_median, ...).
@@ -35,7 +35,8 @@ int main(int argc, char** argv)
 
     CLI::App app{
         "polytope-bench: benchmarks, with peers side by side in the same run where a suite has them\n"
-        "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--seed S]"};
+        "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--substeps N] "
+        "[--contact-hertz H] [--seed S]"};
     app.add_option("suite", suiteName, "the suite to run (listed below)");
     app.add_flag("--json", json,
                  "print one JSON object {\"suite\": ..., \"results\": [...]} instead of the table");
@@ -47,6 +48,15 @@ int main(int argc, char** argv)
                    "scenes: simulated seconds per scene, at 60 steps a second (default: each scene's, "
                    "10 to 60)")
         ->check(CLI::Range(kMinSceneSeconds, kMaxSceneSeconds));
+    app.add_option(
+           "--substeps", options.substeps,
+           "scenes: Polytope's solver substeps per step (default: WorldConfig's, 4); Bullet keeps its own")
+        ->check(CLI::Range(1, 64));
+    app.add_option(
+           "--contact-hertz", options.contactHertz,
+           "scenes: Polytope's contact stiffness in Hz (default: WorldConfig's, 30; the World caps it at "
+           "a quarter of the substep rate)")
+        ->check(CLI::Range(0.1, 10000.0));
     app.add_option("--scene", options.scenes,
                    "scenes: run only this scene (repeat for several; default: every scene of the suite)");
     // Signed, so that "-3" is refused rather than wrapped round.
@@ -73,10 +83,10 @@ int main(int argc, char** argv)
         {
             std::fprintf(stderr, "polytope-bench: unknown suite '%s'\n", suiteName.c_str());
         }
-        std::fprintf(
-            stderr,
-            "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--seed S]\n%s",
-            suiteList.c_str());
+        std::fprintf(stderr,
+                     "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... "
+                     "[--substeps N] [--contact-hertz H] [--seed S]\n%s",
+                     suiteList.c_str());
         return suiteName.empty() ? 1 : 2;
     }
     Report report(suite->name);

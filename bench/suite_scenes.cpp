@@ -333,12 +333,20 @@ struct PolytopeColumn
 constexpr PolytopeColumn kPolytopeColumns[] = {{1, "polytope_1t"}, {2, "polytope_2t"}};
 
 /// Runs the scene in a Polytope World stepping on `threads` threads.
-RunFigures runPolytope(const SceneSetup& setup, int steps, int threads)
+RunFigures runPolytope(const SceneSetup& setup, int steps, int threads, const SuiteOptions& options)
 {
     RunFigures f;
     ph::WorldConfig config;
     config.enableSleep = false;
     config.threads = threads;
+    if (options.substeps > 0)
+    {
+        config.substeps = options.substeps;
+    }
+    if (options.contactHertz > 0.0)
+    {
+        config.contactHertz = static_cast<float>(options.contactHertz);
+    }
     ph::World world(config);
     ph::buildScene(world, setup.name);
     std::vector<ph::BodyId> ids;
@@ -581,7 +589,7 @@ void runScenesSuite(Report& report, const SuiteOptions& options)
         const int steps = std::max(1, static_cast<int>(std::lround(seconds * kStepsPerSecond)));
         for (const PolytopeColumn& column : kPolytopeColumns)
         {
-            RunFigures mine = runPolytope(setup, steps, column.threads);
+            RunFigures mine = runPolytope(setup, steps, column.threads, options);
             addRecord(report, entry.scene, column.impl, mine, seconds, entry.reportSag);
         }
         RunFigures theirs = runBullet(setup, steps);
