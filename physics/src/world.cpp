@@ -204,6 +204,20 @@ World::World(const WorldConfig& config)
 {
     m_config.substeps = std::clamp(m_config.substeps, 1, 64);
     m_config.relaxIterations = std::clamp(m_config.relaxIterations, 1, 16);
+    m_config.maxSubsteps = std::clamp(m_config.maxSubsteps, m_config.substeps, 64);
+    if (!(m_config.substepLoadRatio >= 1.0f))
+    {
+        m_config.substepLoadRatio = 1.0f; // NaN too
+    }
+    if (!(m_config.substepMassRatio >= 1.0f))
+    {
+        m_config.substepMassRatio = 1.0f;
+    }
+    while (m_maxSubstepLevel + 1 < kMaxSubstepLevels &&
+           (m_config.substeps << (m_maxSubstepLevel + 1)) <= m_config.maxSubsteps)
+    {
+        ++m_maxSubstepLevel;
+    }
     m_config.threads = std::clamp(m_config.threads, 1, kMaxTaskThreads);
     if (m_config.threads > 1)
     {
@@ -243,6 +257,10 @@ World::World(const WorldConfig& config)
     m_constraintImpulses.reserve(contacts);
     m_graph.reserve(bodies + 1, contacts);
     m_islands.reserve(static_cast<std::uint32_t>(bodies));
+    m_substepLevel.reserve(bodies);
+    m_islandSupport.reserve(bodies);
+    m_islandBoxes.reserve(bodies);
+    m_kinematicStart.reserve(bodies);
     m_islandSleep.reserve(bodies);
     m_islandTail.reserve(bodies);
 }
@@ -1163,7 +1181,8 @@ void World::fillSolverBody(std::uint32_t i, SolverBody& state, SolverBodyMass& m
 }
 
 void World::fillConstraintSetup(const Contact& c, const Softness& contactSoftness,
-                                const Softness& staticSoftness, ContactConstraintSetup& cc) const
+                                const Softness& staticSoftness, float substepsInverse,
+                                ContactConstraintSetup& cc) const
 {
     const Body& bodyA = m_bodies[c.bodyA];
     const Body& bodyB = m_bodies[c.bodyB];
@@ -1191,14 +1210,187 @@ void World::fillConstraintSetup(const Contact& c, const Softness& contactSoftnes
         cp.anchorA = mid - centerA;
         cp.anchorB = mid - centerB;
         cp.baseSeparation = mp.separation;
-        cp.normalImpulse = c.normalImpulse[p];
-        cp.tangentImpulse1 = c.tangentImpulse1[p];
-        cp.tangentImpulse2 = c.tangentImpulse2[p];
+        // Contacts keep the step's impulse; the solver warm starts each substep with its share.
+        cp.normalImpulse = c.normalImpulse[p] * substepsInverse;
+        cp.tangentImpulse1 = c.tangentImpulse1[p] * substepsInverse;
+        cp.tangentImpulse2 = c.tangentImpulse2[p] * substepsInverse;
+    }
+}
+
+namespace
+{
+
+/// The level asked for by `ratio` against `threshold`: 0 up to the threshold, then one more for each
+/// `step` times the threshold (step 2: per doubling).
+int levelAbove(float ratio, float threshold, float step, int maxLevel)
+{
+    int level = 0;
+    for (float reach = threshold; level < maxLevel && ratio > reach; reach *= step)
+    {
+        ++level;
+    }
+    return level;
+}
+
+} // namespace
+
+int World::massRatioLevelOf(const Contact& c) const
+{
+    // A heavy body on a light one: the soft contact's stiffness follows the light body's mass while the load
+    // follows the heavy one's, so the sag grows with the mass ratio and the stiffness it takes with the
+    // ratio's square root: one level per 4x of ratio beyond substepMassRatio.
+    const float inverseMassA = m_sims[c.bodyA].inverseMass;
+    const float inverseMassB = m_sims[c.bodyB].inverseMass;
+    const float lighterInverse = std::min(inverseMassA, inverseMassB);
+    if (!(lighterInverse > 0.0f))
+    {
+        return 0; // against a static or kinematic body
+    }
+    const float massRatio = std::max(inverseMassA, inverseMassB) / lighterInverse;
+    return levelAbove(massRatio, m_config.substepMassRatio, 4.0f, m_maxSubstepLevel);
+}
+
+void World::chooseSubstepLevels(float dt)
+{
+    // Each awake island is solved at the level that its structure asks for, known from masses and shape
+    // alone (no impulses: loads read through soft contacts swing whenever the stiffness changes, and
+    // impacts spike them):
+    //  - a slender island (much taller along gravity than wide: a stack, a wall) can buckle and sinks
+    //    with the square of its height: its level comes from the weight each supported body carries, its
+    //    mass over the mass of its bodies that rest on static or kinematic ones, one level per doubling
+    //    beyond substepLoadRatio;
+    //  - any island with a large mass ratio across a contact (massRatioLevelOf).
+    // A level, once raised, is held for kSubstepLevelHoldSeconds after its island stops asking for it, so
+    // that contacts coming and going do not switch it step by step. Most worlds have nothing slender,
+    // heavy or raised: a pass over the bodies and contacts finds that, and every body stays at level 0.
+    const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
+    m_substepLevel.assign(slotCount, 0);
+    m_highestSubstepLevel = 0;
+    if (m_maxSubstepLevel == 0 || !(length(m_config.gravity) > 0.0f))
+    {
+        return;
+    }
+    auto awakeDynamic = [&](std::uint32_t i)
+    { return m_bodies[i].type == BodyType::Dynamic && !m_bodies[i].sleeping; };
+    // Is any island possibly raised? A held level, a mass ratio, or a dynamic body resting on another.
+    bool anyLevel = false;
+    for (std::uint32_t i = 0; i < slotCount && !anyLevel; ++i)
+    {
+        anyLevel = m_bodies[i].alive && awakeDynamic(i) && m_sims[i].substepLevel > 0;
+    }
+    for (std::size_t k = 0; k < m_contactKeys.size() && !anyLevel; ++k)
+    {
+        const Contact& c = m_contacts[m_contactKeys[k].contact];
+        anyLevel = c.manifold.pointCount > 0 && awakeDynamic(c.bodyA) && awakeDynamic(c.bodyB);
+    }
+    if (!anyLevel)
+    {
+        return;
+    }
+    m_islands.reset(slotCount);
+    m_islandSupport.assign(slotCount, IslandSupport{});
+    for (const ContactKey& entry : m_contactKeys)
+    {
+        const Contact& c = m_contacts[entry.contact];
+        if (c.manifold.pointCount == 0)
+        {
+            continue;
+        }
+        const bool a = awakeDynamic(c.bodyA);
+        const bool b = awakeDynamic(c.bodyB);
+        if (a && b)
+        {
+            m_islands.unite(c.bodyA, c.bodyB);
+        }
+        else if (a != b && m_bodies[a ? c.bodyB : c.bodyA].type != BodyType::Dynamic)
+        {
+            m_islandSupport[a ? c.bodyA : c.bodyB].grounded = true; // rests on a static or kinematic body
+        }
+    }
+    // Per island root: its box, its mass and the mass of its grounded bodies, the highest mass-ratio level.
+    m_islandBoxes.resize(slotCount);
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        if (m_bodies[i].alive && awakeDynamic(i))
+        {
+            const std::uint32_t root = m_islands.find(i);
+            m_islandBoxes[root] = root == i ? m_tightBoxes[i] : unionOf(m_islandBoxes[root], m_tightBoxes[i]);
+            const float mass = 1.0f / m_sims[i].inverseMass;
+            IslandSupport& island = m_islandSupport[root];
+            island.mass += mass;
+            island.groundedMass += m_islandSupport[i].grounded ? mass : 0.0f;
+        }
+    }
+    for (const ContactKey& entry : m_contactKeys)
+    {
+        const Contact& c = m_contacts[entry.contact];
+        if (c.manifold.pointCount > 0 && awakeDynamic(c.bodyA) && awakeDynamic(c.bodyB))
+        {
+            IslandSupport& island = m_islandSupport[m_islands.find(c.bodyA)];
+            island.level = std::max(island.level, massRatioLevelOf(c));
+        }
+    }
+    const int upAxis = largestAxis(absPerElem(m_config.gravity));
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        if (!m_bodies[i].alive || !awakeDynamic(i) || m_islands.find(i) != i)
+        {
+            continue;
+        }
+        IslandSupport& island = m_islandSupport[i];
+        const Vec3 size = m_islandBoxes[i].max - m_islandBoxes[i].min;
+        const float width = std::min(size[(upAxis + 1) % 3], size[(upAxis + 2) % 3]);
+        if (size[upAxis] > kSlenderIslandRatio * width && island.groundedMass > 0.0f)
+        {
+            const float carried = island.mass / island.groundedMass;
+            island.level = std::max(island.level,
+                                    levelAbove(carried, m_config.substepLoadRatio, 2.0f, m_maxSubstepLevel));
+        }
+    }
+    // The level each island runs at: what it asks for, or more if one of its bodies still holds more.
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        if (m_bodies[i].alive && awakeDynamic(i))
+        {
+            const std::uint32_t root = m_islands.find(i);
+            m_substepLevel[root] = static_cast<std::uint8_t>(
+                std::max({static_cast<int>(m_substepLevel[root]), m_islandSupport[root].level,
+                          static_cast<int>(m_sims[i].substepLevel)}));
+        }
+    }
+    for (std::uint32_t i = 0; i < slotCount; ++i)
+    {
+        if (!m_bodies[i].alive || !awakeDynamic(i))
+        {
+            continue;
+        }
+        const std::uint32_t root = m_islands.find(i);
+        const std::uint8_t level = m_substepLevel[root];
+        const int asked = m_islandSupport[root].level;
+        m_substepLevel[i] = level;
+        m_highestSubstepLevel = std::max(m_highestSubstepLevel, static_cast<int>(level));
+        // What the body holds from the next step on.
+        BodySim& sim = m_sims[i];
+        sim.substepLevel = level;
+        if (asked >= level)
+        {
+            sim.substepLevelHold = kSubstepLevelHoldSeconds;
+        }
+        else
+        {
+            sim.substepLevelHold -= dt;
+            if (!(sim.substepLevelHold > 0.0f))
+            {
+                sim.substepLevel = static_cast<std::uint8_t>(asked);
+                sim.substepLevelHold = kSubstepLevelHoldSeconds;
+            }
+        }
     }
 }
 
 void World::solve(float dt)
 {
+    chooseSubstepLevels(dt);
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     m_solverIndex.assign(slotCount, kStaticSolverIndex);
     m_solverSlots.clear();
@@ -1212,16 +1404,42 @@ void World::solve(float dt)
     m_solverMotions.push_back({});
     m_solverMotions.back().integrateVelocity = false;
 
-    // Which bodies are solved (in slot order), then their solver records, on any thread.
+    // Which bodies are solved: kinematic bodies first (every group moves them), then the dynamic bodies by
+    // substep level, each level in slot order. Then their solver records, on any thread.
+    const int levels = m_highestSubstepLevel + 1;
     for (std::uint32_t i = 0; i < slotCount; ++i)
     {
         const Body& body = m_bodies[i];
-        if (!body.alive || body.type == BodyType::Static || body.sleeping)
+        if (body.alive && body.type == BodyType::Kinematic && !body.sleeping)
         {
-            continue;
+            m_solverIndex[i] = static_cast<std::uint32_t>(m_solverSlots.size());
+            m_solverSlots.push_back(i);
         }
-        m_solverIndex[i] = static_cast<std::uint32_t>(m_solverSlots.size());
-        m_solverSlots.push_back(i);
+    }
+    const auto kinematicEnd = static_cast<std::uint32_t>(m_solverSlots.size());
+    std::uint32_t levelBodyStart[kMaxSubstepLevels + 1] = {};
+    for (int level = 0; level < levels; ++level)
+    {
+        levelBodyStart[level] = static_cast<std::uint32_t>(m_solverSlots.size());
+        for (std::uint32_t i = 0; i < slotCount; ++i)
+        {
+            const Body& body = m_bodies[i];
+            if (body.alive && body.type == BodyType::Dynamic && !body.sleeping && m_substepLevel[i] == level)
+            {
+                m_solverIndex[i] = static_cast<std::uint32_t>(m_solverSlots.size());
+                m_solverSlots.push_back(i);
+            }
+        }
+    }
+    levelBodyStart[levels] = static_cast<std::uint32_t>(m_solverSlots.size());
+    m_stats.raisedBodies = levels > 1 ? levelBodyStart[levels] - levelBodyStart[1] : 0;
+    m_stats.mostSubsteps = 0;
+    for (int level = 0; level < levels; ++level)
+    {
+        if (levelBodyStart[level] != levelBodyStart[level + 1])
+        {
+            m_stats.mostSubsteps = static_cast<std::uint32_t>(m_config.substeps << level);
+        }
     }
     m_solverBodies.resize(m_solverSlots.size());
     m_solverMasses.resize(m_solverSlots.size());
@@ -1236,92 +1454,147 @@ void World::solve(float dt)
                  }
              });
 
-    // Constraints, in contact key order.
-    const int substeps = m_config.substeps;
-    const float h = dt / static_cast<float>(substeps);
-    const float inverseH = 1.0f / h;
-    const float contactHertz = std::min(m_config.contactHertz, 0.25f * inverseH);
-    const Softness contactSoftness = makeSoftness(contactHertz, m_config.contactDampingRatio, h);
-    const Softness staticSoftness = makeSoftness(2.0f * contactHertz, m_config.contactDampingRatio, h);
-    // Which contacts are solved (in key order), then their setups, on any thread.
+    // Which contacts are solved: by the level of their dynamic body, each level in key order.
     m_constraintContacts.clear();
     std::uint32_t pointTotal = 0;
-    for (const ContactKey& entry : m_contactKeys)
+    std::uint32_t levelConstraintStart[kMaxSubstepLevels + 1] = {};
+    for (int level = 0; level < levels; ++level)
     {
-        const Contact& c = m_contacts[entry.contact];
-        if (c.manifold.pointCount == 0)
+        levelConstraintStart[level] = static_cast<std::uint32_t>(m_constraintContacts.size());
+        if (levelBodyStart[level] == levelBodyStart[level + 1])
         {
             continue;
         }
-        const Body& bodyA = m_bodies[c.bodyA];
-        const Body& bodyB = m_bodies[c.bodyB];
-        if ((bodyA.type == BodyType::Dynamic && bodyA.sleeping) ||
-            (bodyB.type == BodyType::Dynamic && bodyB.sleeping))
+        for (const ContactKey& entry : m_contactKeys)
         {
-            continue;
+            const Contact& c = m_contacts[entry.contact];
+            if (c.manifold.pointCount == 0)
+            {
+                continue;
+            }
+            const Body& bodyA = m_bodies[c.bodyA];
+            const Body& bodyB = m_bodies[c.bodyB];
+            if ((bodyA.type == BodyType::Dynamic && bodyA.sleeping) ||
+                (bodyB.type == BodyType::Dynamic && bodyB.sleeping))
+            {
+                continue;
+            }
+            if (m_solverIndex[c.bodyA] == kStaticSolverIndex && m_solverIndex[c.bodyB] == kStaticSolverIndex)
+            {
+                continue;
+            }
+            // A contact between a kinematic and a static body, or two kinematic ones, goes with level 0.
+            const std::uint8_t contactLevel = bodyA.type == BodyType::Dynamic   ? m_substepLevel[c.bodyA]
+                                              : bodyB.type == BodyType::Dynamic ? m_substepLevel[c.bodyB]
+                                                                                : 0;
+            if (contactLevel != level)
+            {
+                continue;
+            }
+            m_constraintContacts.push_back(entry.contact);
+            pointTotal += static_cast<std::uint32_t>(c.manifold.pointCount);
         }
-        if (m_solverIndex[c.bodyA] == kStaticSolverIndex && m_solverIndex[c.bodyB] == kStaticSolverIndex)
-        {
-            continue;
-        }
-        m_constraintContacts.push_back(entry.contact);
-        pointTotal += static_cast<std::uint32_t>(c.manifold.pointCount);
     }
+    levelConstraintStart[levels] = static_cast<std::uint32_t>(m_constraintContacts.size());
     m_constraintSetups.resize(m_constraintContacts.size());
-    forRange(static_cast<std::uint32_t>(m_constraintContacts.size()), kContactGrain,
-             [&](std::uint32_t begin, std::uint32_t end, int)
-             {
-                 for (std::uint32_t k = begin; k < end; ++k)
-                 {
-                     fillConstraintSetup(m_contacts[m_constraintContacts[k]], contactSoftness, staticSoftness,
-                                         m_constraintSetups[k]);
-                 }
-             });
+    m_constraintImpulses.assign(m_constraintSetups.size(), ContactImpulses{});
     m_stats.touchingContacts = static_cast<std::uint32_t>(m_constraintSetups.size());
     m_stats.contactPoints = pointTotal;
     m_stats.awakeBodies = static_cast<std::uint32_t>(m_solverBodies.size() - 1);
 
-    // Colour the constraints and prepare them straight into wide bundles (constraint_graph.h); the solver
-    // works on the bundles and the overflow set.
-    m_graph.color(m_constraintSetups, m_solverBodies.size());
-    prepareContactBundles(m_graph, m_constraintSetups, m_solverBodies, m_solverMasses, m_tasks.get());
+    // Kinematic bodies move in every level's substeps: each level starts them from the step's start.
+    m_kinematicStart.assign(m_solverMotions.begin() + 1, m_solverMotions.begin() + kinematicEnd);
     const std::span<SolverBody> bodies(m_solverBodies);
-    const auto bodyCount = static_cast<std::uint32_t>(m_solverBodies.size() - 1); // the dummy aside
-    for (int substep = 0; substep < substeps; ++substep)
+    for (int level = 0; level < levels; ++level)
     {
-        forRange(bodyCount, kBodyGrain,
-                 [&](std::uint32_t begin, std::uint32_t end, int) {
-                     integrateVelocities(bodies, m_solverMotions, begin + 1, end + 1, h,
-                                         m_config.maxLinearSpeed);
-                 });
-        warmStartContactsWide(m_graph, bodies, m_tasks.get());
-        solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
-                          true, m_tasks.get());
-        forRange(bodyCount, kBodyGrain,
-                 [&](std::uint32_t begin, std::uint32_t end, int)
-                 { integratePositions(bodies, m_solverMotions, begin + 1, end + 1, h); });
-        for (int relax = 0; relax < m_config.relaxIterations; ++relax)
+        const std::uint32_t bodyBegin = levelBodyStart[level];
+        const std::uint32_t bodyEnd = levelBodyStart[level + 1];
+        if (bodyBegin == bodyEnd && (level > 0 || kinematicEnd == 1))
         {
-            solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
-                              false, m_tasks.get());
+            continue; // level 0 runs whenever there is a kinematic body, to move it
         }
-    }
-    applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold, m_tasks.get());
-
-    // Store impulses for the next step's warm start.
-    m_constraintImpulses.assign(m_constraintSetups.size(), ContactImpulses{});
-    readContactImpulses(m_graph, m_constraintImpulses, m_tasks.get());
-    for (std::size_t k = 0; k < m_constraintContacts.size(); ++k)
-    {
-        Contact& c = m_contacts[m_constraintContacts[k]];
-        const ContactImpulses& impulses = m_constraintImpulses[k];
-        const auto kept = [](float impulse)
-        { return std::fabs(impulse) <= kMaxContactImpulse ? impulse : 0.0f; }; // NaN too: not kept
-        for (int p = 0; p < c.manifold.pointCount; ++p)
+        if (level > 0)
         {
-            c.normalImpulse[p] = kept(impulses.normal[p]);
-            c.tangentImpulse1[p] = kept(impulses.tangent1[p]);
-            c.tangentImpulse2[p] = kept(impulses.tangent2[p]);
+            for (std::uint32_t s = 1; s < kinematicEnd; ++s)
+            {
+                m_solverBodies[s].deltaPosition = {};
+                m_solverBodies[s].deltaRotation = {};
+                m_solverMotions[s] = m_kinematicStart[s - 1];
+            }
+        }
+        const int substeps = m_config.substeps << level;
+        const float h = dt / static_cast<float>(substeps);
+        const float inverseH = 1.0f / h;
+        // Stiffness grows with the substeps (a level's contacts are as stiff, relative to its substep rate,
+        // as level 0's), within a quarter of the substep rate.
+        const float contactHertz =
+            std::min(m_config.contactHertz * static_cast<float>(1 << level), 0.25f * inverseH);
+        const Softness contactSoftness = makeSoftness(contactHertz, m_config.contactDampingRatio, h);
+        const Softness staticSoftness = makeSoftness(2.0f * contactHertz, m_config.contactDampingRatio, h);
+        const float substepsInverse = 1.0f / static_cast<float>(substeps);
+        const std::uint32_t first = levelConstraintStart[level];
+        const std::uint32_t count = levelConstraintStart[level + 1] - first;
+        const std::span<ContactConstraintSetup> setups(m_constraintSetups.data() + first, count);
+        forRange(count, kContactGrain,
+                 [&](std::uint32_t begin, std::uint32_t end, int)
+                 {
+                     for (std::uint32_t k = begin; k < end; ++k)
+                     {
+                         fillConstraintSetup(m_contacts[m_constraintContacts[first + k]], contactSoftness,
+                                             staticSoftness, substepsInverse, setups[k]);
+                     }
+                 });
+
+        // Colour the constraints and prepare them straight into wide bundles (constraint_graph.h); the
+        // solver works on the bundles and the overflow set.
+        m_graph.color(setups, m_solverBodies.size());
+        prepareContactBundles(m_graph, setups, m_solverBodies, m_solverMasses, m_tasks.get());
+        const auto integrate = [&](auto&& body)
+        {
+            if (kinematicEnd > 1)
+            {
+                body(1u, kinematicEnd);
+            }
+            forRange(bodyEnd - bodyBegin, kBodyGrain,
+                     [&](std::uint32_t begin, std::uint32_t end, int)
+                     { body(bodyBegin + begin, bodyBegin + end); });
+        };
+        for (int substep = 0; substep < substeps; ++substep)
+        {
+            integrate(
+                [&](std::uint32_t begin, std::uint32_t end)
+                { integrateVelocities(bodies, m_solverMotions, begin, end, h, m_config.maxLinearSpeed); });
+            warmStartContactsWide(m_graph, bodies, m_tasks.get());
+            solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
+                              true, m_tasks.get());
+            integrate([&](std::uint32_t begin, std::uint32_t end)
+                      { integratePositions(bodies, m_solverMotions, begin, end, h); });
+            for (int relax = 0; relax < m_config.relaxIterations; ++relax)
+            {
+                solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity,
+                                  m_config.linearSlop, false, m_tasks.get());
+            }
+        }
+        applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold, m_tasks.get());
+        readContactImpulses(m_graph, std::span<ContactImpulses>(m_constraintImpulses.data() + first, count),
+                            m_tasks.get());
+
+        // Store the step's impulses for the next step's warm start.
+        const auto stepImpulse = [substeps](float impulse)
+        {
+            const float total = impulse * static_cast<float>(substeps);
+            return std::fabs(total) <= kMaxContactImpulse ? total : 0.0f; // NaN too: not kept
+        };
+        for (std::uint32_t k = first; k < first + count; ++k)
+        {
+            Contact& c = m_contacts[m_constraintContacts[k]];
+            const ContactImpulses& impulses = m_constraintImpulses[k];
+            for (int p = 0; p < c.manifold.pointCount; ++p)
+            {
+                c.normalImpulse[p] = stepImpulse(impulses.normal[p]);
+                c.tangentImpulse1[p] = stepImpulse(impulses.tangent1[p]);
+                c.tangentImpulse2[p] = stepImpulse(impulses.tangent2[p]);
+            }
         }
     }
 }

@@ -32,7 +32,8 @@ namespace
 {
 
 constexpr std::uint32_t kSnapshotMagic = 0x53575450u; // "PTWS" little-endian
-constexpr std::uint32_t kSnapshotVersion = 2;         ///< 2: contacts carry their manifold-reuse state
+constexpr std::uint32_t kSnapshotVersion = 3; ///< 2: contacts carry their manifold-reuse state; 3: impulses
+                                              ///< per step, bodies' substep levels
 
 /// FNV-1a, 64 bits, over explicit little pieces (never over structs with padding).
 struct Fnv64
@@ -76,9 +77,11 @@ std::uint64_t configFingerprint(const WorldConfig& c)
     h.u32(c.maxHulls);
     h.u32(static_cast<std::uint32_t>(c.substeps));
     h.u32(static_cast<std::uint32_t>(c.relaxIterations));
-    for (float f : {c.contactHertz, c.contactDampingRatio, c.contactPushoutVelocity, c.linearSlop,
-                    c.speculativeDistance, c.maxSpeculativeDistance, c.restitutionThreshold, c.maxLinearSpeed,
-                    c.broadphaseMargin, c.sleepVelocity, c.timeToSleep})
+    h.u32(static_cast<std::uint32_t>(c.maxSubsteps));
+    for (float f :
+         {c.substepLoadRatio, c.substepMassRatio, c.contactHertz, c.contactDampingRatio,
+          c.contactPushoutVelocity, c.linearSlop, c.speculativeDistance, c.maxSpeculativeDistance,
+          c.restitutionThreshold, c.maxLinearSpeed, c.broadphaseMargin, c.sleepVelocity, c.timeToSleep})
     {
         h.f32(f);
     }
@@ -414,6 +417,8 @@ void World::saveState(std::vector<std::uint8_t>& out) const
         w.mat(s.inverseInertiaLocal);
         w.f32(s.extent);
         w.f32(s.sleepTime);
+        w.u8(s.substepLevel);
+        w.f32(s.substepLevelHold);
         w.u8(s.isotropicInertia ? 1 : 0);
         const Material& m = m_materials[i];
         w.f32(m.friction);
@@ -535,6 +540,13 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         s.inverseInertiaLocal = r.mat();
         s.extent = r.f32();
         s.sleepTime = r.f32();
+        s.substepLevel = r.u8();
+        s.substepLevelHold = r.f32();
+        if (s.substepLevel > m_maxSubstepLevel ||
+            !(s.substepLevelHold >= 0.0f && s.substepLevelHold <= kSubstepLevelHoldSeconds))
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
         s.isotropicInertia = r.boolean();
         Material& m = materials[i];
         m.friction = r.f32();

@@ -13,7 +13,9 @@
 //      previous one by feature id to carry the accumulated impulses (warm starting);
 //   3. bodies touching an awake body wake up (whole sleeping islands at a time);
 //   4. the soft-step solver (Box2D v3's "soft step"): substeps of integrate velocities, warm start, solve
-//      with soft position bias, integrate positions, relax; then restitution and storing impulses;
+//      with soft position bias, integrate positions, relax; then restitution and storing impulses. Islands
+//      that would sag or buckle at the base rate (tall stacks and walls, heavy bodies on light ones) are
+//      solved with 2, 4, .. times the substeps and as much stiffer contacts (chooseSubstepLevels);
 //   5. fat boxes follow the bodies; islands whose bodies all rested long enough fall asleep.
 //
 // Capacities (bodies, contacts, hulls) are fixed by WorldConfig and reserved at creation, so a step
@@ -80,6 +82,15 @@ inline constexpr float kWorldBoundMeters = 1.0e6f;
 /// solve that ends beyond it (or not finite: bodies with absurd but finite properties) starts the next step
 /// cold instead of applying it again.
 inline constexpr float kMaxContactImpulse = 1e15f;
+/// Substep levels an island can be solved at: WorldConfig::substeps times 1, 2, 4, .. 64.
+inline constexpr int kMaxSubstepLevels = 7;
+/// Seconds an island keeps a substep level after it stops asking for it, so that contacts coming and going
+/// do not switch the level (and the contacts' stiffness) step by step.
+inline constexpr float kSubstepLevelHoldSeconds = 1.0f;
+/// An island is slender when it is this many times taller (along gravity) than its narrower width: such a
+/// structure can buckle, so the weight its supported bodies carry raises its substeps (see
+/// WorldConfig::substepLoadRatio).
+inline constexpr float kSlenderIslandRatio = 4.0f;
 
 /// Everything needed to create a body.
 struct BodyDesc
@@ -128,8 +139,18 @@ struct WorldConfig
     // Solver (Box2D v3's soft step).
     int substeps = 4;                    ///< solver substeps per step, 1 .. 64
     int relaxIterations = 1;             ///< rigid (bias-free) passes per substep, 1 .. 16
-    float contactHertz = 30.0f;          ///< stiffness of contact position correction, Hz (capped at a
-                                         ///< quarter of the substep rate)
+    int maxSubsteps = 32;                ///< substeps of the most heavily loaded islands, substeps .. 64:
+                                         ///< an island whose contacts carry much more than their bodies'
+                                         ///< weight (tall stacks, a heavy body on light ones) is solved
+                                         ///< with substeps times a power of two, and stiffer contacts
+    float substepLoadRatio = 10.0f;      ///< a slender island's (a tall stack or wall) substeps double for
+                                         ///< each doubling beyond this of its mass over the mass of its
+                                         ///< bodies that rest on static or kinematic ones, >= 1
+    float substepMassRatio = 16.0f;      ///< an island's substeps double for each 4x of the largest mass
+                                         ///< ratio between touching bodies beyond this, >= 1
+    float contactHertz = 30.0f;          ///< stiffness of contact position correction, Hz, at `substeps`
+                                         ///< (an island solved with k times as many substeps gets k times
+                                         ///< this), capped at a quarter of the substep rate
     float contactDampingRatio = 10.0f;   ///< damping ratio of contact position correction (10: no bounce)
     float contactPushoutVelocity = 3.0f; ///< m/s: cap on the velocity that resolves penetration
     float linearSlop = 0.0f;             ///< metres of penetration left uncorrected (each resting contact
@@ -220,6 +241,8 @@ struct StepStats
     std::uint32_t contactPoints = 0;    ///< manifold points solved
     std::uint32_t islands = 0;          ///< awake islands
     std::uint32_t droppedPairs = 0;     ///< new pairs refused for lack of contact capacity
+    std::uint32_t raisedBodies = 0; ///< bodies solved with more than WorldConfig::substeps (loaded islands)
+    std::uint32_t mostSubsteps = 0; ///< the most substeps any island was solved with
 };
 
 class World
@@ -330,6 +353,8 @@ class World
         Mat3 inverseInertiaLocal = Mat3::zero(); ///< inverse of inertiaLocal (zero for non-dynamic)
         float extent = 0.0f;                     ///< metres: farthest surface point from the centre of mass
         float sleepTime = 0.0f;                  ///< seconds at rest
+        std::uint8_t substepLevel = 0;           ///< the substep level its island last ran at (or holds)
+        float substepLevelHold = 0.0f;           ///< seconds that level is kept once no load asks for it
         bool isotropicInertia = true; ///< inertia is a multiple of identity (spheres, cubes): no gyroscopic
                                       ///< term
     };
@@ -350,7 +375,7 @@ class World
         std::uint32_t bodyA = 0;
         std::uint32_t bodyB = 0;
         ContactManifold manifold{};                  ///< A's frame
-        float normalImpulse[kMaxManifoldPoints]{};   ///< N s, per substep, for warm starting
+        float normalImpulse[kMaxManifoldPoints]{};   ///< N s over the last step, for warm starting
         float tangentImpulse1[kMaxManifoldPoints]{}; ///< along the manifold's first tangent (A's frame)
         float tangentImpulse2[kMaxManifoldPoints]{};
         float friction = 0.0f;
@@ -386,8 +411,15 @@ class World
     void fillSolverBody(std::uint32_t i, SolverBody& state, SolverBodyMass& mass,
                         SolverBodyMotion& motion) const;
     /// The constraint set-up of a touching contact whose bodies have their solver indices.
+    /// The constraint set-up of a touching contact whose bodies have their solver indices; the contact's
+    /// step impulses times `substepsInverse` give the warm start of each substep.
     void fillConstraintSetup(const Contact& c, const Softness& contactSoftness,
-                             const Softness& staticSoftness, ContactConstraintSetup& setup) const;
+                             const Softness& staticSoftness, float substepsInverse,
+                             ContactConstraintSetup& setup) const;
+    /// The substep level (0 .. m_maxSubstepLevel) that the mass ratio across touching contact c asks for.
+    int massRatioLevelOf(const Contact& c) const;
+    /// m_substepLevel for the awake bodies: each island's, from its most loaded contact.
+    void chooseSubstepLevels(float dt);
     static std::uint64_t pairKey(std::uint32_t a, std::uint32_t b);
     Aabb computeTightBox(std::uint32_t index) const;
     Vec3 predictedDisplacement(std::uint32_t index, float dt) const; ///< metres over dt; zero if static
@@ -463,6 +495,21 @@ class World
     ConstraintGraph m_graph;           ///< m_constraintSetups coloured and prepared for the wide solver
     std::unique_ptr<TaskPool> m_tasks; ///< null when the world steps on the caller alone (threads == 1)
     IslandBuilder m_islands;
+    std::vector<std::uint8_t> m_substepLevel; ///< per slot: its island's substep level this step
+    /// Per slot: whether it rests on a static or kinematic body; per island root: the island's mass, the
+    /// mass of its grounded bodies and the level it asks for.
+    struct IslandSupport
+    {
+        float mass = 0.0f;
+        float groundedMass = 0.0f;
+        int level = 0;
+        bool grounded = false;
+    };
+    std::vector<IslandSupport> m_islandSupport;
+    std::vector<Aabb> m_islandBoxes;                ///< per island root: the box of its bodies
+    int m_maxSubstepLevel = 0;                      ///< substeps << level stays within maxSubsteps
+    int m_highestSubstepLevel = 0;                  ///< the highest level of any awake body this step
+    std::vector<SolverBodyMotion> m_kinematicStart; ///< kinematic bodies' motion at the step's start
     std::vector<float> m_islandSleep;        ///< per slot (island roots): least rest time in the island
     std::vector<std::uint32_t> m_islandTail; ///< per slot (island roots): last body linked while sleeping
 
