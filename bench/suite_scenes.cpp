@@ -341,7 +341,9 @@ RunFigures runPolytope(const SceneSetup& setup, int steps, int threads, const Su
     config.threads = threads;
     if (options.substeps > 0)
     {
+        // Every island at N substeps: no loaded island is raised above it.
         config.substeps = options.substeps;
+        config.maxSubsteps = options.substeps;
     }
     if (options.contactHertz > 0.0)
     {
