@@ -1266,6 +1266,7 @@ void World::chooseSubstepLevels(float dt)
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     m_substepLevel.assign(slotCount, 0);
     m_highestSubstepLevel = 0;
+    m_islandsBuilt = false;
     if (m_maxSubstepLevel == 0 || !(length(m_config.gravity) > 0.0f))
     {
         return;
@@ -1307,6 +1308,7 @@ void World::chooseSubstepLevels(float dt)
             m_islandSupport[a ? c.bodyA : c.bodyB].grounded = true; // rests on a static or kinematic body
         }
     }
+    m_islandsBuilt = true; // the same links as updateSleep's, which takes them as they are
     // Per island root: its box, its mass and the mass of its grounded bodies, the highest mass-ratio level.
     m_islandBoxes.resize(slotCount);
     for (std::uint32_t i = 0; i < slotCount; ++i)
@@ -1683,7 +1685,13 @@ bool World::finalizeBody(std::uint32_t s, float dt, std::uint8_t& boxStale, Aabb
 void World::updateSleep()
 {
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
-    m_islands.reset(slotCount);
+    // The islands may be built already: chooseSubstepLevels links the same contacts, and nothing between
+    // them changes a contact or a body's sleep.
+    const bool unite = !m_islandsBuilt;
+    if (unite)
+    {
+        m_islands.reset(slotCount);
+    }
     auto awakeDynamic = [&](std::uint32_t i)
     { return m_bodies[i].type == BodyType::Dynamic && !m_bodies[i].sleeping; };
     for (const ContactKey& entry : m_contactKeys)
@@ -1697,7 +1705,10 @@ void World::updateSleep()
         const bool b = awakeDynamic(c.bodyB);
         if (a && b)
         {
-            m_islands.unite(c.bodyA, c.bodyB);
+            if (unite)
+            {
+                m_islands.unite(c.bodyA, c.bodyB);
+            }
         }
         else if (a != b)
         {

@@ -506,6 +506,8 @@ class World
         bool grounded = false;
     };
     std::vector<IslandSupport> m_islandSupport;
+    bool m_islandsBuilt =
+        false; ///< m_islands holds this step's awake islands (chooseSubstepLevels built them)
     std::vector<Aabb> m_islandBoxes;                ///< per island root: the box of its bodies
     int m_maxSubstepLevel = 0;                      ///< substeps << level stays within maxSubsteps
     int m_highestSubstepLevel = 0;                  ///< the highest level of any awake body this step
