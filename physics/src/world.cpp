@@ -1250,6 +1250,35 @@ int World::massRatioLevelOf(const Contact& c) const
     return levelAbove(massRatio, m_config.substepMassRatio, 4.0f, m_maxSubstepLevel);
 }
 
+template <class Fn> void World::linkIslands(bool unite, Fn&& touchingOther)
+{
+    if (unite)
+    {
+        m_islands.reset(static_cast<std::uint32_t>(m_bodies.size()));
+    }
+    for (const ContactKey& entry : m_contactKeys)
+    {
+        const Contact& c = m_contacts[entry.contact];
+        if (c.manifold.pointCount == 0)
+        {
+            continue;
+        }
+        const bool a = awakeDynamic(c.bodyA);
+        const bool b = awakeDynamic(c.bodyB);
+        if (a && b)
+        {
+            if (unite)
+            {
+                m_islands.unite(c.bodyA, c.bodyB);
+            }
+        }
+        else if (a != b)
+        {
+            touchingOther(a ? c.bodyA : c.bodyB, a ? c.bodyB : c.bodyA);
+        }
+    }
+}
+
 void World::chooseSubstepLevels(float dt)
 {
     // Each awake island is solved at the level that its structure asks for, known from masses and shape
@@ -1271,8 +1300,6 @@ void World::chooseSubstepLevels(float dt)
     {
         return;
     }
-    auto awakeDynamic = [&](std::uint32_t i)
-    { return m_bodies[i].type == BodyType::Dynamic && !m_bodies[i].sleeping; };
     // Is any island possibly raised? A held level, a mass ratio, or a dynamic body resting on another.
     bool anyLevel = false;
     for (std::uint32_t i = 0; i < slotCount && !anyLevel; ++i)
@@ -1288,27 +1315,16 @@ void World::chooseSubstepLevels(float dt)
     {
         return;
     }
-    m_islands.reset(slotCount);
     m_islandSupport.assign(slotCount, IslandSupport{});
-    for (const ContactKey& entry : m_contactKeys)
-    {
-        const Contact& c = m_contacts[entry.contact];
-        if (c.manifold.pointCount == 0)
-        {
-            continue;
-        }
-        const bool a = awakeDynamic(c.bodyA);
-        const bool b = awakeDynamic(c.bodyB);
-        if (a && b)
-        {
-            m_islands.unite(c.bodyA, c.bodyB);
-        }
-        else if (a != b && m_bodies[a ? c.bodyB : c.bodyA].type != BodyType::Dynamic)
-        {
-            m_islandSupport[a ? c.bodyA : c.bodyB].grounded = true; // rests on a static or kinematic body
-        }
-    }
-    m_islandsBuilt = true; // the same links as updateSleep's, which takes them as they are
+    linkIslands(true,
+                [&](std::uint32_t body, std::uint32_t other)
+                {
+                    if (m_bodies[other].type != BodyType::Dynamic)
+                    {
+                        m_islandSupport[body].grounded = true; // rests on a static or kinematic body
+                    }
+                });
+    m_islandsBuilt = true; // updateSleep takes them as they are
     // Per island root: its box, its mass and the mass of its grounded bodies, the highest mass-ratio level.
     m_islandBoxes.resize(slotCount);
     for (std::uint32_t i = 0; i < slotCount; ++i)
@@ -1687,39 +1703,15 @@ void World::updateSleep()
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     // The islands may be built already: chooseSubstepLevels links the same contacts, and nothing between
     // them changes a contact or a body's sleep.
-    const bool unite = !m_islandsBuilt;
-    if (unite)
-    {
-        m_islands.reset(slotCount);
-    }
-    auto awakeDynamic = [&](std::uint32_t i)
-    { return m_bodies[i].type == BodyType::Dynamic && !m_bodies[i].sleeping; };
-    for (const ContactKey& entry : m_contactKeys)
-    {
-        const Contact& c = m_contacts[entry.contact];
-        if (c.manifold.pointCount == 0)
-        {
-            continue;
-        }
-        const bool a = awakeDynamic(c.bodyA);
-        const bool b = awakeDynamic(c.bodyB);
-        if (a && b)
-        {
-            if (unite)
-            {
-                m_islands.unite(c.bodyA, c.bodyB);
-            }
-        }
-        else if (a != b)
-        {
-            // A moving kinematic body keeps what it touches awake.
-            const std::uint32_t other = a ? c.bodyB : c.bodyA;
-            if (m_bodies[other].type == BodyType::Kinematic && m_sims[other].sleepTime == 0.0f)
-            {
-                m_sims[a ? c.bodyA : c.bodyB].sleepTime = 0.0f;
-            }
-        }
-    }
+    linkIslands(!m_islandsBuilt,
+                [&](std::uint32_t body, std::uint32_t other)
+                {
+                    // A moving kinematic body keeps what it touches awake.
+                    if (m_bodies[other].type == BodyType::Kinematic && m_sims[other].sleepTime == 0.0f)
+                    {
+                        m_sims[body].sleepTime = 0.0f;
+                    }
+                });
     m_islandSleep.assign(slotCount, std::numeric_limits<float>::infinity());
     std::uint32_t islands = 0;
     for (std::uint32_t i = 0; i < slotCount; ++i)

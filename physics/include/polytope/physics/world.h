@@ -418,6 +418,14 @@ class World
                              ContactConstraintSetup& setup) const;
     /// The substep level (0 .. m_maxSubstepLevel) that the mass ratio across touching contact c asks for.
     int massRatioLevelOf(const Contact& c) const;
+    /// Whether slot i is a dynamic body that is awake.
+    bool awakeDynamic(std::uint32_t i) const
+    {
+        return m_bodies[i].type == BodyType::Dynamic && !m_bodies[i].sleeping;
+    }
+    /// Over the touching contacts: with `unite`, rebuilds m_islands from those between two awake dynamic
+    /// bodies; calls touchingOther(body, other) for each between an awake dynamic body and any other.
+    template <class Fn> void linkIslands(bool unite, Fn&& touchingOther);
     /// m_substepLevel for the awake bodies: each island's, from its most loaded contact.
     void chooseSubstepLevels(float dt);
     static std::uint64_t pairKey(std::uint32_t a, std::uint32_t b);
