@@ -12,7 +12,7 @@
 // nothing with no nearly-as-good axis found nearby take the exhaustive SAT. Box-box keeps its closed-form
 // 15-axis SAT. After SAT picks the contact axis:
 // - Face axis: the face it came from is the reference face; the incident face is, of the other shape's faces
-//   through its deepest vertex along the reference normal, the most anti-parallel one (see incidentFaceOf).
+//   through its deepest vertex along the reference normal, the most anti-parallel one (see incidentFaceAt).
 //   The incident polygon is clipped (Sutherland-Hodgman) against the side planes through the reference
 //   face's edges; clipped points at most `margin` above the reference plane are kept, and projected onto it
 //   for the reference shape's point. (Gregorius, GDC 2015 "Robust Contact Creation for Physics
@@ -20,21 +20,20 @@
 //   clipping can leave nothing; another axis then replaces the face only if it is nearly as good, so the
 //   depth keeps the bias's bound (see faceContactOrAlternative).
 // - Edge-pair axis: one point, the closest points of the two edges.
-// Each clip vertex remembers the two polygon edges meeting at it (an incident-face edge or a reference side).
-// With the reference face, these name the point independently of positions: the feature ids that warm
-// starting needs (see manifold.h). Naming incident features by their global vertex / edge index, not by
-// position in the incident face's loop, keeps the ids when two faces tie as the incident face.
-// Up to four kept points are returned as they are; more are reduced to four that keep the deepest point
-// and span the largest area, the choice that keeps a resting face stable.
-// Box-box contacts take a specialised path that clips in the reference box's face coordinates, where the
-// side planes are axis-aligned; it gives the same points and ids as the general path on box views.
-// All buffers are fixed-size and on the stack; a face with more than kMaxClipVertices vertices after
-// clipping loses the excess vertices (the remaining points are still valid contacts).
+// The clipper names each clipped point by the features that made it: the feature ids that warm starting
+// needs (polyhedron_contact.h, shared with the triangle manifolds). Up to four kept points are returned as
+// they are; more are reduced to four that keep the deepest point and span the largest area, the choice that
+// keeps a resting face stable (contact_reduction.h). Box-box contacts take a specialised path that clips in
+// the reference box's face coordinates, where the side planes are axis-aligned; it gives the same points and
+// ids as the general path on box views. All buffers are fixed-size and on the stack.
 #include "polytope/physics/collide.h"
 
 #include "polytope/physics/epa.h"
 #include "polytope/physics/gjk.h"
 #include "polytope/physics/support.h"
+
+#include "contact_reduction.h"
+#include "polyhedron_contact.h"
 
 #include <algorithm>
 #include <cmath>
@@ -46,64 +45,8 @@ namespace polytope::physics
 namespace
 {
 
-constexpr int kMaxClipVertices = 64;
 /// EPA tolerance (fraction of the size scale) when EPA only seeds the SAT search near its normal.
 constexpr float kContactEpaRelativeTolerance = 1e-4f;
-constexpr std::uint16_t kReferenceSideTag = 0x8000; ///< edge tag bit: a side of the reference face
-constexpr std::uint16_t kTagIndexMask = 0x7FFF;
-
-/// A vertex of the polygon being clipped, with the two polygon edges that meet at it. An edge tag is an
-/// edge index of the incident shape (below 0x8000), or kReferenceSideTag | loop position of a reference
-/// side. 16 bytes, so that the clipper's copies stay cheap.
-struct ClipVertex
-{
-    Vec3 position;
-    std::uint16_t edgeTagIn;  ///< the polygon edge arriving at this vertex
-    std::uint16_t edgeTagOut; ///< the polygon edge leaving it
-};
-static_assert(sizeof(ClipVertex) == 16);
-
-struct ClipPolygon
-{
-    union
-    {
-        ClipVertex vertices[kMaxClipVertices]; // left uninitialised: only [0, count) is ever read
-    };
-    int count = 0;
-
-    ClipPolygon() {}
-
-    void push(const ClipVertex& v)
-    {
-        if (count < kMaxClipVertices)
-        {
-            vertices[count++] = v;
-        }
-    }
-};
-
-/// The stable name of a clipped vertex (see manifold.h); `incidentEdges` are the incident shape's edges.
-std::uint32_t clipFeatureOf(const ClipVertex& v, const HullEdge* incidentEdges)
-{
-    const bool inIsSide = (v.edgeTagIn & kReferenceSideTag) != 0;
-    const bool outIsSide = (v.edgeTagOut & kReferenceSideTag) != 0;
-    const std::uint32_t in = v.edgeTagIn & kTagIndexMask;
-    const std::uint32_t out = v.edgeTagOut & kTagIndexMask;
-    if (!inIsSide && !outIsSide)
-    {
-        // A vertex of the incident face: the vertex the two edges share.
-        const HullEdge& arriving = incidentEdges[in];
-        const HullEdge& leaving = incidentEdges[out];
-        const std::uint32_t shared =
-            (arriving.v0 == leaving.v0 || arriving.v0 == leaving.v1) ? arriving.v0 : arriving.v1;
-        return clipFeatureIncidentVertex(shared);
-    }
-    if (inIsSide && outIsSide)
-    {
-        return clipFeatureReferenceCorner(in, out);
-    }
-    return inIsSide ? clipFeatureEdgeCrossing(out, in) : clipFeatureEdgeCrossing(in, out);
-}
 
 /// Keeps the part of `polygon` where distanceOf(position) <= 0 (the distance need not be normalised),
 /// using `scratch` as the output buffer and swapping the two when the plane cuts. Vertices made on the
@@ -229,230 +172,6 @@ inline void clipToSlab(ClipPolygon*& polygon, ClipPolygon*& scratch, CoordinateO
     std::swap(polygon, scratch);
 }
 
-/// Edge index of each edge of `face`'s loop (from loop vertex k to k + 1), for the first `count` of them.
-void loopEdgeIndices(const HullView& hull, int face, int count, std::uint16_t* out)
-{
-    const HullFace& f = hull.faces[face];
-    if (hull.faceEdges != nullptr)
-    {
-        for (int k = 0; k < count; ++k)
-        {
-            out[k] = static_cast<std::uint16_t>(hull.faceEdges[f.firstIndex + k] & kTagIndexMask);
-        }
-        return;
-    }
-    const std::uint16_t* loop = hull.faceVertices + f.firstIndex;
-    for (int k = 0; k < count; ++k)
-    {
-        out[k] = 0;
-    }
-    for (int e = 0; e < hull.edgeCount; ++e)
-    {
-        const HullEdge& edge = hull.edges[e];
-        // An edge runs v0 -> v1 on face0 and v1 -> v0 on face1, both counter-clockwise.
-        const int start = edge.face0 == face ? edge.v0 : (edge.face1 == face ? edge.v1 : -1);
-        if (start < 0)
-        {
-            continue;
-        }
-        for (int k = 0; k < count; ++k)
-        {
-            if (loop[k] == start)
-            {
-                out[k] =
-                    static_cast<std::uint16_t>(e & kTagIndexMask); // hulls have far fewer than 2^15 edges
-                break;
-            }
-        }
-    }
-}
-
-/// Coordinates of a contact candidate in the plane of the contact (two tangent axes).
-struct PlanarPoint
-{
-    float u;
-    float v;
-};
-
-/// Twice the signed area of triangle (p, q, r).
-inline float signedArea2(const PlanarPoint& p, const PlanarPoint& q, const PlanarPoint& r)
-{
-    return (q.u - p.u) * (r.v - p.v) - (q.v - p.v) * (r.u - p.u);
-}
-
-/// Metres: points of a manifold whose separations differ by less than this count as equally deep when the
-/// manifold is reduced to four points (see chooseContactSubset).
-constexpr float kReductionDepthTolerance = 0.5e-3f;
-
-/// Chooses at most four of the `count` points for which isCandidate(i) holds: the deepest (of those within
-/// kReductionDepthTolerance of the deepest, the one farthest from the candidates' centroid), the one
-/// farthest from it, the one spanning the largest triangle with those, and the one adding the most area
-/// outside that triangle (Gregorius, GDC 2015; Box2D and Jolt reduce the same way). Ties go to the lowest
-/// index, so the choice is deterministic. Points that add no area (duplicates, collinear points) are
-/// dropped. `planarOf(i)` gives a point's PlanarPoint and `separationOf(i)` its separation.
-template <typename IsCandidate, typename PlanarOf, typename SeparationOf>
-int chooseContactSubset(int count, IsCandidate isCandidate, PlanarOf planarOf, SeparationOf separationOf,
-                        int chosen[kMaxManifoldPoints])
-{
-    int deepest = -1;
-    float deepestSeparation = 0.0f;
-    PlanarPoint centroid{0.0f, 0.0f};
-    int candidateCount = 0;
-    for (int i = 0; i < count; ++i)
-    {
-        if (isCandidate(i))
-        {
-            const float s = separationOf(i);
-            if (deepest < 0 || s < deepestSeparation)
-            {
-                deepest = i;
-                deepestSeparation = s;
-            }
-            const PlanarPoint q = planarOf(i);
-            centroid.u += q.u;
-            centroid.v += q.v;
-            ++candidateCount;
-        }
-    }
-    if (deepest < 0)
-    {
-        return 0;
-    }
-    // Points within kReductionDepthTolerance of the deepest count as equally deep: among them, the one
-    // farthest from the candidates' centroid starts the set. On a face resting flat on a face the depths
-    // differ by rounding and tiny tilts, and "the deepest" would jump between a corner and a clipped point
-    // far along an edge (an incident edge nearly parallel to a side plane crosses it far from the corner),
-    // dropping a corner and the warm-start impulse it carried; the farthest point is a corner.
-    centroid.u /= static_cast<float>(candidateCount);
-    centroid.v /= static_cast<float>(candidateCount);
-    float farthestFromCentroid = -1.0f;
-    int first = deepest;
-    for (int i = 0; i < count; ++i)
-    {
-        if (isCandidate(i) && separationOf(i) <= deepestSeparation + kReductionDepthTolerance)
-        {
-            const PlanarPoint q = planarOf(i);
-            const float d2 =
-                (q.u - centroid.u) * (q.u - centroid.u) + (q.v - centroid.v) * (q.v - centroid.v);
-            if (d2 > farthestFromCentroid)
-            {
-                farthestFromCentroid = d2;
-                first = i;
-            }
-        }
-    }
-    deepest = first;
-    chosen[0] = deepest;
-    const PlanarPoint p1 = planarOf(deepest);
-
-    int second = -1;
-    float farthest2 = 0.0f;
-    for (int i = 0; i < count; ++i)
-    {
-        if (isCandidate(i))
-        {
-            const PlanarPoint q = planarOf(i);
-            const float d2 = (q.u - p1.u) * (q.u - p1.u) + (q.v - p1.v) * (q.v - p1.v);
-            if (d2 > farthest2)
-            {
-                farthest2 = d2;
-                second = i;
-            }
-        }
-    }
-    if (second < 0)
-    {
-        return 1;
-    }
-    chosen[1] = second;
-    const PlanarPoint p2 = planarOf(second);
-
-    int third = -1;
-    float largestArea = 0.0f;
-    float orientation = 1.0f;
-    for (int i = 0; i < count; ++i)
-    {
-        if (isCandidate(i))
-        {
-            const float area = signedArea2(p1, p2, planarOf(i));
-            if (std::fabs(area) > largestArea)
-            {
-                largestArea = std::fabs(area);
-                orientation = area < 0.0f ? -1.0f : 1.0f;
-                third = i;
-            }
-        }
-    }
-    if (third < 0)
-    {
-        return 2;
-    }
-    chosen[2] = third;
-    const PlanarPoint p3 = planarOf(third);
-
-    int fourth = -1;
-    float largestOutside = 0.0f;
-    for (int i = 0; i < count; ++i)
-    {
-        if (isCandidate(i))
-        {
-            const PlanarPoint q = planarOf(i);
-            // Area q adds beyond the triangle's edges (positive only outside the triangle).
-            const float added = std::max(
-                -orientation * signedArea2(p1, p2, q),
-                std::max(-orientation * signedArea2(p2, p3, q), -orientation * signedArea2(p3, p1, q)));
-            if (added > largestOutside)
-            {
-                largestOutside = added;
-                fourth = i;
-            }
-        }
-    }
-    if (fourth < 0)
-    {
-        return 3;
-    }
-    chosen[3] = fourth;
-    return 4;
-}
-
-/// The contact subset of a clipped polygon: all points within the margin when there are at most four,
-/// else chooseContactSubset's four.
-int chooseClippedContacts(int count, const float* separations, const PlanarPoint* planar, float margin,
-                          int chosen[kMaxManifoldPoints])
-{
-    int candidates[kMaxClipVertices];
-    int candidateCount = 0;
-    for (int i = 0; i < count; ++i)
-    {
-        candidates[candidateCount] = i;
-        candidateCount += separations[i] <= margin ? 1 : 0;
-    }
-    if (candidateCount <= kMaxManifoldPoints)
-    {
-        for (int c = 0; c < candidateCount; ++c)
-        {
-            chosen[c] = candidates[c];
-        }
-        return candidateCount;
-    }
-    if (candidateCount == count)
-    {
-        return chooseContactSubset(
-            count, [](int) { return true; }, [&](int i) { return planar[i]; },
-            [&](int i) { return separations[i]; }, chosen);
-    }
-    int picked[kMaxManifoldPoints];
-    const int pickedCount = chooseContactSubset(
-        candidateCount, [](int) { return true; }, [&](int c) { return planar[candidates[c]]; },
-        [&](int c) { return separations[candidates[c]]; }, picked);
-    for (int c = 0; c < pickedCount; ++c)
-    {
-        chosen[c] = candidates[picked[c]];
-    }
-    return pickedCount;
-}
-
 /// Index of the vertex of `hull` lowest along `direction` (hull frame; the first on ties).
 int deepestVertexOf(const HullView& hull, const Vec3& direction)
 {
@@ -470,72 +189,14 @@ int deepestVertexOf(const HullView& hull, const Vec3& direction)
     return deepest;
 }
 
-/// The incident face of `hull` for a reference face whose outward normal is `direction` (hull frame): of
-/// the faces through the hull's deepest vertex along `direction`, the one most anti-parallel to it (lowest
-/// index on ties). The face most anti-parallel over the whole hull need not hold that vertex (the Gauss
-/// map is not a Voronoi diagram of the face normals: a long, thin vertex region can lie nearest to another
-/// vertex's face normal), and then it can lie entirely outside the reference face's side planes or above
-/// the margin, so that clipping leaves nothing although the shapes overlap. A face through the deepest
-/// vertex keeps it: on the least-penetration face axis that vertex lies over the reference face, at the
-/// axis's separation. A face resting flat on the reference holds the deepest vertex, so there both rules
-/// pick the same face.
-int incidentFaceOf(const HullView& hull, const Vec3& direction)
-{
-    const int deepest = deepestVertexOf(hull, direction);
-    int best = -1;
-    float bestDot = 0.0f;
-    const auto consider = [&](int face)
-    {
-        const float d = dot(hull.faces[face].normal, direction);
-        if (best < 0 || d < bestDot || (d == bestDot && face < best))
-        {
-            bestDot = d;
-            best = face;
-        }
-    };
-    if (hull.vertexEdgeStart != nullptr && hull.vertexEdges != nullptr)
-    {
-        for (int k = hull.vertexEdgeStart[deepest]; k < hull.vertexEdgeStart[deepest + 1]; ++k)
-        {
-            const HullEdge& edge = hull.edges[hull.vertexEdges[k]];
-            consider(edge.face0);
-            consider(edge.face1);
-        }
-    }
-    else
-    {
-        for (int f = 0; f < hull.faceCount; ++f)
-        {
-            const HullFace& face = hull.faces[f];
-            const std::uint16_t* loop = hull.faceVertices + face.firstIndex;
-            if (std::find(loop, loop + face.indexCount, deepest) != loop + face.indexCount)
-            {
-                consider(f);
-            }
-        }
-    }
-    return best >= 0 ? best : 0;
-}
-
 ContactManifold edgeContact(const HullView& a, const HullView& b, const Transform& bInA, const SatAxis& axis,
                             float margin)
 {
-    ContactManifold manifold;
-    manifold.normal = axis.normal;
     const HullEdge& edgeA = a.edges[axis.indexA];
     const HullEdge& edgeB = b.edges[axis.indexB];
-    const SegmentClosestPoints closest = closestPointsOnSegments(a.vertices[edgeA.v0], a.vertices[edgeA.v1],
-                                                                 transformPoint(bInA, b.vertices[edgeB.v0]),
-                                                                 transformPoint(bInA, b.vertices[edgeB.v1]));
-    const float separation = dot(closest.onQ - closest.onP, axis.normal);
-    if (separation <= margin)
-    {
-        manifold.points[0] = {closest.onP, closest.onQ, separation,
-                              makeEdgePairFeatureId(static_cast<std::uint32_t>(axis.indexA),
-                                                    static_cast<std::uint32_t>(axis.indexB))};
-        manifold.pointCount = 1;
-    }
-    return manifold;
+    return edgePairManifold(
+        a.vertices[edgeA.v0], a.vertices[edgeA.v1], transformPoint(bInA, b.vertices[edgeB.v0]),
+        transformPoint(bInA, b.vertices[edgeB.v1]), axis.normal, axis.indexA, axis.indexB, margin);
 }
 
 /// The two roles on a face axis: the shape whose face it is (reference) and the other (incident), with the
@@ -579,7 +240,9 @@ ContactManifold faceContact(const HullView& a, const HullView& b, const Transfor
     const Vec3 referenceNormal = roles.referenceNormal;
     const float referenceOffset = roles.referenceOffset;
 
-    const int incidentFaceIndex = incidentFaceOf(incident, roles.normalInIncident());
+    const Vec3 normalInIncident = roles.normalInIncident();
+    const int incidentFaceIndex =
+        incidentFaceAt(incident, deepestVertexOf(incident, normalInIncident), normalInIncident);
     const HullFace& incidentFace = incident.faces[incidentFaceIndex];
 
     ClipPolygon buffers[2];
@@ -637,7 +300,9 @@ ContactManifold faceContact(const HullView& a, const HullView& b, const Transfor
         planar[i] = {dot(tangent1, x), dot(tangent2, x)};
     }
     int chosen[kMaxManifoldPoints];
-    const int chosenCount = chooseClippedContacts(clipped.count, separations, planar, margin, chosen);
+    const int chosenCount = chooseClippedContacts(
+        clipped.count, [&](int i) { return separations[i]; }, [&](int i) { return planar[i]; }, margin,
+        SubsetTies::Exact, chosen);
 
     ContactManifold manifold;
     manifold.normal = referenceIsA ? referenceNormal : -referenceNormal;
@@ -686,15 +351,6 @@ ContactManifold deepestVertexContact(const HullView& a, const HullView& b, const
     return manifold;
 }
 
-/// Whether an axis of separation `candidate` is nearly as good as one of separation `reference`: the
-/// reference would not replace it under chooseContactAxis's rule (satBiasedThreshold). Overlapping, the
-/// candidate is then at most (depth + kSatAbsoluteTolerance) / relativeTolerance deep, so a manifold built
-/// on it keeps the face bias's bound on the depth.
-bool nearlyAsGood(float candidate, float reference, float relativeTolerance)
-{
-    return reference <= satBiasedThreshold(candidate, relativeTolerance);
-}
-
 /// The manifold on the face axis `sat.chosen`; if clipping leaves nothing there, on another axis of `sat`
 /// that is nearly as good, and with `lastResort`, on the chosen face's deepest incident vertex.
 ContactManifold faceContactOrAlternative(const HullView& a, const HullView& b, const Transform& bInA,
@@ -705,7 +361,7 @@ ContactManifold faceContactOrAlternative(const HullView& a, const HullView& b, c
     {
         return manifold;
     }
-    // On the least-penetration face axis clipping keeps the deepest incident vertex (see incidentFaceOf),
+    // On the least-penetration face axis clipping keeps the deepest incident vertex (see incidentFaceAt),
     // so it leaves nothing only when the face bias chose a face over a slightly better axis, or by
     // rounding. That better axis is the one to take, but not just any axis: the best edge pair, say, has
     // no tie to the face's depth and can be many times deeper. Another axis replaces the face only when it
@@ -713,7 +369,7 @@ ContactManifold faceContactOrAlternative(const HullView& a, const HullView& b, c
     // pair against the best face), so the depth stays within the bias's bound; faces first, as there.
     const SatAxis& otherFace = sat.chosen.feature == SatFeature::FaceOfA ? sat.bestFaceB : sat.bestFaceA;
     if (otherFace.feature != SatFeature::None && otherFace.separation <= margin &&
-        nearlyAsGood(otherFace.separation, sat.chosen.separation, kSatFaceRelativeTolerance))
+        satNearlyAsGood(otherFace.separation, sat.chosen.separation, kSatFaceRelativeTolerance))
     {
         manifold = faceContact(a, b, bInA, otherFace, margin);
         if (manifold.pointCount > 0)
@@ -723,7 +379,7 @@ ContactManifold faceContactOrAlternative(const HullView& a, const HullView& b, c
     }
     const float bestFace = std::max(sat.bestFaceA.separation, sat.bestFaceB.separation);
     if (sat.bestEdge.feature == SatFeature::EdgePair && sat.bestEdge.separation <= margin &&
-        nearlyAsGood(sat.bestEdge.separation, bestFace, kSatEdgeRelativeTolerance))
+        satNearlyAsGood(sat.bestEdge.separation, bestFace, kSatEdgeRelativeTolerance))
     {
         manifold = edgeContact(a, b, bInA, sat.bestEdge, margin);
         if (manifold.pointCount > 0)
@@ -843,7 +499,9 @@ ContactManifold boxBoxFaceContact(const BoxShape& a, const BoxShape& b, const Tr
         planar[i] = {x.x, x.y};
     }
     int chosen[kMaxManifoldPoints];
-    const int chosenCount = chooseClippedContacts(clipped.count, separations, planar, margin, chosen);
+    const int chosenCount = chooseClippedContacts(
+        clipped.count, [&](int i) { return separations[i]; }, [&](int i) { return planar[i]; }, margin,
+        SubsetTies::Exact, chosen);
 
     ContactManifold manifold;
     Vec3 referenceNormal{};
@@ -881,25 +539,14 @@ void boxEdgeEndpoints(const Vec3& halfExtents, int edge, Vec3& from, Vec3& to)
 ContactManifold boxBoxEdgeContact(const BoxShape& a, const BoxShape& b, const Transform& bInA,
                                   const SatAxis& axis, float margin)
 {
-    ContactManifold manifold;
-    manifold.normal = axis.normal;
     Vec3 a0;
     Vec3 a1;
     Vec3 b0;
     Vec3 b1;
     boxEdgeEndpoints(a.halfExtents, axis.indexA, a0, a1);
     boxEdgeEndpoints(b.halfExtents, axis.indexB, b0, b1);
-    const SegmentClosestPoints closest =
-        closestPointsOnSegments(a0, a1, transformPoint(bInA, b0), transformPoint(bInA, b1));
-    const float separation = dot(closest.onQ - closest.onP, axis.normal);
-    if (separation <= margin)
-    {
-        manifold.points[0] = {closest.onP, closest.onQ, separation,
-                              makeEdgePairFeatureId(static_cast<std::uint32_t>(axis.indexA),
-                                                    static_cast<std::uint32_t>(axis.indexB))};
-        manifold.pointCount = 1;
-    }
-    return manifold;
+    return edgePairManifold(a0, a1, transformPoint(bInA, b0), transformPoint(bInA, b1), axis.normal,
+                            axis.indexA, axis.indexB, margin);
 }
 
 ContactManifold polyhedronPlane(const HullView& a, const PlaneShape& b, const Transform& bInA, float margin)
@@ -915,7 +562,18 @@ ContactManifold polyhedronPlane(const HullView& a, const PlaneShape& b, const Tr
     const auto separationOf = [&](int i) { return dot(planeNormal, a.vertices[i]) - planeOffset; };
     int chosen[kMaxManifoldPoints];
     const int chosenCount = chooseContactSubset(
-        a.vertexCount, [&](int i) { return separationOf(i) <= margin; }, planarOf, separationOf, chosen);
+        [&](auto&& fn)
+        {
+            for (int i = 0; i < a.vertexCount; ++i)
+            {
+                const float separation = separationOf(i);
+                if (separation <= margin)
+                {
+                    fn(i, planarOf(i), separation);
+                }
+            }
+        },
+        SubsetTies::Exact, chosen);
 
     ContactManifold manifold;
     manifold.normal = -planeNormal; // the solid half-space lies below the plane

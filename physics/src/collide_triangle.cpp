@@ -24,6 +24,9 @@
 #include "polytope/physics/sat.h"
 #include "polytope/physics/support.h"
 
+#include "contact_reduction.h"
+#include "polyhedron_contact.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -34,9 +37,6 @@ namespace polytope::physics
 namespace
 {
 
-constexpr int kMaxClipVertices = 64;
-constexpr std::uint16_t kReferenceSideTag = 0x8000; ///< clip tag bit: a side plane of the reference face
-constexpr std::uint16_t kTagIndexMask = 0x7FFF;
 /// A capsule lies along the triangle when the sine of its axis' angle to the plane is below this (about 3
 /// degrees, as capsule-box and capsule-hull) ...
 constexpr float kCapsuleLyingSine = 0.05f;
@@ -45,8 +45,6 @@ constexpr float kCapsuleFaceNormalCosine = 0.99f;
 /// Triangle vertices whose height along a normal exceeds the lowest one's by at most this slope times
 /// their distance from it also support the triangle along that normal (see supportingFeature).
 constexpr float kSupportSlope = 1e-3f;
-/// Metres: points whose separations differ by less than this count as equally deep in a reduction.
-constexpr float kReductionDepthTolerance = 0.5e-3f;
 
 enum class FeatureKind : std::uint8_t
 {
@@ -483,34 +481,6 @@ ContactManifold capsuleTriangle(const CapsuleShape& capsule, const LocalTriangle
 
 // ---- Polyhedra (boxes, hulls) ----------------------------------------------------------------------------
 
-/// A vertex of the polygon being clipped, with the polygon edges arriving at and leaving it. A tag is an
-/// edge index of the incident polygon (below 0x8000), or kReferenceSideTag | side of the reference face.
-struct ClipVertex
-{
-    Vec3 position;
-    std::uint16_t tagIn;
-    std::uint16_t tagOut;
-};
-
-struct ClipPolygon
-{
-    union
-    {
-        ClipVertex vertices[kMaxClipVertices]; // left uninitialised: only [0, count) is read
-    };
-    int count = 0;
-
-    ClipPolygon() {}
-
-    void push(const ClipVertex& v)
-    {
-        if (count < kMaxClipVertices)
-        {
-            vertices[count++] = v;
-        }
-    }
-};
-
 /// Keeps the part of `*polygon` where dot(planeNormal, x) <= planeOffset (Sutherland-Hodgman), swapping
 /// `polygon` and `scratch` when the plane cuts. New vertices get `planeTag` on the side along the plane; a
 /// vertex exactly on the plane is kept and adds nothing, so exact contact makes no duplicates.
@@ -541,8 +511,8 @@ void clipToPlane(ClipPolygon*& polygon, ClipPolygon*& scratch, const Vec3& plane
             const ClipVertex& from = in.vertices[previous];
             const Vec3 crossing =
                 from.position + (in.vertices[k].position - from.position) * (dp / (dp - dc));
-            out.push(dp < 0.0f ? ClipVertex{crossing, from.tagOut, planeTag}
-                               : ClipVertex{crossing, planeTag, from.tagOut});
+            out.push(dp < 0.0f ? ClipVertex{crossing, from.edgeTagOut, planeTag}
+                               : ClipVertex{crossing, planeTag, from.edgeTagOut});
         }
         if (dc <= 0.0f)
         {
@@ -553,202 +523,30 @@ void clipToPlane(ClipPolygon*& polygon, ClipPolygon*& scratch, const Vec3& plane
     std::swap(polygon, scratch);
 }
 
-/// The clip feature (manifold.h) of a clipped vertex; `sharedVertex(in, out)` names the incident vertex
-/// between two incident edges.
-template <class SharedVertex> std::uint32_t clipFeatureOf(const ClipVertex& v, SharedVertex sharedVertex)
-{
-    const bool inIsSide = (v.tagIn & kReferenceSideTag) != 0;
-    const bool outIsSide = (v.tagOut & kReferenceSideTag) != 0;
-    const std::uint32_t in = v.tagIn & kTagIndexMask;
-    const std::uint32_t out = v.tagOut & kTagIndexMask;
-    if (!inIsSide && !outIsSide)
-    {
-        return clipFeatureIncidentVertex(sharedVertex(in, out));
-    }
-    if (inIsSide && outIsSide)
-    {
-        return clipFeatureReferenceCorner(in, out);
-    }
-    return inIsSide ? clipFeatureEdgeCrossing(out, in) : clipFeatureEdgeCrossing(in, out);
-}
-
-struct PlanarPoint
-{
-    float u;
-    float v;
-};
-
-float signedArea2(const PlanarPoint& p, const PlanarPoint& q, const PlanarPoint& r)
-{
-    return (q.u - p.u) * (r.v - p.v) - (q.v - p.v) * (r.u - p.u);
-}
-
-/// Whether a candidate with `metric` and separation `s` beats the best so far (`bestMetric`, `bestS`): a
-/// larger metric, or one equal up to rounding (1e-6 relative) with a deeper separation. The second rule
-/// keeps the deeper of two copies of a point (a corner on a seam, met by both triangles).
-bool beats(float metric, float s, float bestMetric, float bestS)
-{
-    const float slack = 1e-6f * std::fabs(bestMetric);
-    return metric > bestMetric + slack || (metric >= bestMetric - slack && s < bestS);
-}
-
-/// Picks at most four candidates: the deepest (of those within kReductionDepthTolerance of it, the one
-/// farthest from the candidates' centroid), the one farthest from it, the one spanning the largest triangle
-/// with those two, and the one adding the most area outside that triangle. Candidates adding no area (up to
-/// rounding) go; of candidates tied up to rounding, the deeper wins (see beats), then the first.
-/// `forEach(fn)` calls fn(int index, PlanarPoint, float separation) for every candidate, in a fixed order.
-/// Returns the count written to `chosen`.
-template <class ForEach> int chooseContactSubset(ForEach forEach, int chosen[kMaxManifoldPoints])
-{
-    int deepest = -1;
-    float deepestSeparation = 0.0f;
-    PlanarPoint centroid{0.0f, 0.0f};
-    int count = 0;
-    forEach(
-        [&](int i, const PlanarPoint& q, float s)
-        {
-            if (deepest < 0 || s < deepestSeparation)
-            {
-                deepest = i;
-                deepestSeparation = s;
-            }
-            centroid.u += q.u;
-            centroid.v += q.v;
-            ++count;
-        });
-    if (deepest < 0)
-    {
-        return 0;
-    }
-    centroid.u /= static_cast<float>(count);
-    centroid.v /= static_cast<float>(count);
-
-    // A best-so-far search over the candidates by `metricOf`, among those with metric above `floor`.
-    struct Best
-    {
-        int index = -1;
-        PlanarPoint point{};
-        float metric = 0.0f;
-        float separation = 0.0f;
-    };
-    const auto search = [&](float floor, auto metricOf)
-    {
-        Best best;
-        best.metric = floor;
-        forEach(
-            [&](int i, const PlanarPoint& q, float s)
-            {
-                const float metric = metricOf(q, s);
-                if (metric > floor && (best.index < 0 || beats(metric, s, best.metric, best.separation)))
-                {
-                    best = {i, q, metric, s};
-                }
-            });
-        return best;
-    };
-
-    // On a face resting flat on a face the depths differ by rounding and tiny tilts, and "the deepest"
-    // would jump between corners; of the points about as deep, the one farthest from the centroid is a
-    // corner.
-    const Best first =
-        search(-1.0f,
-               [&](const PlanarPoint& q, float s)
-               {
-                   const float du = q.u - centroid.u;
-                   const float dv = q.v - centroid.v;
-                   return s <= deepestSeparation + kReductionDepthTolerance ? du * du + dv * dv : -2.0f;
-               });
-    chosen[0] = first.index;
-    const PlanarPoint p1 = first.point;
-    const Best second = search(0.0f,
-                               [&](const PlanarPoint& q, float)
-                               {
-                                   const float du = q.u - p1.u;
-                                   const float dv = q.v - p1.v;
-                                   return du * du + dv * dv;
-                               });
-    if (second.index < 0)
-    {
-        return 1;
-    }
-    chosen[1] = second.index;
-    const PlanarPoint p2 = second.point;
-    // Areas below this (twice the area of a triangle whose height over p1-p2 is 1e-5 of its base) are
-    // rounding: a point that close to the line, or to the triangle's sides, adds nothing.
-    const float minArea2 = 1e-5f * second.metric;
-    const Best third =
-        search(minArea2, [&](const PlanarPoint& q, float) { return std::fabs(signedArea2(p1, p2, q)); });
-    if (third.index < 0)
-    {
-        return 2;
-    }
-    chosen[2] = third.index;
-    const PlanarPoint p3 = third.point;
-    const float orientation = signedArea2(p1, p2, p3) < 0.0f ? -1.0f : 1.0f;
-    const Best fourth = search(minArea2,
-                               [&](const PlanarPoint& q, float)
-                               {
-                                   // Area q adds beyond the triangle's sides (positive only outside).
-                                   return std::max(-orientation * signedArea2(p1, p2, q),
-                                                   std::max(-orientation * signedArea2(p2, p3, q),
-                                                            -orientation * signedArea2(p3, p1, q)));
-                               });
-    if (fourth.index < 0)
-    {
-        return 3;
-    }
-    chosen[3] = fourth.index;
-    return 4;
-}
-
 /// The manifold of a clipped polygon against a reference plane: the vertices within the margin (at most
 /// four, else chooseContactSubset's four). `separationOf(x)` is the height of x above the reference plane,
-/// `point(vertex, separation, contactPoint)` fills a point.
+/// `makePoint(vertex, separation, contactPoint)` fills a point.
 template <class SeparationOf, class MakePoint>
 ContactManifold manifoldOfClipped(const ClipPolygon& clipped, const Vec3& referenceNormal, const Vec3& normal,
                                   float margin, SeparationOf separationOf, MakePoint makePoint)
 {
     float separations[kMaxClipVertices];
-    int candidates[kMaxClipVertices];
-    int candidateCount = 0;
     for (int i = 0; i < clipped.count; ++i)
     {
         separations[i] = separationOf(clipped.vertices[i].position);
-        if (separations[i] <= margin)
-        {
-            candidates[candidateCount++] = i;
-        }
     }
+    Vec3 tangent1;
+    Vec3 tangent2;
+    orthonormalBasis(referenceNormal, tangent1, tangent2);
     int chosen[kMaxManifoldPoints];
-    int chosenCount = 0;
-    if (candidateCount <= kMaxManifoldPoints)
-    {
-        for (int c = 0; c < candidateCount; ++c)
+    const int chosenCount = chooseClippedContacts(
+        clipped.count, [&](int i) { return separations[i]; },
+        [&](int i)
         {
-            chosen[chosenCount++] = candidates[c];
-        }
-    }
-    else
-    {
-        Vec3 tangent1;
-        Vec3 tangent2;
-        orthonormalBasis(referenceNormal, tangent1, tangent2);
-        int picked[kMaxManifoldPoints];
-        chosenCount = chooseContactSubset(
-            [&](auto&& fn)
-            {
-                for (int c = 0; c < candidateCount; ++c)
-                {
-                    const Vec3& x = clipped.vertices[candidates[c]].position;
-                    fn(c, PlanarPoint{dot(tangent1, x), dot(tangent2, x)}, separations[candidates[c]]);
-                }
-            },
-            picked);
-        for (int c = 0; c < chosenCount; ++c)
-        {
-            chosen[c] = candidates[picked[c]];
-        }
-    }
+            const Vec3& x = clipped.vertices[i].position;
+            return PlanarPoint{dot(tangent1, x), dot(tangent2, x)};
+        },
+        margin, SubsetTies::Rounding, chosen);
     ContactManifold manifold;
     manifold.normal = normal;
     for (int c = 0; c < chosenCount; ++c)
@@ -757,73 +555,6 @@ ContactManifold manifoldOfClipped(const ClipPolygon& clipped, const Vec3& refere
     }
     manifold.pointCount = chosenCount;
     return manifold;
-}
-
-/// Edge index of each side of `face`'s loop (from loop vertex k to k + 1), for the first `count` of them.
-void loopEdgeIndices(const HullView& hull, int face, int count, std::uint16_t* out)
-{
-    const HullFace& f = hull.faces[face];
-    if (hull.faceEdges != nullptr)
-    {
-        for (int k = 0; k < count; ++k)
-        {
-            out[k] = static_cast<std::uint16_t>(hull.faceEdges[f.firstIndex + k] & kTagIndexMask);
-        }
-        return;
-    }
-    const std::uint16_t* loop = hull.faceVertices + f.firstIndex;
-    std::fill(out, out + count, std::uint16_t{0});
-    for (int e = 0; e < hull.edgeCount; ++e)
-    {
-        const HullEdge& edge = hull.edges[e];
-        const int start = edge.face0 == face ? edge.v0 : (edge.face1 == face ? edge.v1 : -1);
-        for (int k = 0; k < count && start >= 0; ++k)
-        {
-            if (loop[k] == start)
-            {
-                out[k] = static_cast<std::uint16_t>(e & kTagIndexMask);
-                break;
-            }
-        }
-    }
-}
-
-/// The face of `hull` to clip against the triangle's face: of the faces through `vertex` (the hull's
-/// lowest along the triangle normal), the one most anti-parallel to `normal`, lowest index on ties.
-int incidentFaceAt(const HullView& hull, int vertex, const Vec3& normal)
-{
-    int best = -1;
-    float bestDot = 0.0f;
-    const auto consider = [&](int face)
-    {
-        const float d = dot(hull.faces[face].normal, normal);
-        if (best < 0 || d < bestDot || (d == bestDot && face < best))
-        {
-            bestDot = d;
-            best = face;
-        }
-    };
-    if (hull.vertexEdgeStart != nullptr && hull.vertexEdges != nullptr)
-    {
-        for (int k = hull.vertexEdgeStart[vertex]; k < hull.vertexEdgeStart[vertex + 1]; ++k)
-        {
-            const HullEdge& edge = hull.edges[hull.vertexEdges[k]];
-            consider(edge.face0);
-            consider(edge.face1);
-        }
-    }
-    else
-    {
-        for (int f = 0; f < hull.faceCount; ++f)
-        {
-            const std::uint16_t* loop = hull.faceVertices + hull.faces[f].firstIndex;
-            if (std::find(loop, loop + hull.faces[f].indexCount, vertex) != loop + hull.faces[f].indexCount)
-            {
-                consider(f);
-            }
-        }
-    }
-    return best >= 0 ? best : 0;
 }
 
 /// A face of the shape counts as facing the triangle (part of its lower surface) when the cosine of its
@@ -849,14 +580,6 @@ ContactManifold triangleFaceContact(const HullView& hull, const LocalTriangle& t
     {
         overTriangle = overTriangle && dot(lowest - t.v[j], t.side[j]) <= 0.0f;
     }
-    const auto sharedVertex = [&](std::uint32_t in, std::uint32_t out)
-    {
-        const HullEdge& arriving = hull.edges[in];
-        const HullEdge& leaving = hull.edges[out];
-        return static_cast<std::uint32_t>(
-            (arriving.v0 == leaving.v0 || arriving.v0 == leaving.v1) ? arriving.v0 : arriving.v1);
-    };
-
     struct Candidate
     {
         Vec3 position;
@@ -897,7 +620,7 @@ ContactManifold triangleFaceContact(const HullView& hull, const LocalTriangle& t
                 continue;
             }
             const std::uint32_t id =
-                makeClipFeatureId(ContactFeatureKind::FaceOfB, 0, clipFeatureOf(v, sharedVertex));
+                makeClipFeatureId(ContactFeatureKind::FaceOfB, 0, clipFeatureOf(v, hull.edges));
             Candidate* same = std::find_if(candidates, candidates + candidateCount,
                                            [&](const Candidate& c) { return c.featureId == id; });
             if (same != candidates + candidateCount)
@@ -928,31 +651,18 @@ ContactManifold triangleFaceContact(const HullView& hull, const LocalTriangle& t
         }
     }
 
+    Vec3 tangent1;
+    Vec3 tangent2;
+    orthonormalBasis(normal, tangent1, tangent2);
     int chosen[kMaxManifoldPoints];
-    int chosenCount = 0;
-    if (candidateCount <= kMaxManifoldPoints)
-    {
-        for (; chosenCount < candidateCount; ++chosenCount)
+    const int chosenCount = chooseClippedContacts(
+        candidateCount, [&](int c) { return candidates[c].separation; },
+        [&](int c)
         {
-            chosen[chosenCount] = chosenCount;
-        }
-    }
-    else
-    {
-        Vec3 tangent1;
-        Vec3 tangent2;
-        orthonormalBasis(normal, tangent1, tangent2);
-        chosenCount = chooseContactSubset(
-            [&](auto&& fn)
-            {
-                for (int c = 0; c < candidateCount; ++c)
-                {
-                    const Vec3& x = candidates[c].position;
-                    fn(c, PlanarPoint{dot(tangent1, x), dot(tangent2, x)}, candidates[c].separation);
-                }
-            },
-            chosen);
-    }
+            const Vec3& x = candidates[c].position;
+            return PlanarPoint{dot(tangent1, x), dot(tangent2, x)};
+        },
+        margin, SubsetTies::Rounding, chosen);
     ContactManifold manifold;
     manifold.normal = -normal;
     for (int c = 0; c < chosenCount; ++c)
@@ -1024,19 +734,9 @@ ContactManifold edgePairContact(const HullView& hull, const LocalTriangle& t, co
                                 float margin)
 {
     const HullEdge& edge = hull.edges[sat.convexEdge];
-    const SegmentClosestPoints c = closestPointsOnSegments(
-        hull.vertices[edge.v0], hull.vertices[edge.v1], t.v[sat.triangleEdge], t.v[nextOf(sat.triangleEdge)]);
-    ContactManifold manifold;
-    manifold.normal = sat.edgeNormal;
-    const float separation = dot(c.onQ - c.onP, sat.edgeNormal);
-    if (separation <= margin)
-    {
-        manifold.points[0] = {c.onP, c.onQ, separation,
-                              makeEdgePairFeatureId(static_cast<std::uint32_t>(sat.convexEdge),
-                                                    static_cast<std::uint32_t>(sat.triangleEdge))};
-        manifold.pointCount = 1;
-    }
-    return manifold;
+    return edgePairManifold(hull.vertices[edge.v0], hull.vertices[edge.v1], t.v[sat.triangleEdge],
+                            t.v[nextOf(sat.triangleEdge)], sat.edgeNormal, sat.convexEdge, sat.triangleEdge,
+                            margin);
 }
 
 /// The last resort on the shape's face axis when its clipping left nothing (as collide_convex.cpp): the
@@ -1184,13 +884,6 @@ bool polyhedronSat(const HullView& hull, const LocalTriangle& t, float margin, P
     return true;
 }
 
-/// Whether an axis of separation `candidate` is nearly as good as one of `reference` (the reference would
-/// not replace it under the bias), as in collide_convex.cpp.
-bool nearlyAsGood(float candidate, float reference, float relativeTolerance)
-{
-    return reference <= satBiasedThreshold(candidate, relativeTolerance);
-}
-
 ContactManifold polyhedronTriangle(const HullView& hull, const LocalTriangle& t, float margin)
 {
     ContactManifold none;
@@ -1261,7 +954,7 @@ ContactManifold polyhedronTriangle(const HullView& hull, const LocalTriangle& t,
     const float chosenSeparation = axis == AxisKind::TriangleFace ? sat.triangleFace : sat.convexFace;
     const float otherSeparation = axis == AxisKind::TriangleFace ? sat.convexFace : sat.triangleFace;
     if ((otherFace == AxisKind::TriangleFace || sat.face >= 0) &&
-        nearlyAsGood(otherSeparation, chosenSeparation, kSatFaceRelativeTolerance) &&
+        satNearlyAsGood(otherSeparation, chosenSeparation, kSatFaceRelativeTolerance) &&
         admissibleAxis(otherFace))
     {
         manifold = build(otherFace);
@@ -1270,7 +963,7 @@ ContactManifold polyhedronTriangle(const HullView& hull, const LocalTriangle& t,
             return manifold;
         }
     }
-    if (sat.convexEdge >= 0 && nearlyAsGood(sat.edgePair, bestFace, kSatEdgeRelativeTolerance) &&
+    if (sat.convexEdge >= 0 && satNearlyAsGood(sat.edgePair, bestFace, kSatEdgeRelativeTolerance) &&
         admissibleAxis(AxisKind::EdgePair))
     {
         manifold = build(AxisKind::EdgePair);
@@ -1398,7 +1091,7 @@ void reduceManifolds(std::span<const TriangleContactManifold> candidates, Contac
         }
     };
     int chosen[kMaxManifoldPoints];
-    const int chosenCount = chooseContactSubset(forEach, chosen);
+    const int chosenCount = chooseContactSubset(forEach, SubsetTies::Rounding, chosen);
     out.normal = normal;
     for (int k = 0; k < chosenCount; ++k)
     {

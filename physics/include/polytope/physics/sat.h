@@ -68,6 +68,16 @@ inline float satBiasedThreshold(float reference, float relativeTolerance)
     return reference + (1.0f - relativeTolerance) * std::fabs(reference) + kSatAbsoluteTolerance;
 }
 
+/// Whether an axis of separation `candidate` is nearly as good as one of separation `reference`: the
+/// reference would not replace it under the bias (satBiasedThreshold). Overlapping, the candidate is then
+/// at most (depth + kSatAbsoluteTolerance) / relativeTolerance deep, so a manifold built on it keeps the
+/// face bias's bound on the depth. The manifold builders take such an axis when clipping on the chosen
+/// face leaves nothing.
+inline bool satNearlyAsGood(float candidate, float reference, float relativeTolerance)
+{
+    return reference <= satBiasedThreshold(candidate, relativeTolerance);
+}
+
 /// Picks the contact axis among the three candidates. Faces win over an edge pair unless the edge pair is
 /// clearly shallower (kSatEdgeRelativeTolerance), and A's face wins over B's unless B's is clearly
 /// shallower (kSatFaceRelativeTolerance), each plus kSatAbsoluteTolerance. This hysteresis keeps the
