@@ -975,23 +975,6 @@ ContactManifold polyhedronTriangle(const HullView& hull, const LocalTriangle& t,
     return closestPointsContact(hull, t, sat, axis, margin);
 }
 
-bool finiteManifold(const ContactManifold& m)
-{
-    if (!isFinite(m.normal))
-    {
-        return false;
-    }
-    for (int i = 0; i < m.pointCount; ++i)
-    {
-        if (!isFinite(m.points[i].pointA) || !isFinite(m.points[i].pointB) ||
-            !std::isfinite(m.points[i].separation))
-        {
-            return false;
-        }
-    }
-    return true;
-}
-
 } // namespace
 
 ContactManifold collideConvexTriangle(const Shape& convex, std::span<const ConvexHull> hulls,
@@ -1041,7 +1024,7 @@ ContactManifold collideConvexTriangle(const Shape& convex, std::span<const Conve
     case ShapeType::Plane:
         return {};
     }
-    return finiteManifold(manifold) ? manifold : ContactManifold{};
+    return isFinite(manifold) ? manifold : ContactManifold{};
 }
 
 void reduceManifolds(std::span<const TriangleContactManifold> candidates, ContactManifold& out)

@@ -13,6 +13,7 @@
 
 #include "polytope/physics/math.h"
 
+#include <cmath>
 #include <cstdint>
 
 namespace polytope::physics
@@ -93,6 +94,24 @@ struct ContactManifold
     ContactPoint points[kMaxManifoldPoints];
     int pointCount = 0; ///< 0 .. kMaxManifoldPoints
 };
+
+/// Whether the normal and every point's positions and separation are finite (no NaN, no infinity).
+inline bool isFinite(const ContactManifold& m)
+{
+    if (!isFinite(m.normal))
+    {
+        return false;
+    }
+    for (int i = 0; i < m.pointCount; ++i)
+    {
+        if (!isFinite(m.points[i].pointA) || !isFinite(m.points[i].pointB) ||
+            !std::isfinite(m.points[i].separation))
+        {
+            return false;
+        }
+    }
+    return true;
+}
 
 /// Re-expresses a manifold computed for the pair (B, A) in B's frame as the manifold of (A, B) in A's frame:
 /// points swap roles, the normal flips, separations and feature ids are kept. `bInA` is B's transform in
