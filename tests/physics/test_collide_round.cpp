@@ -3,6 +3,8 @@
 // and planes, and hand-made configurations (parallel capsules, a capsule lying on a box).
 #include "polytope/physics/collide.h"
 
+#include "convex_minimum.h"
+#include "manifold_checks.h"
 #include "random_shapes.h"
 
 #include <catch2/catch.hpp>
@@ -24,36 +26,10 @@ Vec3 randomPoint(std::mt19937& rng, float extent)
     return Vec3{uniform(rng, -1.0f, 1.0f), uniform(rng, -1.0f, 1.0f), uniform(rng, -1.0f, 1.0f)} * extent;
 }
 
-/// Minimum of a convex function on [0, 1] by golden-section search, in double.
-double minimiseConvex(const std::function<double(double)>& f)
+/// Minimum of a convex function on [0, 1], in double: golden-section search, and the two ends.
+double minimumOnUnitInterval(const std::function<double(double)>& f)
 {
-    const double ratio = (std::sqrt(5.0) - 1.0) / 2.0;
-    double lo = 0.0;
-    double hi = 1.0;
-    double x1 = hi - ratio * (hi - lo);
-    double x2 = lo + ratio * (hi - lo);
-    double f1 = f(x1);
-    double f2 = f(x2);
-    for (int i = 0; i < 80; ++i)
-    {
-        if (f1 < f2)
-        {
-            hi = x2;
-            x2 = x1;
-            f2 = f1;
-            x1 = hi - ratio * (hi - lo);
-            f1 = f(x1);
-        }
-        else
-        {
-            lo = x1;
-            x1 = x2;
-            f1 = f2;
-            x2 = lo + ratio * (hi - lo);
-            f2 = f(x2);
-        }
-    }
-    return std::min({f(0.0), f(1.0), f1, f2});
+    return std::min({f(0.0), f(1.0), minimiseConvex(f, 0.0, 1.0, 80).value});
 }
 
 struct Point3d
@@ -74,11 +50,11 @@ double distanceD(const Point3d& a, const Point3d& b)
 /// Distance between two segments: the inner minimum over t is convex in s, so nested searches are exact.
 double segmentDistance(const Vec3& p0, const Vec3& p1, const Vec3& q0, const Vec3& q1)
 {
-    return minimiseConvex(
+    return minimumOnUnitInterval(
         [&](double s)
         {
             const Point3d p = lerpD(p0, p1, s);
-            return minimiseConvex([&](double t) { return distanceD(p, lerpD(q0, q1, t)); });
+            return minimumOnUnitInterval([&](double t) { return distanceD(p, lerpD(q0, q1, t)); });
         });
 }
 
@@ -99,7 +75,7 @@ double boxSignedDistance(const Vec3& h, const Point3d& p)
 double pointSegmentDistance(const Vec3& p, const Vec3& s0, const Vec3& s1)
 {
     const Point3d pd{p.x, p.y, p.z};
-    return minimiseConvex([&](double t) { return distanceD(pd, lerpD(s0, s1, t)); });
+    return minimumOnUnitInterval([&](double t) { return distanceD(pd, lerpD(s0, s1, t)); });
 }
 
 /// True when p lies on the sphere of radius r about some point of segment [s0, s1]: the capsule's surface,
@@ -116,32 +92,12 @@ Vec3 capsuleEnd(const CapsuleShape& c, float sign)
     return {0.0f, sign * c.halfHeight, 0.0f};
 }
 
-bool finiteManifold(const ContactManifold& m)
-{
-    bool ok = isFinite(m.normal);
-    for (int i = 0; i < m.pointCount; ++i)
-    {
-        ok = ok && isFinite(m.points[i].pointA) && isFinite(m.points[i].pointB) &&
-             std::isfinite(m.points[i].separation);
-    }
-    return ok;
-}
-
-/// Invariants shared by all pairs: unit normal, separation identity, within the margin, distinct ids.
+/// Invariants shared by all pairs (requireConsistentManifold), and a unit normal even without points: the
+/// closed forms always set one.
 void requireConsistent(const ContactManifold& m, float margin)
 {
-    REQUIRE(finiteManifold(m));
+    requireConsistentManifold(m, margin, 2e-5);
     REQUIRE(std::fabs(length(m.normal) - 1.0f) < 1e-5f);
-    for (int i = 0; i < m.pointCount; ++i)
-    {
-        REQUIRE(m.points[i].separation ==
-                Approx(dot(m.points[i].pointB - m.points[i].pointA, m.normal)).margin(2e-5));
-        REQUIRE(m.points[i].separation <= margin);
-        for (int j = 0; j < i; ++j)
-        {
-            REQUIRE(m.points[i].featureId != m.points[j].featureId);
-        }
-    }
 }
 
 } // namespace
@@ -348,8 +304,8 @@ TEST_CASE("capsule-box contacts match a numerical closest-point search", "[manif
         // The core segment in the box's frame; the smallest signed distance along it is convex in t.
         const Vec3 p0 = inverseTransformPoint(bInA, capsuleEnd(a, -1.0f));
         const Vec3 p1 = inverseTransformPoint(bInA, capsuleEnd(a, 1.0f));
-        const double coreDistance =
-            minimiseConvex([&](double t) { return boxSignedDistance(b.halfExtents, lerpD(p0, p1, t)); });
+        const double coreDistance = minimumOnUnitInterval(
+            [&](double t) { return boxSignedDistance(b.halfExtents, lerpD(p0, p1, t)); });
         const double expected = coreDistance - a.radius;
         INFO("trial " << trial << ", expected " << expected);
         requireConsistent(m, margin);

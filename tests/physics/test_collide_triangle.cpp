@@ -5,10 +5,13 @@
 // tessellated floor.
 #include "polytope/physics/collide_triangle.h"
 
+#include "polytope/physics/dvec3.h"
 #include "polytope/physics/gjk.h"
 #include "polytope/physics/hull.h"
 #include "polytope/physics/narrowphase.h"
 
+#include "convex_minimum.h"
+#include "manifold_checks.h"
 #include "random_shapes.h"
 
 #include <catch2/catch.hpp>
@@ -51,28 +54,6 @@ float angleBetween(const Vec3& a, const Vec3& b)
     return std::atan2(length(cross(a, b)), dot(a, b));
 }
 
-/// Invariants of every manifold: unit normal, separation identity, within the margin, distinct ids.
-void requireConsistent(const ContactManifold& m, float margin)
-{
-    REQUIRE(m.pointCount >= 0);
-    REQUIRE(m.pointCount <= kMaxManifoldPoints);
-    if (m.pointCount == 0)
-    {
-        return;
-    }
-    REQUIRE(std::fabs(length(m.normal) - 1.0f) < 1e-5f);
-    for (int i = 0; i < m.pointCount; ++i)
-    {
-        const ContactPoint& p = m.points[i];
-        REQUIRE(p.separation == Approx(dot(p.pointB - p.pointA, m.normal)).margin(2e-5));
-        REQUIRE(p.separation <= margin);
-        for (int j = 0; j < i; ++j)
-        {
-            REQUIRE(p.featureId != m.points[j].featureId);
-        }
-    }
-}
-
 /// A big triangle in the plane y = 0, front face up, containing the square |x|, |z| <= 4.
 const Triangle kFloor{{-10.0f, 0.0f, 5.0f}, {10.0f, 0.0f, 5.0f}, {0.0f, 0.0f, -10.0f}};
 /// Metres: how exact a separation against kFloor can be. Its vertices lie up to 13 m from a body, and in
@@ -82,63 +63,30 @@ constexpr double kFloorRounding = 6e-6;
 
 // ---- Double-precision oracles for rounded shapes ---------------------------------------------------------
 
-struct D3
-{
-    double x, y, z;
-};
-D3 toD(const Vec3& v)
-{
-    return {v.x, v.y, v.z};
-}
-D3 sub(const D3& a, const D3& b)
-{
-    return {a.x - b.x, a.y - b.y, a.z - b.z};
-}
-D3 add(const D3& a, const D3& b)
-{
-    return {a.x + b.x, a.y + b.y, a.z + b.z};
-}
-D3 scale(const D3& a, double s)
-{
-    return {a.x * s, a.y * s, a.z * s};
-}
-double dotD(const D3& a, const D3& b)
-{
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
-D3 crossD(const D3& a, const D3& b)
-{
-    return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
-double normD(const D3& a)
-{
-    return std::sqrt(dotD(a, a));
-}
-
 /// Closest point of the triangle to p, in double: the foot on the plane when inside, else the nearest
 /// point of the three edges.
-D3 closestOnTriangleD(const D3& p, const D3 (&v)[3])
+DVec3 closestOnTriangleD(const DVec3& p, const DVec3 (&v)[3])
 {
-    const D3 n = crossD(sub(v[1], v[0]), sub(v[2], v[0]));
-    const D3 foot = sub(p, scale(n, dotD(sub(p, v[0]), n) / dotD(n, n)));
+    const DVec3 n = cross(v[1] - v[0], v[2] - v[0]);
+    const DVec3 foot = p - n * (dot(p - v[0], n) / dot(n, n));
     bool inside = true;
     for (int j = 0; j < 3; ++j)
     {
-        const D3 edge = sub(v[(j + 1) % 3], v[j]);
-        inside = inside && dotD(crossD(edge, sub(foot, v[j])), n) >= 0.0;
+        const DVec3 edge = v[(j + 1) % 3] - v[j];
+        inside = inside && dot(cross(edge, foot - v[j]), n) >= 0.0;
     }
     if (inside)
     {
         return foot;
     }
-    D3 best = v[0];
+    DVec3 best = v[0];
     double bestD2 = std::numeric_limits<double>::infinity();
     for (int j = 0; j < 3; ++j)
     {
-        const D3 edge = sub(v[(j + 1) % 3], v[j]);
-        const double s = std::clamp(dotD(sub(p, v[j]), edge) / dotD(edge, edge), 0.0, 1.0);
-        const D3 q = add(v[j], scale(edge, s));
-        const double d2 = dotD(sub(p, q), sub(p, q));
+        const DVec3 edge = v[(j + 1) % 3] - v[j];
+        const double s = std::clamp(dot(p - v[j], edge) / dot(edge, edge), 0.0, 1.0);
+        const DVec3 q = v[j] + edge * s;
+        const double d2 = dot(p - q, p - q);
         if (d2 < bestD2)
         {
             bestD2 = d2;
@@ -150,31 +98,17 @@ D3 closestOnTriangleD(const D3& p, const D3 (&v)[3])
 
 /// Distance from segment [p0, p1] to the triangle, by golden-section search over the (convex) distance of
 /// the segment's points, and the closest segment point.
-double segmentTriangleDistanceD(const D3& p0, const D3& p1, const D3 (&v)[3], D3& closestOnSegment)
+double segmentTriangleDistanceD(const DVec3& p0, const DVec3& p1, const DVec3 (&v)[3],
+                                DVec3& closestOnSegment)
 {
     const auto f = [&](double s)
     {
-        const D3 p = add(p0, scale(sub(p1, p0), s));
-        return normD(sub(p, closestOnTriangleD(p, v)));
+        const DVec3 p = p0 + (p1 - p0) * s;
+        return length(p - closestOnTriangleD(p, v));
     };
-    const double ratio = (std::sqrt(5.0) - 1.0) / 2.0;
-    double lo = 0.0;
-    double hi = 1.0;
-    for (int i = 0; i < 200; ++i)
-    {
-        const double x1 = hi - ratio * (hi - lo);
-        const double x2 = lo + ratio * (hi - lo);
-        if (f(x1) < f(x2))
-        {
-            hi = x2;
-        }
-        else
-        {
-            lo = x1;
-        }
-    }
-    double s = 0.5 * (lo + hi);
-    double best = f(s);
+    const ConvexMinimum inner = minimiseConvex(f, 0.0, 1.0, 200);
+    double s = inner.x;
+    double best = inner.value;
     for (const double end : {0.0, 1.0})
     {
         if (f(end) <= best)
@@ -183,7 +117,7 @@ double segmentTriangleDistanceD(const D3& p0, const D3& p1, const D3 (&v)[3], D3
             s = end;
         }
     }
-    closestOnSegment = add(p0, scale(sub(p1, p0), s));
+    closestOnSegment = p0 + (p1 - p0) * s;
     return best;
 }
 
@@ -229,14 +163,13 @@ ConvexHull thinPrism(const Triangle& t, float thickness)
 /// a triangle corner. +infinity when no part of the polyhedron lies over the triangle.
 double lowestHeightOverTriangle(const ConvexHull& hull, const Transform& body, const Triangle& tri)
 {
-    const D3 t[3] = {toD(tri.a), toD(tri.b), toD(tri.c)};
-    D3 n = crossD(sub(t[1], t[0]), sub(t[2], t[0]));
-    n = scale(n, 1.0 / normD(n));
-    const auto height = [&](const D3& x) { return dotD(sub(x, t[0]), n); };
+    const DVec3 t[3] = {toDouble(tri.a), toDouble(tri.b), toDouble(tri.c)};
+    DVec3 n = cross(t[1] - t[0], t[2] - t[0]);
+    n = n * (1.0 / length(n));
+    const auto height = [&](const DVec3& x) { return dot(x - t[0], n); };
     // Side j: <= 0 inside.
-    const auto side = [&](int j, const D3& x)
-    { return dotD(crossD(sub(t[(j + 1) % 3], t[j]), n), sub(x, t[j])); };
-    const auto inside = [&](const D3& x)
+    const auto side = [&](int j, const DVec3& x) { return dot(cross(t[(j + 1) % 3] - t[j], n), x - t[j]); };
+    const auto inside = [&](const DVec3& x)
     {
         for (int j = 0; j < 3; ++j)
         {
@@ -248,13 +181,13 @@ double lowestHeightOverTriangle(const ConvexHull& hull, const Transform& body, c
         return true;
     };
     // The hull in the world, in double (rotations of exact float data).
-    std::vector<D3> v;
+    std::vector<DVec3> v;
     for (const Vec3& p : hull.vertices)
     {
-        v.push_back(toD(transformPoint(body, p)));
+        v.push_back(toDouble(transformPoint(body, p)));
     }
     double lowest = std::numeric_limits<double>::infinity();
-    for (const D3& x : v)
+    for (const DVec3& x : v)
     {
         if (inside(x))
         {
@@ -269,7 +202,7 @@ double lowestHeightOverTriangle(const ConvexHull& hull, const Transform& body, c
             const double s1 = side(j, v[e.v1]);
             if ((s0 < 0.0) != (s1 < 0.0))
             {
-                const D3 x = add(v[e.v0], scale(sub(v[e.v1], v[e.v0]), s0 / (s0 - s1)));
+                const DVec3 x = v[e.v0] + (v[e.v1] - v[e.v0]) * (s0 / (s0 - s1));
                 if (inside(x))
                 {
                     lowest = std::min(lowest, height(x));
@@ -283,10 +216,10 @@ double lowestHeightOverTriangle(const ConvexHull& hull, const Transform& body, c
         double to = std::numeric_limits<double>::infinity();
         for (const HullFace& f : hull.faces)
         {
-            const D3 m = toD(rotate(body.q, f.normal));
-            const double offset = dotD(m, v[hull.faceVertices[f.firstIndex]]);
-            const double slope = dotD(m, n);
-            const double room = offset - dotD(m, t[i]);
+            const DVec3 m = toDouble(rotate(body.q, f.normal));
+            const double offset = dot(m, v[hull.faceVertices[f.firstIndex]]);
+            const double slope = dot(m, n);
+            const double room = offset - dot(m, t[i]);
             if (slope < 0.0)
             {
                 from = std::max(from, room / slope);
@@ -325,7 +258,7 @@ TEST_CASE("a sphere resting on a triangle: one point at the closed form", "[tria
         const ContactManifold m =
             collideInWorld(Shape::makeSphere(radius), {}, body, kFloor, kAllTriangleEdgesActive, margin);
         INFO("trial " << trial);
-        requireConsistent(m, margin);
+        requireConsistentManifold(m, margin, 2e-5);
         REQUIRE(m.pointCount == 1);
         REQUIRE(distance(m.normal, Vec3{0.0f, -1.0f, 0.0f}) < 1e-6f);
         REQUIRE(m.points[0].separation == Approx(gap).margin(kFloorRounding));
@@ -351,7 +284,7 @@ TEST_CASE("a capsule lying on a triangle: two points at the ends of its core", "
         const ContactManifold m = collideInWorld(Shape::makeCapsule(capsule.halfHeight, capsule.radius), {},
                                                  body, kFloor, kAllTriangleEdgesActive, margin);
         INFO("trial " << trial);
-        requireConsistent(m, margin);
+        requireConsistentManifold(m, margin, 2e-5);
         REQUIRE(m.pointCount == 2);
         REQUIRE(distance(m.normal, Vec3{0.0f, -1.0f, 0.0f}) < 1e-6f);
         for (int i = 0; i < 2; ++i)
@@ -385,7 +318,7 @@ TEST_CASE("a box lying flat on a triangle: its four bottom corners, or the clipp
             const ContactManifold m =
                 collideInWorld(shape, hulls, body, kFloor, kAllTriangleEdgesActive, margin);
             INFO("trial " << trial << " type " << int(shape.type));
-            requireConsistent(m, margin);
+            requireConsistentManifold(m, margin, 2e-5);
             REQUIRE(m.pointCount == 4);
             REQUIRE(distance(m.normal, Vec3{0.0f, -1.0f, 0.0f}) < 1e-6f);
             std::set<int> corners;
@@ -415,7 +348,7 @@ TEST_CASE("a box lying flat on a triangle: its four bottom corners, or the clipp
         const ContactManifold m =
             collideInWorld(Shape::makeBox(half), {}, body, small, kAllTriangleEdgesActive, margin);
         INFO("trial " << trial);
-        requireConsistent(m, margin);
+        requireConsistentManifold(m, margin, 2e-5);
         REQUIRE(m.pointCount >= 1);
         REQUIRE(distance(m.normal, Vec3{0.0f, -1.0f, 0.0f}) < 1e-6f);
         for (int i = 0; i < m.pointCount; ++i)
@@ -458,12 +391,12 @@ TEST_CASE("spheres and capsules near a triangle: separation and normal match a d
         const Transform body{centre, randomRotation(rng)};
         const ContactManifold m = collideInWorld(shape, {}, body, tri, kAllTriangleEdgesActive, margin);
         INFO("trial " << trial);
-        requireConsistent(m, margin);
+        requireConsistentManifold(m, margin, 2e-5);
 
-        const D3 v3[3] = {toD(tri.a), toD(tri.b), toD(tri.c)};
-        const D3 p0 = toD(transformPoint(body, Vec3{0.0f, -halfHeight, 0.0f}));
-        const D3 p1 = toD(transformPoint(body, Vec3{0.0f, halfHeight, 0.0f}));
-        D3 core{};
+        const DVec3 v3[3] = {toDouble(tri.a), toDouble(tri.b), toDouble(tri.c)};
+        const DVec3 p0 = toDouble(transformPoint(body, Vec3{0.0f, -halfHeight, 0.0f}));
+        const DVec3 p1 = toDouble(transformPoint(body, Vec3{0.0f, halfHeight, 0.0f}));
+        DVec3 core{};
         const double coreDistance = segmentTriangleDistanceD(p0, p1, v3, core);
         const double expected = coreDistance - radius;
         if (coreDistance < 1e-3)
@@ -473,7 +406,7 @@ TEST_CASE("spheres and capsules near a triangle: separation and normal match a d
         // With every edge inactive (a triangle inside a flat region), only the face normal remains, and the
         // separation stays the true distance: the same deepest point, pushed along the face normal.
         const ContactManifold flat = collideInWorld(shape, {}, body, tri, 0, margin);
-        requireConsistent(flat, margin);
+        requireConsistentManifold(flat, margin, 2e-5);
         REQUIRE((flat.pointCount > 0) == (m.pointCount > 0));
         if (flat.pointCount > 0)
         {
@@ -493,8 +426,8 @@ TEST_CASE("spheres and capsules near a triangle: separation and normal match a d
         INFO("points " << m.pointCount << " sphere " << sphere << " normal " << m.normal.x << " "
                        << m.normal.y << " " << m.normal.z);
         REQUIRE(deepestSeparation(m) == Approx(expected).margin(2e-5));
-        const D3 q = closestOnTriangleD(core, v3);
-        const D3 toward = sub(q, core); // from the shape to the triangle
+        const DVec3 q = closestOnTriangleD(core, v3);
+        const DVec3 toward = q - core; // from the shape to the triangle
         const Vec3 expectedNormal = normalize(Vec3{float(toward.x), float(toward.y), float(toward.z)});
         // Lying capsules (within about 3 degrees of the plane) take the face normal within about 8 degrees
         // of the closest-points direction.
@@ -578,10 +511,10 @@ TEST_CASE("boxes and hulls near a triangle agree with the hull narrowphase again
         ContactManifold oracle = collideShapes(shape, body, prism, Transform::identity(), margin, hulls);
         oracle.normal = rotate(body.q, oracle.normal);
         INFO("trial " << trial);
-        requireConsistent(mine, margin);
+        requireConsistentManifold(mine, margin, 2e-5);
         // Every edge inactive: the face normal only, and every point over the triangle.
         const ContactManifold flat = collideInWorld(shape, hulls, body, tri, 0, margin);
-        requireConsistent(flat, margin);
+        requireConsistentManifold(flat, margin, 2e-5);
         inactiveContacts += flat.pointCount > 0 ? 1 : 0;
         if (flat.pointCount > 0)
         {
@@ -744,8 +677,8 @@ TEST_CASE("ghost collisions: sliding across a flat seam only ever meets the face
                             INFO("type " << int(shape.type) << " yaw " << yaw << " tilt " << tiltX << " "
                                          << tiltZ << " penetration " << penetration << " x " << x);
                             ++configurations;
-                            requireConsistent(left, margin);
-                            requireConsistent(right, margin);
+                            requireConsistentManifold(left, margin, 2e-5);
+                            requireConsistentManifold(right, margin, 2e-5);
                             for (const ContactManifold* m : {&left, &right})
                             {
                                 if (m->pointCount > 0)
@@ -763,7 +696,7 @@ TEST_CASE("ghost collisions: sliding across a flat seam only ever meets the face
                             const TriangleContactManifold both[2] = {{0, left}, {1, right}};
                             ContactManifold merged;
                             reduceManifolds(both, merged);
-                            requireConsistent(merged, margin);
+                            requireConsistentManifold(merged, margin, 2e-5);
                             REQUIRE(merged.pointCount > 0);
                             REQUIRE(angleBetween(-merged.normal, up) < 0.1f * kDegree);
                             REQUIRE(deepestSeparation(merged) == Approx(-penetration).margin(0.52e-3));
@@ -823,7 +756,7 @@ TEST_CASE("an active edge (a convex fold of 30 degrees) keeps its edge normals",
                 {
                     const ContactManifold m =
                         collideInWorld(sphere, {}, body, *t, kAllTriangleEdgesActive, margin);
-                    requireConsistent(m, margin);
+                    requireConsistentManifold(m, margin, 2e-5);
                     REQUIRE(m.pointCount == 1);
                     REQUIRE(angleBetween(-m.normal, direction) < 0.01f * kDegree);
                     REQUIRE(m.points[0].separation == Approx(-penetration).margin(2e-6));
@@ -852,7 +785,7 @@ TEST_CASE("an active edge (a convex fold of 30 degrees) keeps its edge normals",
                 {
                     const ContactManifold m =
                         collideInWorld(box, {}, body, i == 0 ? left : right, kAllTriangleEdgesActive, margin);
-                    requireConsistent(m, margin);
+                    requireConsistentManifold(m, margin, 2e-5);
                     REQUIRE(m.pointCount == 2); // where the ridge crosses the box's bottom face
                     REQUIRE(angleBetween(m.normal, Vec3{0.0f, -1.0f, 0.0f}) < 1e-3f * kDegree);
                     REQUIRE(deepestSeparation(m) == Approx(-penetration).margin(2e-6));
@@ -860,7 +793,7 @@ TEST_CASE("an active edge (a convex fold of 30 degrees) keeps its edge normals",
                 }
                 ContactManifold merged;
                 reduceManifolds(both, merged);
-                requireConsistent(merged, margin);
+                requireConsistentManifold(merged, margin, 2e-5);
                 REQUIRE(merged.pointCount == 2); // the same two points from both sides: duplicates go
                 REQUIRE(angleBetween(merged.normal, Vec3{0.0f, -1.0f, 0.0f}) < 1e-3f * kDegree);
             }
@@ -908,7 +841,7 @@ struct FlatGrid
         for (std::uint32_t t = 0; t < 8; ++t)
         {
             const ContactManifold m = collideInWorld(shape, {}, body, triangles[t], active[t], margin);
-            requireConsistent(m, margin);
+            requireConsistentManifold(m, margin, 2e-5);
             if (m.pointCount > 0)
             {
                 REQUIRE(angleBetween(m.normal, Vec3{0.0f, -1.0f, 0.0f}) < 1e-3f * kDegree);
@@ -917,7 +850,7 @@ struct FlatGrid
         }
         ContactManifold merged;
         reduceManifolds(candidates, merged);
-        requireConsistent(merged, margin);
+        requireConsistentManifold(merged, margin, 2e-5);
         return merged;
     }
 };
@@ -1048,7 +981,7 @@ TEST_CASE("the speculative margin is honoured", "[triangle]")
                 const ContactManifold m =
                     collideInWorld(shape, {}, body, kFloor, kAllTriangleEdgesActive, margin);
                 INFO("margin " << margin << " type " << int(shape.type) << " offset " << offset);
-                requireConsistent(m, margin);
+                requireConsistentManifold(m, margin, 2e-5);
                 const int expected =
                     shape.type == ShapeType::Sphere ? 1 : (shape.type == ShapeType::Capsule ? 2 : 4);
                 REQUIRE(m.pointCount == (offset < 0.0f ? expected : 0));

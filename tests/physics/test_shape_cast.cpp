@@ -41,6 +41,7 @@
 #include "polytope/physics/narrowphase.h"
 #include "polytope/physics/support.h"
 
+#include "physics/convex_minimum.h"
 #include "physics/random_shapes.h"
 
 #include <catch2/catch.hpp>
@@ -53,6 +54,8 @@
 #include <vector>
 
 using namespace polytope::physics;
+using physics_test::ConvexMinimum;
+using physics_test::minimiseConvex;
 using physics_test::randomRotation;
 using physics_test::uniform;
 
@@ -352,35 +355,10 @@ Oracle oracleCast(const CastCase& c, std::span<const ConvexHull> hulls)
         o.closestDistance = d0;
         return o;
     }
-    // Golden-section search for the closest approach (the signed distance is convex in the fraction).
-    const double g = 0.5 * (std::sqrt(5.0) - 1.0);
-    double lo = 0.0;
-    double hi = c.maxFraction;
-    double m1 = hi - g * (hi - lo);
-    double m2 = lo + g * (hi - lo);
-    double f1 = distanceAt(m1);
-    double f2 = distanceAt(m2);
-    for (int i = 0; i < 48; ++i)
-    {
-        if (f1 < f2)
-        {
-            hi = m2;
-            m2 = m1;
-            f2 = f1;
-            m1 = hi - g * (hi - lo);
-            f1 = distanceAt(m1);
-        }
-        else
-        {
-            lo = m1;
-            m1 = m2;
-            f1 = f2;
-            m2 = lo + g * (hi - lo);
-            f2 = distanceAt(m2);
-        }
-    }
-    double closestT = f1 < f2 ? m1 : m2;
-    double closest = std::min(f1, f2);
+    // The closest approach (the signed distance is convex in the fraction).
+    const ConvexMinimum approach = minimiseConvex(distanceAt, 0.0, c.maxFraction, 48);
+    double closestT = approach.x;
+    double closest = approach.value;
     const double dEnd = distanceAt(c.maxFraction);
     if (dEnd < closest)
     {
