@@ -481,48 +481,6 @@ ContactManifold capsuleTriangle(const CapsuleShape& capsule, const LocalTriangle
 
 // ---- Polyhedra (boxes, hulls) ----------------------------------------------------------------------------
 
-/// Keeps the part of `*polygon` where dot(planeNormal, x) <= planeOffset (Sutherland-Hodgman), swapping
-/// `polygon` and `scratch` when the plane cuts. New vertices get `planeTag` on the side along the plane; a
-/// vertex exactly on the plane is kept and adds nothing, so exact contact makes no duplicates.
-void clipToPlane(ClipPolygon*& polygon, ClipPolygon*& scratch, const Vec3& planeNormal, float planeOffset,
-                 std::uint16_t planeTag)
-{
-    const ClipPolygon& in = *polygon;
-    float distances[kMaxClipVertices];
-    bool cuts = false;
-    for (int k = 0; k < in.count; ++k)
-    {
-        distances[k] = dot(planeNormal, in.vertices[k].position) - planeOffset;
-        cuts = cuts || distances[k] > 0.0f;
-    }
-    if (!cuts)
-    {
-        return;
-    }
-    ClipPolygon& out = *scratch;
-    out.count = 0;
-    int previous = in.count - 1;
-    for (int k = 0; k < in.count; ++k)
-    {
-        const float dp = distances[previous];
-        const float dc = distances[k];
-        if ((dp < 0.0f && dc > 0.0f) || (dp > 0.0f && dc < 0.0f))
-        {
-            const ClipVertex& from = in.vertices[previous];
-            const Vec3 crossing =
-                from.position + (in.vertices[k].position - from.position) * (dp / (dp - dc));
-            out.push(dp < 0.0f ? ClipVertex{crossing, from.edgeTagOut, planeTag}
-                               : ClipVertex{crossing, planeTag, from.edgeTagOut});
-        }
-        if (dc <= 0.0f)
-        {
-            out.push(in.vertices[k]);
-        }
-        previous = k;
-    }
-    std::swap(polygon, scratch);
-}
-
 /// The manifold of a clipped polygon against a reference plane: the vertices within the margin (at most
 /// four, else chooseContactSubset's four). `separationOf(x)` is the height of x above the reference plane,
 /// `makePoint(vertex, separation, contactPoint)` fills a point.
@@ -608,8 +566,11 @@ ContactManifold triangleFaceContact(const HullView& hull, const LocalTriangle& t
         }
         for (int j = 0; j < 3 && polygon->count > 0; ++j)
         {
-            clipToPlane(polygon, scratch, t.side[j], dot(t.side[j], t.v[j]),
-                        static_cast<std::uint16_t>(kReferenceSideTag | j));
+            const Vec3& sideNormal = t.side[j];
+            const float sideOffset = dot(sideNormal, t.v[j]);
+            clipToHalfSpace(
+                polygon, scratch, [&](const Vec3& x) { return dot(sideNormal, x) - sideOffset; },
+                static_cast<std::uint16_t>(kReferenceSideTag | j));
         }
         for (int k = 0; k < polygon->count; ++k)
         {
@@ -692,8 +653,10 @@ ContactManifold convexFaceContact(const HullView& hull, const LocalTriangle& t, 
         const Vec3& start = hull.vertices[loop[k]];
         const Vec3& end = hull.vertices[loop[k + 1 < n ? k + 1 : 0]];
         const Vec3 sideNormal = cross(end - start, reference.normal);
-        clipToPlane(polygon, scratch, sideNormal, dot(sideNormal, start),
-                    static_cast<std::uint16_t>(kReferenceSideTag | (k & kTagIndexMask)));
+        const float sideOffset = dot(sideNormal, start);
+        clipToHalfSpace(
+            polygon, scratch, [&](const Vec3& x) { return dot(sideNormal, x) - sideOffset; },
+            static_cast<std::uint16_t>(kReferenceSideTag | (k & kTagIndexMask)));
     }
     const Vec3 normal = reference.normal;
     const float offset = reference.offset;

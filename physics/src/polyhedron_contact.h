@@ -60,6 +60,68 @@ struct ClipPolygon
     }
 };
 
+/// Keeps the part of `polygon` where distanceOf(position) <= 0 (the distance need not be normalised),
+/// using `scratch` as the output buffer and swapping the two when the plane cuts. Vertices made on the
+/// plane get `planeTag` on the side that runs along the plane. A vertex exactly on the plane is kept and
+/// makes no new vertex, so exact contact makes no duplicates. An edge crosses the plane when the product of
+/// its ends' distances is negative; that product underflows to zero, and the crossing is missed, only when
+/// the two distances multiply to below about 1e-45 (both near 1e-23), far under the rounding of any caller.
+template <typename DistanceOf>
+void clipToHalfSpace(ClipPolygon*& polygon, ClipPolygon*& scratch, DistanceOf distanceOf,
+                     std::uint16_t planeTag)
+{
+    const ClipPolygon& in = *polygon;
+    float distances[kMaxClipVertices];
+    float largest = -1.0f;
+    for (int k = 0; k < in.count; ++k)
+    {
+        distances[k] = distanceOf(in.vertices[k].position);
+        largest = std::max(largest, distances[k]);
+    }
+    if (!(largest > 0.0f))
+    {
+        return; // the plane does not cut: keep the polygon as it is
+    }
+    ClipPolygon& out = *scratch;
+    int outCount = 0;
+    // Each input vertex adds at most two output vertices; past the capacity, vertices are dropped.
+    const auto emit = [&](const ClipVertex& v)
+    {
+        if (outCount < kMaxClipVertices)
+        {
+            out.vertices[outCount++] = v;
+        }
+    };
+    int previous = in.count - 1;
+    for (int k = 0; k < in.count; ++k)
+    {
+        const float previousDistance = distances[previous];
+        const float currentDistance = distances[k];
+        if (previousDistance * currentDistance < 0.0f) // strictly opposite sides
+        {
+            const ClipVertex& from = in.vertices[previous];
+            const float t = previousDistance / (previousDistance - currentDistance);
+            const Vec3 crossing = from.position + (in.vertices[k].position - from.position) * t;
+            const std::uint16_t edgeTag = from.edgeTagOut; // the edge previous -> current
+            if (previousDistance < 0.0f)
+            {
+                emit({crossing, edgeTag, planeTag}); // leaving: arrive along the edge, leave along the plane
+            }
+            else
+            {
+                emit({crossing, planeTag, edgeTag}); // entering
+            }
+        }
+        if (currentDistance <= 0.0f)
+        {
+            emit(in.vertices[k]);
+        }
+        previous = k;
+    }
+    out.count = outCount;
+    std::swap(polygon, scratch);
+}
+
 /// The stable name of a clipped vertex (see manifold.h); `sharedVertex(in, out)` names the incident vertex
 /// where incident edges `in` and `out` meet.
 template <class SharedVertex>
