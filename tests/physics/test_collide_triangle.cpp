@@ -54,6 +54,23 @@ float angleBetween(const Vec3& a, const Vec3& b)
     return std::atan2(length(cross(a, b)), dot(a, b));
 }
 
+/// Requires `m` to hold four points whose pointA are the four bottom (-y) corners of a box of half extents
+/// `half` at `body`, one each.
+void requireBottomCorners(const ContactManifold& m, const Transform& body, const Vec3& half)
+{
+    REQUIRE(m.pointCount == 4);
+    std::set<int> corners;
+    for (int i = 0; i < 4; ++i)
+    {
+        const Vec3 local = inverseTransformPoint(body, m.points[i].pointA);
+        REQUIRE(std::fabs(std::fabs(local.x) - half.x) < 1e-5f);
+        REQUIRE(std::fabs(local.y + half.y) < 1e-5f);
+        REQUIRE(std::fabs(std::fabs(local.z) - half.z) < 1e-5f);
+        corners.insert((local.x > 0.0f ? 1 : 0) + (local.z > 0.0f ? 2 : 0));
+    }
+    REQUIRE(corners.size() == 4);
+}
+
 /// A big triangle in the plane y = 0, front face up, containing the square |x|, |z| <= 4.
 const Triangle kFloor{{-10.0f, 0.0f, 5.0f}, {10.0f, 0.0f, 5.0f}, {0.0f, 0.0f, -10.0f}};
 /// Metres: how exact a separation against kFloor can be. Its vertices lie up to 13 m from a body, and in
@@ -319,20 +336,13 @@ TEST_CASE("a box lying flat on a triangle: its four bottom corners, or the clipp
                 collideInWorld(shape, hulls, body, kFloor, kAllTriangleEdgesActive, margin);
             INFO("trial " << trial << " type " << int(shape.type));
             requireConsistentManifold(m, margin, 2e-5);
-            REQUIRE(m.pointCount == 4);
+            requireBottomCorners(m, body, half);
             REQUIRE(distance(m.normal, Vec3{0.0f, -1.0f, 0.0f}) < 1e-6f);
-            std::set<int> corners;
             for (int i = 0; i < 4; ++i)
             {
                 REQUIRE(m.points[i].separation == Approx(gap).margin(kFloorRounding));
                 REQUIRE(std::fabs(m.points[i].pointB.y) < 1e-6f);
-                const Vec3 local = inverseTransformPoint(body, m.points[i].pointA);
-                REQUIRE(std::fabs(std::fabs(local.x) - half.x) < 1e-5f);
-                REQUIRE(std::fabs(local.y + half.y) < 1e-5f);
-                REQUIRE(std::fabs(std::fabs(local.z) - half.z) < 1e-5f);
-                corners.insert((local.x > 0.0f ? 1 : 0) + (local.z > 0.0f ? 2 : 0));
             }
-            REQUIRE(corners.size() == 4);
         }
     }
 
@@ -882,18 +892,11 @@ TEST_CASE("reduction: a box lying on a tessellated floor keeps its four corners,
     };
     const Transform body = pose(0.0f, 0.0f, 0.0f, 0.0f);
     const ContactManifold m = grid.collide(box, body, margin);
-    REQUIRE(m.pointCount == 4);
-    std::set<int> corners;
+    requireBottomCorners(m, body, half);
     for (int i = 0; i < 4; ++i)
     {
         REQUIRE(m.points[i].separation == Approx(-penetration).margin(2e-6));
-        const Vec3 local = inverseTransformPoint(body, m.points[i].pointA);
-        REQUIRE(std::fabs(std::fabs(local.x) - half.x) < 1e-5f);
-        REQUIRE(std::fabs(local.y + half.y) < 1e-5f);
-        REQUIRE(std::fabs(std::fabs(local.z) - half.z) < 1e-5f);
-        corners.insert((local.x > 0.0f ? 1 : 0) + (local.z > 0.0f ? 2 : 0));
     }
-    REQUIRE(corners.size() == 4);
 
     const std::set<std::uint32_t> ids = idsOf(m);
     REQUIRE(ids.size() == 4);

@@ -532,6 +532,34 @@ bool checkCast(const CastCase& c, std::span<const ConvexHull> hulls, Stats& stat
     return true;
 }
 
+/// A random pair for a sweep: the moving shape turned at random (its start position and translation are
+/// left to the caller), the target within 5 m of the origin in the plane z = 0, turned at random.
+CastCase randomPair(std::mt19937& rng, ShapeType movingType, ShapeType targetType,
+                    std::vector<ConvexHull>& hulls)
+{
+    CastCase c;
+    c.moving = randomShape(rng, movingType, hulls);
+    c.target = randomShape(rng, targetType, hulls);
+    c.targetTransform = {Vec3{uniform(rng, -5.0f, 5.0f), uniform(rng, -5.0f, 5.0f), 0.0f},
+                         randomRotation(rng)};
+    c.start.q = randomRotation(rng);
+    return c;
+}
+
+/// Aims `c` at `aim` from `back` metres away along `direction`, sweeping twice that distance. Against a
+/// plane the sweep is tilted into it (halfway between `direction` and the plane's inward normal), so that
+/// it meets the plane whatever the direction.
+void aimThrough(CastCase& c, const Vec3& aim, Vec3 direction, float back)
+{
+    if (c.target.type == ShapeType::Plane)
+    {
+        const Vec3 n = rotate(c.targetTransform.q, c.target.plane.normal);
+        direction = normalize(-n + direction * 0.5f); // into the plane
+    }
+    c.start.p = aim - direction * back;
+    c.translation = direction * (2.0f * back);
+}
+
 /// A random sweep of `moving` toward (near) `target`: a mix of hits, misses, grazes and overlapping starts.
 CastCase randomCase(std::mt19937& rng, ShapeType movingType, ShapeType targetType,
                     std::vector<ConvexHull>& hulls)
@@ -839,12 +867,7 @@ TEST_CASE("grazing sweeps passing 1e-4 m apart miss, and 1e-4 m overlapping hit"
             for (int i = 0; i < 25; ++i)
             {
                 std::vector<ConvexHull> hulls;
-                CastCase c;
-                c.moving = randomShape(rng, movingType, hulls);
-                c.target = randomShape(rng, targetType, hulls);
-                c.targetTransform = {Vec3{uniform(rng, -5.0f, 5.0f), uniform(rng, -5.0f, 5.0f), 0.0f},
-                                     randomRotation(rng)};
-                c.start.q = randomRotation(rng);
+                CastCase c = randomPair(rng, movingType, targetType, hulls);
                 const double bMoving = boundOf(c.moving, hulls);
                 const float reach =
                     float(bMoving + (targetType == ShapeType::Plane ? bMoving : boundOf(c.target, hulls)));
@@ -1061,12 +1084,7 @@ TEST_CASE("long (1e3 m) and short (1e-3 m) sweeps", "[shapecast]")
             for (int i = 0; i < 20; ++i)
             {
                 std::vector<ConvexHull> hulls;
-                CastCase c;
-                c.moving = randomShape(rng, movingType, hulls);
-                c.target = randomShape(rng, targetType, hulls);
-                c.targetTransform = {Vec3{uniform(rng, -5.0f, 5.0f), uniform(rng, -5.0f, 5.0f), 0.0f},
-                                     randomRotation(rng)};
-                c.start.q = randomRotation(rng);
+                CastCase c = randomPair(rng, movingType, targetType, hulls);
                 const double bMoving = boundOf(c.moving, hulls);
                 const double scale = std::max(bMoving, boundOf(c.target, hulls));
                 Vec3 centre = c.targetTransform.p;
@@ -1084,15 +1102,7 @@ TEST_CASE("long (1e3 m) and short (1e-3 m) sweeps", "[shapecast]")
                         randomUnit(rng) * float(0.1 * std::min(bMoving, targetType == ShapeType::Plane
                                                                             ? bMoving
                                                                             : boundOf(c.target, hulls)));
-                    longCase.start.p = aim - direction * 1000.0f;
-                    longCase.translation = direction * 2000.0f;
-                    if (targetType == ShapeType::Plane)
-                    {
-                        const Vec3 n = rotate(c.targetTransform.q, c.target.plane.normal);
-                        const Vec3 in = normalize(-n + direction * 0.5f); // into the plane
-                        longCase.start.p = aim - in * 1000.0f;
-                        longCase.translation = in * 2000.0f;
-                    }
+                    aimThrough(longCase, aim, direction, 1000.0f);
                     const Oracle oracle = oracleCast(longCase, hulls);
                     ShapeCastHit hit;
                     const bool got = castShape(inputOf(longCase), c.target, c.targetTransform, hulls, hit);
@@ -1111,15 +1121,7 @@ TEST_CASE("long (1e3 m) and short (1e-3 m) sweeps", "[shapecast]")
                 {
                     const Vec3 direction = randomUnit(rng);
                     CastCase shortCase = c;
-                    shortCase.start.p = centre - direction * float(3.0 * scale);
-                    shortCase.translation = direction * float(6.0 * scale);
-                    if (targetType == ShapeType::Plane)
-                    {
-                        const Vec3 n = rotate(c.targetTransform.q, c.target.plane.normal);
-                        const Vec3 in = normalize(-n + direction * 0.5f);
-                        shortCase.start.p = centre - in * float(3.0 * scale);
-                        shortCase.translation = in * float(6.0 * scale);
-                    }
+                    aimThrough(shortCase, centre, direction, float(3.0 * scale));
                     const Oracle oracle = oracleCast(shortCase, hulls);
                     INFO("short " << nameOf(movingType) << " against " << nameOf(targetType) << " closest "
                                   << oracle.closestDistance << " d(0.5) "
