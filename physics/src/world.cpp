@@ -1,11 +1,11 @@
 // Polytope physics: the world (see world.h for the shape of a step).
 //
-// Contacts. A contact exists for every eligible body pair (at least one dynamic body) whose fat boxes
-// overlap, touching or not; it is created when the broadphase reports the overlap and destroyed when the
-// fat boxes part. Contacts live in a pool and are indexed by a vector of (pair key, pool index) sorted by
-// key: new pairs (sorted) are merged in linearly, so the iteration order is a function of the pairs alone.
-// Planes are infinite and stay out of the broadphase tree: a body whose fat box changed is tested against
-// each plane instead.
+// Contacts. A contact exists for every eligible body pair (at least one dynamic body, allowed by the
+// collision filters of world_filter.cpp) whose fat boxes overlap, touching or not; it is created when the
+// broadphase reports the overlap and destroyed when the fat boxes part. Contacts live in a pool and are
+// indexed by a vector of (pair key, pool index) sorted by key: new pairs (sorted) are merged in linearly, so
+// the iteration order is a function of the pairs alone. Planes are infinite and stay out of the broadphase
+// tree: a body whose fat box changed is tested against each plane instead.
 //
 // Speculative margin. A pair's narrowphase margin is speculativeDistance plus how far the two bodies can
 // travel in one step (|v| dt + |w| dt * extent, capped by maxSpeculativeDistance), so a fast body meets a
@@ -218,6 +218,7 @@ World::World(const WorldConfig& config)
     {
         ++m_maxSubstepLevel;
     }
+    m_layerMasks.fill(0xFFFFFFFFu);
     m_config.threads = std::clamp(m_config.threads, 1, kMaxTaskThreads);
     if (m_config.threads > 1)
     {
@@ -305,7 +306,7 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     if (!finite || !typeOk || !planeOk || !densityOk || !(qLength > 1e-6f) || !inWorld(desc.transform.p) ||
         desc.friction < 0.0f || desc.restitution < 0.0f || desc.restitution > 1.0f ||
         desc.linearDamping < 0.0f || desc.angularDamping < 0.0f || (desc.allowedDofs & ~kDofAll) != 0 ||
-        !validateShape(desc.shape, m_hulls).ok())
+        desc.layer >= kMaxCollisionLayers || !validateShape(desc.shape, m_hulls).ok())
     {
         return {{}, WorldStatus::InvalidBodyDesc};
     }
@@ -363,6 +364,8 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     body.sleeping = false;
     body.allowSleep = desc.allowSleep;
     body.allowedDofs = desc.allowedDofs;
+    body.layer = desc.layer;
+    body.group = desc.group;
     body.islandNext = kNoIsland;
     body.userData = desc.userData;
     body.proxy = kNullProxy;
@@ -461,6 +464,8 @@ void World::fillState(std::uint32_t index, BodyState& out) const
     out.angularVelocity = sim.angularVelocity;
     out.mass = sim.inverseMass > 0.0f ? 1.0f / sim.inverseMass : 0.0f;
     out.sleeping = body.sleeping;
+    out.layer = body.layer;
+    out.group = body.group;
     out.userData = body.userData;
 }
 
@@ -738,7 +743,7 @@ bool World::pairEligible(std::uint32_t a, std::uint32_t b) const
     {
         return false;
     }
-    return canCollide(m_shapes[a].type, m_shapes[b].type);
+    return canCollide(m_shapes[a].type, m_shapes[b].type) && filtersAllow(a, b);
 }
 
 bool World::fatBoxesOverlap(std::uint32_t a, std::uint32_t b) const
@@ -1805,6 +1810,10 @@ StepStatus World::step(float dt)
         {
             storeFatBox(i, m_wantedBoxes[i]);
         }
+    }
+    if (m_filtersChanged)
+    {
+        removeFilteredContacts();
     }
     updatePairs(status);
     collide();

@@ -3,11 +3,12 @@
 // A snapshot holds everything that shapes the future of the simulation, so that restore-then-step gives
 // bit-identical results to the original run (network rollback, replays):
 //   header      magic "PTWS", format version, a fingerprint of the WorldConfig fields that must match
-//               (capacities and solver settings), gravity (settable), step count
+//               (capacities and solver settings), gravity (settable), step count, the collision layer table
 //   hulls       a fingerprint of the hull catalogue: hulls are not stored, the restoring world must have
 //               added the same hulls (in the same order) before restoring
 //   bodies      every slot (dead ones keep their generation, so stale ids stay stale), with motion state,
-//               mass, material, shape, fat box, sleep state and island links, forces pending
+//               mass, material, shape, fat box, sleep state and island links, forces pending, collision
+//               layer and group
 //   free slots  in LIFO order (slot reuse order is part of the future)
 //   contacts    in key order: bodies, manifold (points, feature ids), accumulated impulses, and what
 //               manifold reuse needs (the pose the manifold is for, margin and slack left)
@@ -23,6 +24,7 @@
 #include "polytope/physics/world.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -32,8 +34,8 @@ namespace
 {
 
 constexpr std::uint32_t kSnapshotMagic = 0x53575450u; // "PTWS" little-endian
-constexpr std::uint32_t kSnapshotVersion = 3; ///< 2: contacts carry their manifold-reuse state; 3: impulses
-                                              ///< per step, bodies' substep levels
+constexpr std::uint32_t kSnapshotVersion = 4; ///< 2: contacts carry their manifold-reuse state; 3: impulses
+                                              ///< per step, bodies' substep levels; 4: collision filters
 
 /// FNV-1a, 64 bits, over explicit little pieces (never over structs with padding).
 struct Fnv64
@@ -381,6 +383,10 @@ void World::saveState(std::vector<std::uint8_t>& out) const
     w.u64(configFingerprint(m_config));
     w.vec(m_config.gravity);
     w.u64(m_stepCount);
+    for (const std::uint32_t mask : m_layerMasks)
+    {
+        w.u32(mask);
+    }
 
     w.u64(hullCatalogFingerprint(m_hulls));
 
@@ -400,6 +406,8 @@ void World::saveState(std::vector<std::uint8_t>& out) const
         w.u8(b.pendingPlaneTest ? 1 : 0);
         w.u8(b.proxyMoved ? 1 : 0);
         w.u8(b.allowedDofs);
+        w.u8(b.layer);
+        w.u32(b.group);
         w.u32(b.islandNext);
         w.u64(b.userData);
         writeShape(w, m_shapes[i]);
@@ -482,9 +490,24 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
     }
     const Vec3 gravity = r.vec();
     const std::uint64_t stepCount = r.u64();
+    std::array<std::uint32_t, kMaxCollisionLayers> layerMasks{};
+    for (std::uint32_t& mask : layerMasks)
+    {
+        mask = r.u32();
+    }
     if (!r.ok)
     {
         return fail(RestoreStatus::Corrupt);
+    }
+    for (std::uint32_t a = 0; a < kMaxCollisionLayers; ++a)
+    {
+        for (std::uint32_t b = 0; b < kMaxCollisionLayers; ++b)
+        {
+            if (((layerMasks[a] >> b) & 1u) != ((layerMasks[b] >> a) & 1u))
+            {
+                return RestoreStatus::Corrupt; // the table is symmetric
+            }
+        }
     }
 
     // Hulls are not stored: the restoring world must hold the same catalogue.
@@ -523,6 +546,12 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         b.pendingPlaneTest = r.boolean();
         b.proxyMoved = r.boolean();
         b.allowedDofs = r.u8();
+        b.layer = r.u8();
+        b.group = r.u32();
+        if (b.layer >= kMaxCollisionLayers)
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
         b.islandNext = r.u32();
         b.userData = r.u64();
         shapes[i] = readShape(r);
@@ -715,6 +744,7 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
     // Everything checked: commit. Capacities were reserved at creation and the counts are within them.
     m_config.gravity = gravity;
     m_stepCount = stepCount;
+    m_layerMasks = layerMasks;
     m_bodies.assign(bodies.begin(), bodies.end());
     m_sims.assign(sims.begin(), sims.end());
     m_materials.assign(materials.begin(), materials.end());
@@ -739,6 +769,13 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
     m_contacts.assign(contacts.begin(), contacts.end());
     m_contactKeys.assign(keys.begin(), keys.end());
     m_freeContacts.clear();
+    // Contacts the filters no longer allow (changed since the last step) go at the next step, as they would
+    // have in the saved world.
+    m_filtersChanged = false;
+    for (const Contact& c : m_contacts)
+    {
+        m_filtersChanged = m_filtersChanged || !filtersAllow(c.bodyA, c.bodyB);
+    }
     rebuildBroadphase();
     m_stats = StepStats{};
     return RestoreStatus::Ok;

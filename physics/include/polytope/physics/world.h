@@ -30,6 +30,7 @@
 #include "polytope/physics/math.h"
 #include "polytope/physics/shapes.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -92,6 +93,9 @@ inline constexpr float kSubstepLevelHoldSeconds = 1.0f;
 /// WorldConfig::substepLoadRatio).
 inline constexpr float kSlenderIslandRatio = 4.0f;
 
+/// Collision layers a body can be on: 0 .. kMaxCollisionLayers - 1 (one bit of a 32-bit mask each).
+inline constexpr std::uint32_t kMaxCollisionLayers = 32;
+
 /// Everything needed to create a body.
 struct BodyDesc
 {
@@ -108,6 +112,10 @@ struct BodyDesc
     float gravityScale = 1.0f;          ///< multiplies the world's gravity for this body
     std::uint8_t allowedDofs = kDofAll; ///< kDof* bits; see planarDofs
     bool allowSleep = true;             ///< false keeps this body (and its island) awake
+    std::uint8_t layer = 0;             ///< collision layer, 0 .. kMaxCollisionLayers - 1: which other
+                                        ///< layers it meets is the world's table (World::setLayersCollide)
+    std::uint32_t group = 0;            ///< 0: none; bodies sharing a non-zero group never collide with
+                                        ///< each other (a ragdoll's parts, a player and its projectiles)
     std::uint64_t userData = 0;
 };
 
@@ -117,12 +125,14 @@ struct BodyState
     BodyId id{};
     BodyType type = BodyType::Dynamic;
     Shape shape{};
-    Transform transform{};  ///< world frame; the shape's local origin
-    Vec3 centerOfMass{};    ///< metres, world frame
-    Vec3 linearVelocity{};  ///< m/s, of the centre of mass
-    Vec3 angularVelocity{}; ///< rad/s, world frame
-    float mass = 0.0f;      ///< kg; 0 for static and kinematic bodies
-    bool sleeping = false;  ///< asleep: not simulated until something wakes it
+    Transform transform{};   ///< world frame; the shape's local origin
+    Vec3 centerOfMass{};     ///< metres, world frame
+    Vec3 linearVelocity{};   ///< m/s, of the centre of mass
+    Vec3 angularVelocity{};  ///< rad/s, world frame
+    float mass = 0.0f;       ///< kg; 0 for static and kinematic bodies
+    bool sleeping = false;   ///< asleep: not simulated until something wakes it
+    std::uint8_t layer = 0;  ///< collision layer (BodyDesc::layer)
+    std::uint32_t group = 0; ///< collision group (BodyDesc::group)
     std::uint64_t userData = 0;
 };
 
@@ -286,6 +296,26 @@ class World
     /// Wakes the body and its island.
     WorldStatus wakeBody(BodyId id);
 
+    // Collision filtering. Two bodies collide only when the layer table lets their layers meet and they do
+    // not share a non-zero group (and, as always, at least one is dynamic). Filtered pairs never become
+    // contacts. Changes take effect at the next step: contacts that became filtered are removed then (their
+    // bodies woken if they touched), and pairs newly allowed are found then (see setBodyFilter).
+
+    /// Sets whether layers a and b (0 .. kMaxCollisionLayers - 1; the table is symmetric, a == b allowed)
+    /// collide; every pair collides in a new world. When a pair of layers is allowed again, the bodies on
+    /// them are searched for new pairs at the next step, and the sleeping ones whose broadphase boxes
+    /// overlap a body of the other layer are woken. InvalidBodyDesc for a layer out of range.
+    WorldStatus setLayersCollide(std::uint32_t a, std::uint32_t b, bool collide);
+    /// Whether layers a and b collide; false when either is out of range.
+    bool layersCollide(std::uint32_t a, std::uint32_t b) const;
+    /// The layers that `layer` collides with, as bits (bit l: layer l); 0 when out of range. Handy as a
+    /// QueryFilter::layerMask.
+    std::uint32_t layerMask(std::uint32_t layer) const;
+    /// Moves the body to `layer` (0 .. kMaxCollisionLayers - 1) and `group` (0: none). The body, and the
+    /// sleeping bodies whose broadphase boxes overlap its own, wake; its pairs are searched again at the
+    /// next step. StaleBodyId, or InvalidBodyDesc for a layer out of range.
+    WorldStatus setBodyFilter(BodyId id, std::uint8_t layer, std::uint32_t group);
+
     /// Calls fn(const BodyState&) for every live body, in slot order.
     template <class Fn> void forEachBody(Fn&& fn) const
     {
@@ -332,6 +362,8 @@ class World
         bool pendingPlaneTest = false; ///< fat box changed since the last plane-pair check
         bool proxyMoved = false;       ///< fat box changed since the last broadphase pair update
         std::uint8_t allowedDofs = kDofAll;
+        std::uint8_t layer = 0;               ///< collision layer, < kMaxCollisionLayers
+        std::uint32_t group = 0;              ///< collision group, 0: none
         std::int32_t proxy = kNullProxy;      ///< broadphase proxy; kNullProxy for planes
         std::uint32_t islandNext = kNoIsland; ///< next body of its sleeping island, or kNoIsland
         std::uint64_t userData = 0;
@@ -407,6 +439,18 @@ class World
     }
 
     void fillState(std::uint32_t index, BodyState& out) const;
+    /// Whether the layer table and the groups let bodies a and b collide.
+    bool filtersAllow(std::uint32_t a, std::uint32_t b) const
+    {
+        const Body& ba = m_bodies[a];
+        const Body& bb = m_bodies[b];
+        return ((m_layerMasks[ba.layer] >> bb.layer) & 1u) != 0 && (ba.group == 0 || ba.group != bb.group);
+    }
+    /// Makes the next step look for every pair of body `index` again (its proxy is touched, its plane tests
+    /// are redone; for a plane, every body's plane tests).
+    void requeryPairs(std::uint32_t index);
+    /// Removes the contacts the filters no longer allow, waking the bodies of those that touched.
+    void removeFilteredContacts();
     /// The solver's records of body slot i (awake, not static) at the start of a step.
     void fillSolverBody(std::uint32_t i, SolverBody& state, SolverBodyMass& mass,
                         SolverBodyMotion& motion) const;
@@ -475,6 +519,9 @@ class World
     std::vector<std::uint32_t> m_planes;    ///< slots of plane bodies, ascending
     std::uint32_t m_bodyCount = 0;
     std::uint64_t m_stepCount = 0;
+    /// Row l: the layers layer l collides with, as bits (symmetric).
+    std::array<std::uint32_t, kMaxCollisionLayers> m_layerMasks;
+    bool m_filtersChanged = false; ///< contacts may have become filtered since the last step
 
     FatBoxPolicy m_fatBoxPolicy; ///< the broadphase margin, from m_config (see fatBoxStale)
     BroadphaseTree m_broadphase;
