@@ -200,38 +200,17 @@ class BroadphaseTree
     template <class Fn>
     void rayCast(const Vec3& origin, const Vec3& translation, float maxFraction, Fn&& fn) const
     {
-        if (m_root == kNullProxy || !(maxFraction >= 0.0f))
-        {
-            return;
-        }
-        const Segment segment = makeSegment(origin, translation);
-        TraversalStack stack;
-        stack.push(m_root);
-        while (!stack.empty())
-        {
-            const Node& node = m_nodes[stack.pop()];
-            if (!segmentMeetsBox(segment, node.box, maxFraction))
-            {
-                continue;
-            }
-            if (node.isLeaf())
-            {
-                const float value = fn(static_cast<std::int32_t>(&node - m_nodes.data()), maxFraction);
-                if (value == 0.0f)
-                {
-                    return;
-                }
-                if (value > 0.0f && value < maxFraction)
-                {
-                    maxFraction = value;
-                }
-            }
-            else
-            {
-                stack.push(node.child1);
-                stack.push(node.child2);
-            }
-        }
+        sweep(origin, Vec3{}, translation, maxFraction, fn);
+    }
+
+    /// Sweeps `box` (metres, world frame) along translation, t in [0, maxFraction], against the fat boxes:
+    /// a proxy is reported when the moving box meets its fat box for some t in the remaining range (closed
+    /// boxes; the segment of the box's centre against each fat box grown by the box's half extents). The
+    /// callback and its return value are as for rayCast.
+    template <class Fn>
+    void boxCast(const Aabb& box, const Vec3& translation, float maxFraction, Fn&& fn) const
+    {
+        sweep(box.center(), box.extents(), translation, maxFraction, fn);
     }
 
     /// The incremental pair update: replaces `out` with every pair of overlapping fat boxes in which at
@@ -335,6 +314,47 @@ class BroadphaseTree
     };
     static Segment makeSegment(const Vec3& origin, const Vec3& translation);
     static bool segmentMeetsBox(const Segment& segment, const Aabb& box, float maxFraction);
+    /// rayCast and boxCast: the segment of the centre against every node box grown by `halfExtents`.
+    template <class Fn>
+    void sweep(const Vec3& origin, const Vec3& halfExtents, const Vec3& translation, float maxFraction,
+               Fn& fn) const
+    {
+        if (m_root == kNullProxy || !(maxFraction >= 0.0f))
+        {
+            return;
+        }
+        const Segment segment = makeSegment(origin, translation);
+        TraversalStack stack;
+        stack.push(m_root);
+        while (!stack.empty())
+        {
+            const Node& node = m_nodes[stack.pop()];
+            // Growing every box by the same amount keeps a child's box inside its parent's (rounding is
+            // monotonic), so the pruning below never loses a leaf the segment meets.
+            if (!segmentMeetsBox(segment, Aabb{node.box.min - halfExtents, node.box.max + halfExtents},
+                                 maxFraction))
+            {
+                continue;
+            }
+            if (node.isLeaf())
+            {
+                const float value = fn(static_cast<std::int32_t>(&node - m_nodes.data()), maxFraction);
+                if (value == 0.0f)
+                {
+                    return;
+                }
+                if (value > 0.0f && value < maxFraction)
+                {
+                    maxFraction = value;
+                }
+            }
+            else
+            {
+                stack.push(node.child1);
+                stack.push(node.child2);
+            }
+        }
+    }
 
     std::int32_t allocateNode();
     void freeNode(std::int32_t index);

@@ -25,9 +25,12 @@
 #include "polytope/physics/broadphase.h"
 #include "polytope/physics/constraint_graph.h"
 #include "polytope/physics/contact_solver.h"
+#include "polytope/physics/function_ref.h"
 #include "polytope/physics/island.h"
 #include "polytope/physics/manifold.h"
 #include "polytope/physics/math.h"
+#include "polytope/physics/raycast.h"
+#include "polytope/physics/shape_cast.h"
 #include "polytope/physics/shapes.h"
 
 #include <array>
@@ -255,6 +258,77 @@ struct StepStats
     std::uint32_t mostSubsteps = 0; ///< the most substeps any island was solved with
 };
 
+// ---- World queries (world_queries.cpp) ------------------------------------------------------------------
+// Rays, shape casts, overlaps and distances against every body (planes included), between steps. Each
+// query is const and touches no shared scratch, so several threads may query one world at once (but not
+// while it steps or changes); none allocates. Results are in the world frame. Queries see the bodies where
+// the last step (or createBody, setTransform, restoreState) left them; sleeping bodies count.
+
+/// Bits of QueryFilter::bodyTypes.
+inline constexpr std::uint8_t kQueryStatic = 1u << 0;
+inline constexpr std::uint8_t kQueryKinematic = 1u << 1;
+inline constexpr std::uint8_t kQueryDynamic = 1u << 2;
+inline constexpr std::uint8_t kQueryAllBodyTypes = kQueryStatic | kQueryKinematic | kQueryDynamic;
+
+/// Which bodies a query sees. Every test must pass: cheap fields first, the callback last. The default sees
+/// every body. To query as a body on layer L in group G would collide, use layerMask = world.layerMask(L)
+/// and ignoreGroup = G. (No sensors exist yet; when they do, they will be left out unless asked for.)
+struct QueryFilter
+{
+    std::uint32_t layerMask = 0xFFFFFFFFu;       ///< bit l set: bodies on layer l are seen
+    std::uint32_t ignoreGroup = 0;               ///< non-zero: bodies in this group are skipped
+    BodyId ignoreBody{};                         ///< not null: this body is skipped (the caster itself)
+    std::uint8_t bodyTypes = kQueryAllBodyTypes; ///< kQuery* bits: the body types seen
+    /// Optional, called last for a body that passed the rest: false skips it. Called on the querying
+    /// thread, possibly for bodies the query then finds no hit on; it must not change the world. A
+    /// FunctionRef refers to the callable without copying it: assign a named lambda that outlives the
+    /// query, never a temporary.
+    FunctionRef<bool(BodyId)> accept{};
+};
+
+/// A ray's hit on a body.
+struct RayQueryHit
+{
+    BodyId body{};
+    float fraction = 0.0f; ///< t of the hit along the ray, in [0, maxFraction]
+    Vec3 point{};          ///< metres, world frame
+    Vec3 normal{};         ///< unit, world frame, out of the body's surface (see raycast.h for starts inside)
+};
+
+/// A shape cast's hit on a body (ShapeCastHit of shape_cast.h, with the body).
+struct ShapeQueryHit
+{
+    BodyId body{};
+    float fraction = 0.0f;         ///< time of impact, in [0, maxFraction]
+    Vec3 point{};                  ///< metres, world frame: contact point on the body's surface
+    Vec3 normal{0.0f, 1.0f, 0.0f}; ///< unit, world frame: from the body toward the moving shape
+    float penetrationDepth = 0.0f; ///< metres, >= 0: overlap at the start (startPenetrating only)
+    bool startPenetrating = false; ///< the shape overlaps the body at fraction 0
+};
+
+/// The distance from a query shape to a body, with the closest points (or, overlapping, the deepest ones).
+struct DistanceQueryResult
+{
+    BodyId body{};
+    float distance = 0.0f;         ///< metres, signed: the gap when apart, minus the penetration depth when
+                                   ///< overlapping
+    Vec3 pointOnShape{};           ///< metres, world frame: on the query shape
+    Vec3 pointOnBody{};            ///< metres, world frame: on the body
+    Vec3 normal{0.0f, 1.0f, 0.0f}; ///< unit, world frame, from the body toward the query shape:
+                                   ///< pointOnShape - pointOnBody = distance * normal
+};
+
+/// What a query's per-hit callback returns (Box2D's b2CastResultFcn convention): a negative value to ignore
+/// this hit and go on; 0 to stop the query; a fraction in (0, current maximum) to clip the ray or cast there
+/// (farther hits are not reported after it); the current maximum (e.g. ray.maxFraction) or more to go on.
+using RayHitCallback = FunctionRef<float(const RayQueryHit&)>;
+/// See RayHitCallback.
+using ShapeHitCallback = FunctionRef<float(const ShapeQueryHit&)>;
+/// Called per body found; false stops the query.
+using BodyCallback = FunctionRef<bool(BodyId)>;
+/// Called per body within the distance; false stops the query.
+using DistanceCallback = FunctionRef<bool(const DistanceQueryResult&)>;
+
 class World
 {
   public:
@@ -336,6 +410,41 @@ class World
     void setGravity(const Vec3& g) { m_config.gravity = g; }
     /// Counters of the last step.
     const StepStats& stepStats() const { return m_stats; }
+
+    // ---- Queries (world_queries.cpp; see QueryFilter above). Invalid input (NaN or infinite numbers, a
+    // negative maxFraction, a shape that is not valid for this world's hull catalogue) reports nothing.
+    // Ties (two bodies at the same fraction) go to the lower body index, so results are deterministic.
+
+    /// The closest body the ray (world frame; see raycast.h) hits: smallest fraction. False on a miss.
+    bool castRayClosest(const RayCastInput& ray, const QueryFilter& filter, RayQueryHit& hit) const;
+    /// Some body the ray hits, the first one found (cheapest for line-of-sight tests). False on a miss.
+    bool castRayAny(const RayCastInput& ray, const QueryFilter& filter, RayQueryHit& hit) const;
+    /// Every body the ray hits, each once, in no particular order (planes first), through `onHit` (see
+    /// RayHitCallback: it may clip the ray or stop).
+    void castRayAll(const RayCastInput& ray, const QueryFilter& filter, RayHitCallback onHit) const;
+
+    /// The first body a translating shape (sphere, capsule, box or hull; see shape_cast.h) touches: the
+    /// smallest fraction. Bodies it starts in contact with have fraction 0, so among them the lowest index
+    /// wins, not the deepest (castShapeAll reports each with its depth). False on a miss.
+    bool castShapeClosest(const ShapeCastInput& cast, const QueryFilter& filter, ShapeQueryHit& hit) const;
+    /// Every body a translating shape touches, each once with its first contact, in no particular order
+    /// (planes first), through `onHit` (see ShapeHitCallback: it may clip the cast or stop).
+    void castShapeAll(const ShapeCastInput& cast, const QueryFilter& filter, ShapeHitCallback onHit) const;
+
+    /// Every body that overlaps or touches `shape` (sphere, capsule, box or hull) placed at `transform`:
+    /// exact, by GJK on the two shapes (closed form for planes), touching within GJK's tolerance (1e-6 of
+    /// the shapes' size) counting. Bodies in no particular order (planes first).
+    void overlapShape(const Shape& shape, const Transform& transform, const QueryFilter& filter,
+                      BodyCallback onBody) const;
+    /// Every body whose tight box (the shape's box at its pose) overlaps or touches `box` (world frame,
+    /// metres); a plane when `box` reaches into its half-space. Candidates come from the broadphase's fat
+    /// boxes and are then checked against the tight ones. In no particular order (planes first).
+    void overlapAabb(const Aabb& box, const QueryFilter& filter, BodyCallback onBody) const;
+    /// Every body within `maxDistance` metres (>= 0) of `shape` placed at `transform`, with the signed
+    /// distance and the closest points (GJK; overlapping bodies, distance < 0, get EPA's penetration depth
+    /// and deepest points). In no particular order (planes first).
+    void closestPoints(const Shape& shape, const Transform& transform, float maxDistance,
+                       const QueryFilter& filter, DistanceCallback onBody) const;
 
     /// A 64-bit hash of every live body's id, transform, velocities and sleep state and of the step
     /// count: equal hashes mean (with overwhelming likelihood) bit-identical simulation states.
@@ -451,6 +560,11 @@ class World
     void requeryPairs(std::uint32_t index);
     /// Removes the contacts the filters no longer allow, waking the bodies of those that touched.
     void removeFilteredContacts();
+    /// Whether body `index` passes the query filter.
+    bool queryAccepts(const QueryFilter& filter, std::uint32_t index) const;
+    /// The hits of the ray or cast on body `index` in the world frame: false on a miss.
+    bool rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit& hit) const;
+    bool castOnBody(const ShapeCastInput& cast, std::uint32_t index, ShapeQueryHit& hit) const;
     /// The solver's records of body slot i (awake, not static) at the start of a step.
     void fillSolverBody(std::uint32_t i, SolverBody& state, SolverBodyMass& mass,
                         SolverBodyMotion& motion) const;

@@ -1,0 +1,502 @@
+// Polytope physics: world queries, rays, shape casts, overlaps and distances against every body.
+//
+// Rationale (the role of Jolt's NarrowPhaseQuery and Box2D v3's b2World_CastRay / b2World_OverlapShape,
+// written afresh for this world):
+// - Candidates come from the broadphase tree, which holds every body but the planes; planes are infinite,
+//   few, and tested one by one first. A ray walks the tree with BroadphaseTree::rayCast; a shape cast
+//   sweeps the shape's box through it with boxCast; overlaps and distances query a box. Both casts clip the
+//   walk at the best hit so far, so a closest query skips what lies behind it.
+// - Each body is then tested exactly by the single-shape routines, in the body's local frame (raycast.h's
+//   rayShape, shape_cast.h's castShape, GJK and EPA on support functions) and the result is brought back to
+//   the world frame. The tree's boxes are fat (the broadphase margin around each shape), so its float slab
+//   and box tests never drop a body the exact test would hit; only with WorldConfig::broadphaseMargin 0
+//   could a hit that grazes a body's bounding box within float rounding be missed.
+// - The closest query compares (fraction, body index): a tie goes to the lower index, whatever order the
+//   tree visits the bodies in, so results are the same on every run and every thread. A hit at fraction 0
+//   does not stop the walk (0 would mean "stop" to the tree): the walk is clipped to the smallest positive
+//   float instead, which still visits every body whose box holds the start.
+// - Nothing here writes to the world or to shared scratch: traversal stacks and EPA's polytope live on the
+//   calling thread's stack, callbacks are FunctionRefs. So queries are const, allocate nothing, and may run
+//   on several threads at once between steps.
+#include "polytope/physics/epa.h"
+#include "polytope/physics/gjk.h"
+#include "polytope/physics/mass.h"
+#include "polytope/physics/support.h"
+#include "polytope/physics/world.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace polytope::physics
+{
+namespace
+{
+
+/// The clip handed back to the tree after a hit at `fraction`: never 0, which would stop the walk.
+float clipAt(float fraction)
+{
+    return std::max(fraction, std::numeric_limits<float>::min());
+}
+
+bool validRay(const RayCastInput& ray)
+{
+    return isFinite(ray.origin) && isFinite(ray.translation) && std::isfinite(ray.maxFraction) &&
+           ray.maxFraction >= 0.0f;
+}
+
+bool validPose(const Transform& t)
+{
+    return isFinite(t.p) && isFinite(t.q) && dot(t.q, t.q) > 1e-12f;
+}
+
+bool validSize(float v)
+{
+    return v > 0.0f && v <= kMaxShapeSizeMeters; // NaN fails
+}
+
+/// A query shape: a sphere, capsule, box or hull of the catalogue with sane sizes (the catalogue's hulls
+/// were checked by addHull). Without allocating, unlike validateShape.
+bool validQueryShape(const Shape& s, std::span<const ConvexHull> hulls)
+{
+    switch (s.type)
+    {
+    case ShapeType::Sphere:
+        return validSize(s.sphere.radius);
+    case ShapeType::Capsule:
+        return validSize(s.capsule.radius) && validSize(s.capsule.halfHeight);
+    case ShapeType::Box:
+        return validSize(s.box.halfExtents.x) && validSize(s.box.halfExtents.y) &&
+               validSize(s.box.halfExtents.z);
+    case ShapeType::Hull:
+        return s.hullIndex < hulls.size() && !hulls[s.hullIndex].vertices.empty();
+    case ShapeType::Plane:
+        break;
+    }
+    return false;
+}
+
+float maxAbs(const Vec3& v)
+{
+    return std::max(std::fabs(v.x), std::max(std::fabs(v.y), std::fabs(v.z)));
+}
+
+/// The tight box of a valid query shape at `pose` (rotation normalised), padded by what float rounding of
+/// the box's centre and extents may lose, plus `grow` metres.
+Aabb queryBox(const Shape& shape, const Transform& pose, std::span<const ConvexHull> hulls, float grow)
+{
+    const Aabb tight = tightBoxOf(shape, {pose.p, normalize(pose.q)}, hulls);
+    const float pad = 1e-5f * (maxAbs(tight.center()) + maxAbs(tight.extents())) + grow;
+    const Vec3 padding{pad, pad, pad};
+    return {tight.min - padding, tight.max + padding};
+}
+
+/// Calls f with the support.h view of a non-plane shape (hulls from the catalogue); returns what f returns.
+template <class F> auto withSupport(const Shape& s, std::span<const ConvexHull> hulls, F&& f)
+{
+    switch (s.type)
+    {
+    case ShapeType::Sphere:
+        return f(supportOf(s.sphere));
+    case ShapeType::Capsule:
+        return f(supportOf(s.capsule));
+    case ShapeType::Box:
+        return f(supportOf(s.box));
+    default:
+        return f(supportOf(hulls[s.hullIndex]));
+    }
+}
+
+/// The query shape's deepest point toward a plane body's half-space, in the plane's frame, and its signed
+/// distance from the plane (<= 0: in the half-space). `shapeInPlane` is the shape's pose in that frame.
+float deepestTowardPlane(const Shape& shape, const Transform& shapeInPlane, const PlaneShape& plane,
+                         std::span<const ConvexHull> hulls, Vec3& deepest)
+{
+    const Vec3 down = inverseRotate(shapeInPlane.q, -plane.normal);
+    deepest = transformPoint(
+        shapeInPlane, withSupport(shape, hulls, [&](const auto& support) { return support.support(down); }));
+    return dot(plane.normal, deepest) - plane.offset;
+}
+
+} // namespace
+
+bool World::queryAccepts(const QueryFilter& filter, std::uint32_t index) const
+{
+    const Body& body = m_bodies[index];
+    const auto typeBit = static_cast<std::uint8_t>(1u << static_cast<unsigned>(body.type));
+    if (!body.alive || ((filter.layerMask >> body.layer) & 1u) == 0 || (filter.bodyTypes & typeBit) == 0 ||
+        (filter.ignoreGroup != 0 && body.group == filter.ignoreGroup))
+    {
+        return false;
+    }
+    const BodyId id{index, body.generation};
+    return id != filter.ignoreBody && (!filter.accept || filter.accept(id));
+}
+
+// ---- Rays
+// ---------------------------------------------------------------------------------------------------
+
+bool World::rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit& hit) const
+{
+    const Transform& xf = m_sims[index].transform;
+    const RayCastInput local{inverseTransformPoint(xf, ray.origin), inverseRotate(xf.q, ray.translation),
+                             ray.maxFraction};
+    RayCastHit localHit;
+    if (!rayShape(m_shapes[index], local, m_hulls, localHit))
+    {
+        return false;
+    }
+    hit.body = {index, m_bodies[index].generation};
+    hit.fraction = localHit.fraction;
+    hit.point = transformPoint(xf, localHit.point);
+    hit.normal = rotate(xf.q, localHit.normal);
+    return true;
+}
+
+bool World::castRayClosest(const RayCastInput& ray, const QueryFilter& filter, RayQueryHit& hit) const
+{
+    if (!validRay(ray))
+    {
+        return false;
+    }
+    bool found = false;
+    RayQueryHit best;
+    auto consider = [&](std::uint32_t index)
+    {
+        RayQueryHit candidate;
+        if (queryAccepts(filter, index) && rayOnBody(ray, index, candidate) &&
+            (!found || candidate.fraction < best.fraction ||
+             (candidate.fraction == best.fraction && index < best.body.index)))
+        {
+            best = candidate;
+            found = true;
+        }
+    };
+    for (const std::uint32_t plane : m_planes)
+    {
+        consider(plane);
+    }
+    m_broadphase.rayCast(ray.origin, ray.translation, found ? clipAt(best.fraction) : ray.maxFraction,
+                         [&](std::int32_t proxy, float clip)
+                         {
+                             consider(static_cast<std::uint32_t>(m_broadphase.userData(proxy)));
+                             return found ? clipAt(best.fraction) : clip;
+                         });
+    if (found)
+    {
+        hit = best;
+    }
+    return found;
+}
+
+bool World::castRayAny(const RayCastInput& ray, const QueryFilter& filter, RayQueryHit& hit) const
+{
+    if (!validRay(ray))
+    {
+        return false;
+    }
+    for (const std::uint32_t plane : m_planes)
+    {
+        if (queryAccepts(filter, plane) && rayOnBody(ray, plane, hit))
+        {
+            return true;
+        }
+    }
+    bool found = false;
+    m_broadphase.rayCast(ray.origin, ray.translation, ray.maxFraction,
+                         [&](std::int32_t proxy, float)
+                         {
+                             const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
+                             found = queryAccepts(filter, index) && rayOnBody(ray, index, hit);
+                             return found ? 0.0f : -1.0f;
+                         });
+    return found;
+}
+
+void World::castRayAll(const RayCastInput& ray, const QueryFilter& filter, RayHitCallback onHit) const
+{
+    if (!validRay(ray))
+    {
+        return;
+    }
+    float clip = ray.maxFraction;
+    for (const std::uint32_t plane : m_planes)
+    {
+        RayQueryHit candidate;
+        if (queryAccepts(filter, plane) && rayOnBody(ray, plane, candidate) && candidate.fraction <= clip)
+        {
+            const float value = onHit(candidate);
+            if (value == 0.0f)
+            {
+                return;
+            }
+            if (value > 0.0f && value < clip)
+            {
+                clip = value;
+            }
+        }
+    }
+    m_broadphase.rayCast(ray.origin, ray.translation, clip,
+                         [&](std::int32_t proxy, float current)
+                         {
+                             const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
+                             RayQueryHit candidate;
+                             if (queryAccepts(filter, index) && rayOnBody(ray, index, candidate) &&
+                                 candidate.fraction <= current)
+                             {
+                                 return onHit(candidate);
+                             }
+                             return -1.0f;
+                         });
+}
+
+// ---- Shape casts
+// --------------------------------------------------------------------------------------------
+
+bool World::castOnBody(const ShapeCastInput& cast, std::uint32_t index, ShapeQueryHit& hit) const
+{
+    ShapeCastHit bodyHit;
+    if (!castShape(cast, m_shapes[index], m_sims[index].transform, m_hulls, bodyHit))
+    {
+        return false;
+    }
+    hit.body = {index, m_bodies[index].generation};
+    hit.fraction = bodyHit.fraction;
+    hit.point = bodyHit.point;
+    hit.normal = bodyHit.normal;
+    hit.penetrationDepth = bodyHit.penetrationDepth;
+    hit.startPenetrating = bodyHit.startPenetrating;
+    return true;
+}
+
+namespace
+{
+bool validCast(const ShapeCastInput& cast, std::span<const ConvexHull> hulls)
+{
+    return validPose(cast.start) && isFinite(cast.translation) && std::isfinite(cast.maxFraction) &&
+           cast.maxFraction >= 0.0f && validQueryShape(cast.shape, hulls);
+}
+} // namespace
+
+bool World::castShapeClosest(const ShapeCastInput& cast, const QueryFilter& filter, ShapeQueryHit& hit) const
+{
+    if (!validCast(cast, m_hulls))
+    {
+        return false;
+    }
+    bool found = false;
+    ShapeQueryHit best;
+    auto consider = [&](std::uint32_t index)
+    {
+        ShapeQueryHit candidate;
+        if (queryAccepts(filter, index) && castOnBody(cast, index, candidate) &&
+            (!found || candidate.fraction < best.fraction ||
+             (candidate.fraction == best.fraction && index < best.body.index)))
+        {
+            best = candidate;
+            found = true;
+        }
+    };
+    for (const std::uint32_t plane : m_planes)
+    {
+        consider(plane);
+    }
+    m_broadphase.boxCast(queryBox(cast.shape, cast.start, m_hulls, 0.0f), cast.translation,
+                         found ? clipAt(best.fraction) : cast.maxFraction,
+                         [&](std::int32_t proxy, float clip)
+                         {
+                             consider(static_cast<std::uint32_t>(m_broadphase.userData(proxy)));
+                             return found ? clipAt(best.fraction) : clip;
+                         });
+    if (found)
+    {
+        hit = best;
+    }
+    return found;
+}
+
+void World::castShapeAll(const ShapeCastInput& cast, const QueryFilter& filter, ShapeHitCallback onHit) const
+{
+    if (!validCast(cast, m_hulls))
+    {
+        return;
+    }
+    float clip = cast.maxFraction;
+    for (const std::uint32_t plane : m_planes)
+    {
+        ShapeQueryHit candidate;
+        if (queryAccepts(filter, plane) && castOnBody(cast, plane, candidate) && candidate.fraction <= clip)
+        {
+            const float value = onHit(candidate);
+            if (value == 0.0f)
+            {
+                return;
+            }
+            if (value > 0.0f && value < clip)
+            {
+                clip = value;
+            }
+        }
+    }
+    m_broadphase.boxCast(queryBox(cast.shape, cast.start, m_hulls, 0.0f), cast.translation, clip,
+                         [&](std::int32_t proxy, float current)
+                         {
+                             const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
+                             ShapeQueryHit candidate;
+                             if (queryAccepts(filter, index) && castOnBody(cast, index, candidate) &&
+                                 candidate.fraction <= current)
+                             {
+                                 return onHit(candidate);
+                             }
+                             return -1.0f;
+                         });
+}
+
+// ---- Overlaps and distances
+// ---------------------------------------------------------------------------------
+
+void World::overlapShape(const Shape& shape, const Transform& transform, const QueryFilter& filter,
+                         BodyCallback onBody) const
+{
+    if (!validPose(transform) || !validQueryShape(shape, m_hulls))
+    {
+        return;
+    }
+    const Transform pose{transform.p, normalize(transform.q)};
+    for (const std::uint32_t plane : m_planes)
+    {
+        Vec3 deepest;
+        const Transform& xf = m_sims[plane].transform;
+        if (queryAccepts(filter, plane) &&
+            deepestTowardPlane(shape, relativeTransform(xf, pose), m_shapes[plane].plane, m_hulls, deepest) <=
+                0.0f &&
+            !onBody({plane, m_bodies[plane].generation}))
+        {
+            return;
+        }
+    }
+    m_broadphase.queryAabb(
+        queryBox(shape, pose, m_hulls, 0.0f),
+        [&](std::int32_t proxy)
+        {
+            const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
+            if (!queryAccepts(filter, index))
+            {
+                return true;
+            }
+            // In the body's frame, with the query shape moved into it.
+            const Transform shapeInBody = relativeTransform(m_sims[index].transform, pose);
+            const bool overlaps = withSupport(
+                m_shapes[index], m_hulls,
+                [&](const auto& body)
+                {
+                    return withSupport(
+                        shape, m_hulls,
+                        [&](const auto& query)
+                        { return gjkIntersect(body, transformed(query, shapeInBody), shapeInBody.p); });
+                });
+            return !overlaps || onBody({index, m_bodies[index].generation});
+        });
+}
+
+void World::overlapAabb(const Aabb& box, const QueryFilter& filter, BodyCallback onBody) const
+{
+    if (!isFinite(box.min) || !isFinite(box.max) || !(box.min.x <= box.max.x) || !(box.min.y <= box.max.y) ||
+        !(box.min.z <= box.max.z))
+    {
+        return;
+    }
+    for (const std::uint32_t plane : m_planes)
+    {
+        const Transform& xf = m_sims[plane].transform;
+        const Vec3 normal = rotate(xf.q, m_shapes[plane].plane.normal);
+        const float offset = m_shapes[plane].plane.offset + dot(normal, xf.p);
+        if (queryAccepts(filter, plane) &&
+            dot(normal, box.center()) - dot(absPerElem(normal), box.extents()) <= offset &&
+            !onBody({plane, m_bodies[plane].generation}))
+        {
+            return;
+        }
+    }
+    m_broadphase.queryAabb(box,
+                           [&](std::int32_t proxy)
+                           {
+                               const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
+                               return !m_tightBoxes[index].overlaps(box) || !queryAccepts(filter, index) ||
+                                      onBody({index, m_bodies[index].generation});
+                           });
+}
+
+void World::closestPoints(const Shape& shape, const Transform& transform, float maxDistance,
+                          const QueryFilter& filter, DistanceCallback onBody) const
+{
+    if (!validPose(transform) || !validQueryShape(shape, m_hulls) || !std::isfinite(maxDistance) ||
+        !(maxDistance >= 0.0f))
+    {
+        return;
+    }
+    const Transform pose{transform.p, normalize(transform.q)};
+    for (const std::uint32_t plane : m_planes)
+    {
+        if (!queryAccepts(filter, plane))
+        {
+            continue;
+        }
+        const Transform& xf = m_sims[plane].transform;
+        const PlaneShape& half = m_shapes[plane].plane;
+        Vec3 deepest;
+        const float distance = deepestTowardPlane(shape, relativeTransform(xf, pose), half, m_hulls, deepest);
+        if (!(distance <= maxDistance))
+        {
+            continue;
+        }
+        DistanceQueryResult result;
+        result.body = {plane, m_bodies[plane].generation};
+        result.distance = distance;
+        result.pointOnShape = transformPoint(xf, deepest);
+        result.pointOnBody = transformPoint(xf, deepest - half.normal * distance);
+        result.normal = rotate(xf.q, half.normal);
+        if (!onBody(result))
+        {
+            return;
+        }
+    }
+    m_broadphase.queryAabb(
+        queryBox(shape, pose, m_hulls, maxDistance),
+        [&](std::int32_t proxy)
+        {
+            const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
+            if (!queryAccepts(filter, index))
+            {
+                return true;
+            }
+            // In the body's frame (A), with the query shape (B) moved into it: EPA's normal then points from
+            // the body toward the shape, and pointOnA is the body's point.
+            const Transform& xf = m_sims[index].transform;
+            const Transform shapeInBody = relativeTransform(xf, pose);
+            const PenetrationResult pen = withSupport(
+                m_shapes[index], m_hulls,
+                [&](const auto& body)
+                {
+                    return withSupport(
+                        shape, m_hulls,
+                        [&](const auto& query)
+                        { return penetrationDepth(body, transformed(query, shapeInBody), shapeInBody.p); });
+                });
+            // The cores-apart branch fills distance (or depth, when the rounded shapes overlap), EPA depth.
+            const float distance = pen.distance > 0.0f ? pen.distance : -pen.depth;
+            if (!(distance <= maxDistance))
+            {
+                return true;
+            }
+            DistanceQueryResult result;
+            result.body = {index, m_bodies[index].generation};
+            result.distance = distance;
+            result.pointOnBody = transformPoint(xf, pen.pointOnA);
+            result.pointOnShape = transformPoint(xf, pen.pointOnB);
+            result.normal = rotate(xf.q, pen.normal);
+            return onBody(result);
+        });
+}
+
+} // namespace polytope::physics
