@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 seconds="${1:-30}"
-targets=(packet snapshot_payload catalogue inputs challenge scene recording sealed token world_restore checkpoint)
+targets=(packet snapshot_payload catalogue inputs challenge scene recording sealed token world_restore checkpoint
+  geometry_files)
 
 polytope_ensure_packages "${POLYTOPE_PACKAGES[@]}" "${POLYTOPE_FUZZ_PACKAGES[@]}"
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
@@ -19,6 +20,13 @@ build/fuzz/bin/make_state_corpus build/fuzz/corpus
 # Scene files are text: their seeds are the example scenes, with a dictionary of the schema's names.
 mkdir -p build/fuzz/corpus/scene
 cp scenes/*.json build/fuzz/corpus/scene/
+# Geometry files: the first byte chooses the reader (0 glTF, 1 OBJ, 2 PNG, 3 raw with two side bytes).
+mkdir -p build/fuzz/corpus/geometry_files
+printf '\001o Floor\nv 0 0 0\nv 1 0 0\nv 1 0 1\nv 0 0 1\nf 1 4 3 2\nf -1 -2 -3\n' \
+  >build/fuzz/corpus/geometry_files/seed_obj
+printf '\000{"asset": {"version": "2.0"}, "buffers": [{"uri": "data:application/octet-stream;base64,%s", "byteLength": 36}], "bufferViews": [{"buffer": 0, "byteLength": 36}], "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3"}], "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}], "nodes": [{"mesh": 0, "scale": [2, 1, 2]}], "scenes": [{"nodes": [0]}]}' \
+  "AAAAAAAAAAAAAAAAAACAPwAAAAAAAAAAAAAAAAAAAAAAAIA/" >build/fuzz/corpus/geometry_files/seed_gltf
+printf '\003\003\002\001\000\002\000\003\000\004\000\005\000\006\000' >build/fuzz/corpus/geometry_files/seed_raw
 
 status=0
 for target in "${targets[@]}"; do
