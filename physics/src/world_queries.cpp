@@ -91,22 +91,6 @@ Aabb queryBox(const Shape& shape, const Transform& pose, std::span<const ConvexH
     return {tight.min - padding, tight.max + padding};
 }
 
-/// Calls f with the support.h view of a non-plane shape (hulls from the catalogue); returns what f returns.
-template <class F> auto withSupport(const Shape& s, std::span<const ConvexHull> hulls, F&& f)
-{
-    switch (s.type)
-    {
-    case ShapeType::Sphere:
-        return f(supportOf(s.sphere));
-    case ShapeType::Capsule:
-        return f(supportOf(s.capsule));
-    case ShapeType::Box:
-        return f(supportOf(s.box));
-    default:
-        return f(supportOf(hulls[s.hullIndex]));
-    }
-}
-
 /// The query shape's deepest point toward a plane body's half-space, in the plane's frame, and its signed
 /// distance from the plane (<= 0: in the half-space). `shapeInPlane` is the shape's pose in that frame.
 float deepestTowardPlane(const Shape& shape, const Transform& shapeInPlane, const PlaneShape& plane,
@@ -116,6 +100,88 @@ float deepestTowardPlane(const Shape& shape, const Transform& shapeInPlane, cons
     deepest = transformPoint(
         shapeInPlane, withSupport(shape, hulls, [&](const auto& support) { return support.support(down); }));
     return dot(plane.normal, deepest) - plane.offset;
+}
+
+/// The hits of a cast (a ray or a shape) as castRayAll reports them: the planes first, then the bodies the
+/// tree walk meets, each through onHit(const Hit&) -> float, whose value clips the walk (0 stops it).
+/// hitOn(index, hit) is the filtered exact test of one body; walkTree(clip, visit) walks the tree up to
+/// fraction `clip`, calling visit(body index, current clip) -> float for each body it meets.
+template <class Hit, class HitOn, class WalkTree, class OnHit>
+void everyHit(std::span<const std::uint32_t> planes, float maxFraction, HitOn&& hitOn, WalkTree&& walkTree,
+              OnHit&& onHit)
+{
+    float clip = maxFraction;
+    for (const std::uint32_t plane : planes)
+    {
+        Hit candidate;
+        if (hitOn(plane, candidate) && candidate.fraction <= clip)
+        {
+            const float value = onHit(candidate);
+            if (value == 0.0f)
+            {
+                return;
+            }
+            if (value > 0.0f && value < clip)
+            {
+                clip = value;
+            }
+        }
+    }
+    walkTree(clip,
+             [&](std::uint32_t index, float current)
+             {
+                 Hit candidate;
+                 if (hitOn(index, candidate) && candidate.fraction <= current)
+                 {
+                     return onHit(candidate);
+                 }
+                 return -1.0f;
+             });
+}
+
+/// The closest of everyHit's hits, ties to the lower body index; each hit clips the walk at the best so
+/// far. Returns false, leaving `hit` alone, when nothing is hit.
+template <class Hit, class HitOn, class WalkTree>
+bool closestHit(std::span<const std::uint32_t> planes, float maxFraction, HitOn&& hitOn, WalkTree&& walkTree,
+                Hit& hit)
+{
+    bool found = false;
+    Hit best;
+    everyHit<Hit>(planes, maxFraction, hitOn, walkTree,
+                  [&](const Hit& candidate)
+                  {
+                      if (!found || candidate.fraction < best.fraction ||
+                          (candidate.fraction == best.fraction && candidate.body.index < best.body.index))
+                      {
+                          best = candidate;
+                          found = true;
+                      }
+                      return clipAt(best.fraction);
+                  });
+    if (found)
+    {
+        hit = best;
+    }
+    return found;
+}
+
+/// The tree walk of a ray: visit(body index, current clip) -> float for every body whose fat box it meets.
+template <class Visit>
+void walkRay(const BroadphaseTree& tree, const RayCastInput& ray, float clip, Visit&& visit)
+{
+    tree.rayCast(ray.origin, ray.translation, clip,
+                 [&](std::int32_t proxy, float current)
+                 { return visit(static_cast<std::uint32_t>(tree.userData(proxy)), current); });
+}
+
+/// The tree walk of a shape cast, sweeping the shape's padded box; as walkRay.
+template <class Visit>
+void walkCast(const BroadphaseTree& tree, const ShapeCastInput& cast, std::span<const ConvexHull> hulls,
+              float clip, Visit&& visit)
+{
+    tree.boxCast(queryBox(cast.shape, cast.start, hulls, 0.0f), cast.translation, clip,
+                 [&](std::int32_t proxy, float current)
+                 { return visit(static_cast<std::uint32_t>(tree.userData(proxy)), current); });
 }
 
 } // namespace
@@ -155,38 +221,12 @@ bool World::rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit&
 
 bool World::castRayClosest(const RayCastInput& ray, const QueryFilter& filter, RayQueryHit& hit) const
 {
-    if (!validRay(ray))
-    {
-        return false;
-    }
-    bool found = false;
-    RayQueryHit best;
-    auto consider = [&](std::uint32_t index)
-    {
-        RayQueryHit candidate;
-        if (queryAccepts(filter, index) && rayOnBody(ray, index, candidate) &&
-            (!found || candidate.fraction < best.fraction ||
-             (candidate.fraction == best.fraction && index < best.body.index)))
-        {
-            best = candidate;
-            found = true;
-        }
-    };
-    for (const std::uint32_t plane : m_planes)
-    {
-        consider(plane);
-    }
-    m_broadphase.rayCast(ray.origin, ray.translation, found ? clipAt(best.fraction) : ray.maxFraction,
-                         [&](std::int32_t proxy, float clip)
-                         {
-                             consider(static_cast<std::uint32_t>(m_broadphase.userData(proxy)));
-                             return found ? clipAt(best.fraction) : clip;
-                         });
-    if (found)
-    {
-        hit = best;
-    }
-    return found;
+    return validRay(ray) &&
+           closestHit(
+               m_planes, ray.maxFraction,
+               [&](std::uint32_t index, RayQueryHit& candidate)
+               { return queryAccepts(filter, index) && rayOnBody(ray, index, candidate); },
+               [&](float clip, auto&& visit) { walkRay(m_broadphase, ray, clip, visit); }, hit);
 }
 
 bool World::castRayAny(const RayCastInput& ray, const QueryFilter& filter, RayQueryHit& hit) const
@@ -219,35 +259,11 @@ void World::castRayAll(const RayCastInput& ray, const QueryFilter& filter, RayHi
     {
         return;
     }
-    float clip = ray.maxFraction;
-    for (const std::uint32_t plane : m_planes)
-    {
-        RayQueryHit candidate;
-        if (queryAccepts(filter, plane) && rayOnBody(ray, plane, candidate) && candidate.fraction <= clip)
-        {
-            const float value = onHit(candidate);
-            if (value == 0.0f)
-            {
-                return;
-            }
-            if (value > 0.0f && value < clip)
-            {
-                clip = value;
-            }
-        }
-    }
-    m_broadphase.rayCast(ray.origin, ray.translation, clip,
-                         [&](std::int32_t proxy, float current)
-                         {
-                             const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
-                             RayQueryHit candidate;
-                             if (queryAccepts(filter, index) && rayOnBody(ray, index, candidate) &&
-                                 candidate.fraction <= current)
-                             {
-                                 return onHit(candidate);
-                             }
-                             return -1.0f;
-                         });
+    everyHit<RayQueryHit>(
+        m_planes, ray.maxFraction,
+        [&](std::uint32_t index, RayQueryHit& candidate)
+        { return queryAccepts(filter, index) && rayOnBody(ray, index, candidate); },
+        [&](float clip, auto&& visit) { walkRay(m_broadphase, ray, clip, visit); }, onHit);
 }
 
 // ---- Shape casts
@@ -280,39 +296,12 @@ bool validCast(const ShapeCastInput& cast, std::span<const ConvexHull> hulls)
 
 bool World::castShapeClosest(const ShapeCastInput& cast, const QueryFilter& filter, ShapeQueryHit& hit) const
 {
-    if (!validCast(cast, m_hulls))
-    {
-        return false;
-    }
-    bool found = false;
-    ShapeQueryHit best;
-    auto consider = [&](std::uint32_t index)
-    {
-        ShapeQueryHit candidate;
-        if (queryAccepts(filter, index) && castOnBody(cast, index, candidate) &&
-            (!found || candidate.fraction < best.fraction ||
-             (candidate.fraction == best.fraction && index < best.body.index)))
-        {
-            best = candidate;
-            found = true;
-        }
-    };
-    for (const std::uint32_t plane : m_planes)
-    {
-        consider(plane);
-    }
-    m_broadphase.boxCast(queryBox(cast.shape, cast.start, m_hulls, 0.0f), cast.translation,
-                         found ? clipAt(best.fraction) : cast.maxFraction,
-                         [&](std::int32_t proxy, float clip)
-                         {
-                             consider(static_cast<std::uint32_t>(m_broadphase.userData(proxy)));
-                             return found ? clipAt(best.fraction) : clip;
-                         });
-    if (found)
-    {
-        hit = best;
-    }
-    return found;
+    return validCast(cast, m_hulls) &&
+           closestHit(
+               m_planes, cast.maxFraction,
+               [&](std::uint32_t index, ShapeQueryHit& candidate)
+               { return queryAccepts(filter, index) && castOnBody(cast, index, candidate); },
+               [&](float clip, auto&& visit) { walkCast(m_broadphase, cast, m_hulls, clip, visit); }, hit);
 }
 
 void World::castShapeAll(const ShapeCastInput& cast, const QueryFilter& filter, ShapeHitCallback onHit) const
@@ -321,35 +310,11 @@ void World::castShapeAll(const ShapeCastInput& cast, const QueryFilter& filter, 
     {
         return;
     }
-    float clip = cast.maxFraction;
-    for (const std::uint32_t plane : m_planes)
-    {
-        ShapeQueryHit candidate;
-        if (queryAccepts(filter, plane) && castOnBody(cast, plane, candidate) && candidate.fraction <= clip)
-        {
-            const float value = onHit(candidate);
-            if (value == 0.0f)
-            {
-                return;
-            }
-            if (value > 0.0f && value < clip)
-            {
-                clip = value;
-            }
-        }
-    }
-    m_broadphase.boxCast(queryBox(cast.shape, cast.start, m_hulls, 0.0f), cast.translation, clip,
-                         [&](std::int32_t proxy, float current)
-                         {
-                             const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
-                             ShapeQueryHit candidate;
-                             if (queryAccepts(filter, index) && castOnBody(cast, index, candidate) &&
-                                 candidate.fraction <= current)
-                             {
-                                 return onHit(candidate);
-                             }
-                             return -1.0f;
-                         });
+    everyHit<ShapeQueryHit>(
+        m_planes, cast.maxFraction,
+        [&](std::uint32_t index, ShapeQueryHit& candidate)
+        { return queryAccepts(filter, index) && castOnBody(cast, index, candidate); },
+        [&](float clip, auto&& visit) { walkCast(m_broadphase, cast, m_hulls, clip, visit); }, onHit);
 }
 
 // ---- Overlaps and distances

@@ -172,22 +172,6 @@ bool isRounded(ShapeType type)
     return type == ShapeType::Sphere || type == ShapeType::Capsule;
 }
 
-/// Calls f with the support.h view of a non-plane shape.
-template <class F> auto visitSupport(const Shape& s, std::span<const ConvexHull> hulls, F&& f)
-{
-    switch (s.type)
-    {
-    case ShapeType::Sphere:
-        return f(supportOf(s.sphere));
-    case ShapeType::Capsule:
-        return f(supportOf(s.capsule));
-    case ShapeType::Box:
-        return f(supportOf(s.box));
-    default:
-        return f(supportOf(hulls[s.hullIndex]));
-    }
-}
-
 /// One cast, in world terms.
 struct CastCase
 {
@@ -277,20 +261,20 @@ double signedDistance(const CastCase& c, double t, std::span<const ConvexHull> h
         {
             *normal = n;
         }
-        return visitSupport(c.moving, hulls,
-                            [&](const auto& m) {
-                                return dot(raw, toDouble(transformed(m, pose).support(-n))) / len -
-                                       double(c.target.plane.offset) / len;
-                            });
+        return withSupport(c.moving, hulls,
+                           [&](const auto& m) {
+                               return dot(raw, toDouble(transformed(m, pose).support(-n))) / len -
+                                      double(c.target.plane.offset) / len;
+                           });
     }
-    return visitSupport(c.target, hulls,
-                        [&](const auto& target)
-                        {
-                            return visitSupport(
-                                c.moving, hulls,
-                                [&](const auto& m)
-                                { return oracleDistance(target, transformed(m, pose), pose.p, normal); });
-                        });
+    return withSupport(c.target, hulls,
+                       [&](const auto& target)
+                       {
+                           return withSupport(
+                               c.moving, hulls,
+                               [&](const auto& m)
+                               { return oracleDistance(target, transformed(m, pose), pose.p, normal); });
+                       });
 }
 
 /// Signed distance from a point (target frame) to the target's surface.
@@ -301,18 +285,18 @@ double pointToTarget(const CastCase& c, const Vec3& p, std::span<const ConvexHul
         const DVec3 raw = toDouble(c.target.plane.normal);
         return (dot(raw, toDouble(p)) - double(c.target.plane.offset)) / length(raw);
     }
-    return visitSupport(c.target, hulls,
-                        [&](const auto& target)
-                        { return oracleDistance(target, PointSupport{p}, p, nullptr); });
+    return withSupport(c.target, hulls,
+                       [&](const auto& target)
+                       { return oracleDistance(target, PointSupport{p}, p, nullptr); });
 }
 
 /// Signed distance from a point (target frame) to the moving shape's surface at fraction t.
 double pointToMoving(const CastCase& c, double t, const Vec3& p, std::span<const ConvexHull> hulls)
 {
     const Transform pose = movingPose(c, t);
-    return visitSupport(c.moving, hulls,
-                        [&](const auto& m)
-                        { return oracleDistance(transformed(m, pose), PointSupport{p}, p, nullptr); });
+    return withSupport(c.moving, hulls,
+                       [&](const auto& m)
+                       { return oracleDistance(transformed(m, pose), PointSupport{p}, p, nullptr); });
 }
 
 /// How far the shapes reach across the plane through `point` with unit normal `n` (target frame; the target
@@ -322,15 +306,15 @@ double planeViolation(const CastCase& c, double t, const Vec3& point, const Vec3
 {
     const Transform pose = movingPose(c, t);
     const double below =
-        visitSupport(c.moving, hulls,
-                     [&](const auto& m) { return double(dot(n, transformed(m, pose).support(-n) - point)); });
+        withSupport(c.moving, hulls,
+                    [&](const auto& m) { return double(dot(n, transformed(m, pose).support(-n) - point)); });
     if (c.target.type == ShapeType::Plane)
     {
         // The half-space reaches across any plane that is not parallel to it; only its own normal counts.
         const double tilt = double(length(cross(n, c.target.plane.normal)));
         return std::max(-below, tilt > 1e-6 ? std::numeric_limits<double>::infinity() : 0.0);
     }
-    const double above = visitSupport(
+    const double above = withSupport(
         c.target, hulls, [&](const auto& target) { return double(dot(n, target.support(n) - point)); });
     return std::max(above, -below);
 }
@@ -837,14 +821,14 @@ TEST_CASE("overlapping starts report EPA's penetration depth and normal", "[shap
                 CHECK(hit.fraction == 0.0f);
                 CHECK(hit.startPenetrating);
                 const Transform pose = movingPose(c, 0.0);
-                const PenetrationResult expected = visitSupport(
+                const PenetrationResult expected = withSupport(
                     c.target, hulls,
                     [&](const auto& target)
                     {
-                        return visitSupport(c.moving, hulls,
-                                            [&](const auto& m) {
-                                                return penetrationDepth(target, transformed(m, pose), pose.p);
-                                            });
+                        return withSupport(c.moving, hulls,
+                                           [&](const auto& m) {
+                                               return penetrationDepth(target, transformed(m, pose), pose.p);
+                                           });
                     });
                 CHECK(hit.penetrationDepth == Approx(expected.depth).margin(1e-6 * reach));
                 CHECK(length(hit.normal - rotate(c.targetTransform.q, expected.normal)) <= 1e-5f);

@@ -198,22 +198,6 @@ ShapeCastInput randomCast(std::mt19937& rng, const std::vector<BodyState>& bodie
     return cast;
 }
 
-/// Calls f with the support.h view of a non-plane shape.
-template <class F> auto withSupport(const Shape& s, std::span<const ConvexHull> hulls, F&& f)
-{
-    switch (s.type)
-    {
-    case ShapeType::Sphere:
-        return f(supportOf(s.sphere));
-    case ShapeType::Capsule:
-        return f(supportOf(s.capsule));
-    case ShapeType::Box:
-        return f(supportOf(s.box));
-    default:
-        return f(supportOf(hulls[s.hullIndex]));
-    }
-}
-
 /// Signed distance from `shape` at `pose` to body b, in the world frame: GJK, or EPA's depth negated.
 float bruteDistance(const BodyState& b, const Shape& shape, const Transform& pose,
                     std::span<const ConvexHull> hulls)
@@ -253,6 +237,41 @@ std::vector<std::uint32_t> sorted(std::vector<std::uint32_t> v)
     return v;
 }
 
+/// What brute force expects of a cast (a ray or a shape) over every body that passes the filter.
+template <class Hit> struct BruteHits
+{
+    bool hit = false;
+    Hit closest{}; ///< the first body's hit on ties
+    std::uint32_t closestBody = 0;
+    std::vector<std::uint32_t> all; ///< the bodies hit, ascending
+    std::vector<float> fractionOf;  ///< by body index; -1 where missed or filtered out
+};
+
+/// hitOn(body, hit) is the single-body test (bruteRay, castShape).
+template <class Hit, class HitOn>
+BruteHits<Hit> bruteHits(const std::vector<BodyState>& bodies, const QueryFilter& filter, HitOn&& hitOn)
+{
+    BruteHits<Hit> brute;
+    brute.fractionOf.assign(bodies.back().id.index + 1, -1.0f);
+    for (const BodyState& b : bodies)
+    {
+        Hit h;
+        if (!passes(b, filter) || !hitOn(b, h))
+        {
+            continue;
+        }
+        brute.all.push_back(b.id.index);
+        brute.fractionOf[b.id.index] = h.fraction;
+        if (!brute.hit || h.fraction < brute.closest.fraction)
+        {
+            brute.hit = true;
+            brute.closest = h;
+            brute.closestBody = b.id.index;
+        }
+    }
+    return brute;
+}
+
 } // namespace
 
 TEST_CASE("ray queries equal brute force over every body: closest, all and any, under filters", "[queries]")
@@ -271,45 +290,24 @@ TEST_CASE("ray queries equal brute force over every body: closest, all and any, 
             const RayCastInput ray = randomRay(rng, bodies);
             const QueryFilter filter = randomFilter(rng, bodies);
             // Brute force: every body that passes the filter.
-            bool expectHit = false;
-            std::uint32_t expectBody = 0;
-            RayCastHit expect;
-            std::vector<std::uint32_t> expectAll;
-            std::vector<float> fractionOf(bodies.back().id.index + 1, -1.0f);
-            for (const BodyState& b : bodies)
-            {
-                RayCastHit h;
-                if (!passes(b, filter))
-                {
-                    ++filtered;
-                    continue;
-                }
-                if (!bruteRay(b, ray, world.hulls(), h))
-                {
-                    continue;
-                }
-                expectAll.push_back(b.id.index);
-                fractionOf[b.id.index] = h.fraction;
-                if (!expectHit || h.fraction < expect.fraction)
-                {
-                    expectHit = true;
-                    expect = h;
-                    expectBody = b.id.index;
-                }
-            }
+            filtered += static_cast<int>(std::count_if(
+                bodies.begin(), bodies.end(), [&](const BodyState& b) { return !passes(b, filter); }));
+            const BruteHits<RayCastHit> brute = bruteHits<RayCastHit>(
+                bodies, filter,
+                [&](const BodyState& b, RayCastHit& h) { return bruteRay(b, ray, world.hulls(), h); });
             INFO("seed " << seed << " query " << q);
             RayQueryHit closest;
-            REQUIRE(world.castRayClosest(ray, filter, closest) == expectHit);
-            if (expectHit)
+            REQUIRE(world.castRayClosest(ray, filter, closest) == brute.hit);
+            if (brute.hit)
             {
                 ++hits;
-                startsInside += expect.fraction == 0.0f ? 1 : 0;
+                startsInside += brute.closest.fraction == 0.0f ? 1 : 0;
                 zeroLength += lengthSquared(ray.translation) == 0.0f ? 1 : 0;
-                CHECK(closest.body.index == expectBody);
-                CHECK(std::fabs(closest.fraction - expect.fraction) <= 1e-6f);
-                const BodyState& b = bodies[expectBody];
-                CHECK(distance(closest.point, transformPoint(b.transform, expect.point)) <= 1e-4f);
-                CHECK(distance(closest.normal, rotate(b.transform.q, expect.normal)) <= 1e-5f);
+                CHECK(closest.body.index == brute.closestBody);
+                CHECK(std::fabs(closest.fraction - brute.closest.fraction) <= 1e-6f);
+                const BodyState& b = bodies[brute.closestBody];
+                CHECK(distance(closest.point, transformPoint(b.transform, brute.closest.point)) <= 1e-4f);
+                CHECK(distance(closest.normal, rotate(b.transform.q, brute.closest.normal)) <= 1e-5f);
                 CHECK(closest.body == b.id);
             }
 
@@ -318,17 +316,17 @@ TEST_CASE("ray queries equal brute force over every body: closest, all and any, 
                              [&](const RayQueryHit& h)
                              {
                                  all.push_back(h.body.index);
-                                 CHECK(h.fraction == fractionOf[h.body.index]);
+                                 CHECK(h.fraction == brute.fractionOf[h.body.index]);
                                  return ray.maxFraction;
                              });
-            REQUIRE(sorted(all) == expectAll); // each once: the brute list has no repeats
+            REQUIRE(sorted(all) == brute.all); // each once: the brute list has no repeats
 
             RayQueryHit any;
-            REQUIRE(world.castRayAny(ray, filter, any) == expectHit);
-            if (expectHit)
+            REQUIRE(world.castRayAny(ray, filter, any) == brute.hit);
+            if (brute.hit)
             {
-                REQUIRE(any.body.index < fractionOf.size());
-                CHECK(fractionOf[any.body.index] == any.fraction);
+                REQUIRE(any.body.index < brute.fractionOf.size());
+                CHECK(brute.fractionOf[any.body.index] == any.fraction);
             }
 
             // Clipping at each hit (Box2D's closest-hit callback) ends with the closest hit among those seen.
@@ -345,9 +343,9 @@ TEST_CASE("ray queries equal brute force over every body: closest, all and any, 
                                  }
                                  return h.fraction > 0.0f ? h.fraction : -1.0f;
                              });
-            if (expectHit)
+            if (brute.hit)
             {
-                CHECK(clipped == expect.fraction);
+                CHECK(clipped == brute.closest.fraction);
             }
         }
     }
@@ -376,51 +374,34 @@ TEST_CASE("shape casts equal castShape over every body: closest and all, under f
                 cast.translation = {};
             }
             const QueryFilter filter = randomFilter(rng, bodies);
-            bool expectHit = false;
-            ShapeCastHit expect;
-            std::uint32_t expectBody = 0;
-            std::vector<std::uint32_t> expectAll;
-            std::vector<float> fractionOf(bodies.back().id.index + 1, -1.0f);
-            for (const BodyState& b : bodies)
-            {
-                ShapeCastHit h;
-                if (!passes(b, filter) || !castShape(cast, b.shape, b.transform, world.hulls(), h))
-                {
-                    continue;
-                }
-                expectAll.push_back(b.id.index);
-                fractionOf[b.id.index] = h.fraction;
-                if (!expectHit || h.fraction < expect.fraction)
-                {
-                    expectHit = true;
-                    expect = h;
-                    expectBody = b.id.index;
-                }
-            }
+            const BruteHits<ShapeCastHit> brute =
+                bruteHits<ShapeCastHit>(bodies, filter,
+                                        [&](const BodyState& b, ShapeCastHit& h)
+                                        { return castShape(cast, b.shape, b.transform, world.hulls(), h); });
             INFO("seed " << seed << " query " << q);
             ShapeQueryHit closest;
-            REQUIRE(world.castShapeClosest(cast, filter, closest) == expectHit);
-            if (expectHit)
+            REQUIRE(world.castShapeClosest(cast, filter, closest) == brute.hit);
+            if (brute.hit)
             {
                 ++hits;
-                penetrating += expect.startPenetrating ? 1 : 0;
+                penetrating += brute.closest.startPenetrating ? 1 : 0;
                 zeroLength += lengthSquared(cast.translation) == 0.0f ? 1 : 0;
-                CHECK(closest.body.index == expectBody);
-                CHECK(std::fabs(closest.fraction - expect.fraction) <= 1e-6f);
-                CHECK(distance(closest.point, expect.point) <= 1e-5f);
-                CHECK(distance(closest.normal, expect.normal) <= 1e-5f);
-                CHECK(closest.startPenetrating == expect.startPenetrating);
-                CHECK(closest.penetrationDepth == Approx(expect.penetrationDepth).margin(1e-6f));
+                CHECK(closest.body.index == brute.closestBody);
+                CHECK(std::fabs(closest.fraction - brute.closest.fraction) <= 1e-6f);
+                CHECK(distance(closest.point, brute.closest.point) <= 1e-5f);
+                CHECK(distance(closest.normal, brute.closest.normal) <= 1e-5f);
+                CHECK(closest.startPenetrating == brute.closest.startPenetrating);
+                CHECK(closest.penetrationDepth == Approx(brute.closest.penetrationDepth).margin(1e-6f));
             }
             std::vector<std::uint32_t> all;
             world.castShapeAll(cast, filter,
                                [&](const ShapeQueryHit& h)
                                {
                                    all.push_back(h.body.index);
-                                   CHECK(h.fraction == fractionOf[h.body.index]);
+                                   CHECK(h.fraction == brute.fractionOf[h.body.index]);
                                    return cast.maxFraction;
                                });
-            REQUIRE(sorted(all) == expectAll);
+            REQUIRE(sorted(all) == brute.all);
         }
     }
     INFO("hits " << hits << " penetrating " << penetrating << " zero-length " << zeroLength);

@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <span>
 
 namespace polytope::physics
 {
@@ -141,6 +142,23 @@ inline BoxSupport supportOf(const BoxShape& b)
 inline HullSupport supportOf(const ConvexHull& hull)
 {
     return {hull.vertices.data(), hull.vertices.size()};
+}
+
+/// Calls f with the support view of a sphere, capsule, box or hull shape (not a plane, which has none);
+/// hulls are looked up in `hulls` by Shape::hullIndex, which must be valid. Returns what f returns.
+template <class F> auto withSupport(const Shape& s, std::span<const ConvexHull> hulls, F&& f)
+{
+    switch (s.type)
+    {
+    case ShapeType::Sphere:
+        return f(supportOf(s.sphere));
+    case ShapeType::Capsule:
+        return f(supportOf(s.capsule));
+    case ShapeType::Box:
+        return f(supportOf(s.box));
+    default:
+        return f(supportOf(hulls[s.hullIndex]));
+    }
 }
 
 // ---- Moving a support into another frame ----------------------------------------------------------------
