@@ -68,14 +68,7 @@ inline void clipToSlab(ClipPolygon*& polygon, ClipPolygon*& scratch, CoordinateO
         return; // neither plane cuts
     }
     ClipPolygon& out = *scratch;
-    int outCount = 0;
-    const auto emit = [&](const ClipVertex& v)
-    {
-        if (outCount < kMaxClipVertices)
-        {
-            out.vertices[outCount++] = v;
-        }
-    };
+    out.count = 0;
     int previous = in.count - 1;
     for (int k = 0; k < in.count; ++k)
     {
@@ -94,21 +87,20 @@ inline void clipToSlab(ClipPolygon*& polygon, ClipPolygon*& scratch, CoordinateO
             if (enterHigh || enterLow)
             {
                 const float t = ((enterHigh ? half : -half) - p) / (c - p);
-                emit({from.position + along * t, enterHigh ? highTag : lowTag, edgeTag});
+                out.push({from.position + along * t, enterHigh ? highTag : lowTag, edgeTag});
             }
             if (leaveHigh || leaveLow)
             {
                 const float t = ((leaveHigh ? half : -half) - p) / (c - p);
-                emit({from.position + along * t, edgeTag, leaveHigh ? highTag : lowTag});
+                out.push({from.position + along * t, edgeTag, leaveHigh ? highTag : lowTag});
             }
         }
         if (c <= half && c >= -half)
         {
-            emit(in.vertices[k]);
+            out.push(in.vertices[k]);
         }
         previous = k;
     }
-    out.count = outCount;
     std::swap(polygon, scratch);
 }
 

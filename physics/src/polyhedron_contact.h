@@ -83,15 +83,8 @@ void clipToHalfSpace(ClipPolygon*& polygon, ClipPolygon*& scratch, DistanceOf di
         return; // the plane does not cut: keep the polygon as it is
     }
     ClipPolygon& out = *scratch;
-    int outCount = 0;
-    // Each input vertex adds at most two output vertices; past the capacity, vertices are dropped.
-    const auto emit = [&](const ClipVertex& v)
-    {
-        if (outCount < kMaxClipVertices)
-        {
-            out.vertices[outCount++] = v;
-        }
-    };
+    out.count = 0;
+    // Each input vertex adds at most two output vertices; past the capacity, push drops them.
     int previous = in.count - 1;
     for (int k = 0; k < in.count; ++k)
     {
@@ -105,20 +98,20 @@ void clipToHalfSpace(ClipPolygon*& polygon, ClipPolygon*& scratch, DistanceOf di
             const std::uint16_t edgeTag = from.edgeTagOut; // the edge previous -> current
             if (previousDistance < 0.0f)
             {
-                emit({crossing, edgeTag, planeTag}); // leaving: arrive along the edge, leave along the plane
+                // Leaving: arrive along the edge, leave along the plane.
+                out.push({crossing, edgeTag, planeTag});
             }
             else
             {
-                emit({crossing, planeTag, edgeTag}); // entering
+                out.push({crossing, planeTag, edgeTag}); // entering
             }
         }
         if (currentDistance <= 0.0f)
         {
-            emit(in.vertices[k]);
+            out.push(in.vertices[k]);
         }
         previous = k;
     }
-    out.count = outCount;
     std::swap(polygon, scratch);
 }
 
