@@ -49,6 +49,30 @@ std::string stbReason()
     return reason != nullptr ? printableExcerpt(reason, 100) : std::string("unknown reason");
 }
 
+/// Decodes a PNG's one gray channel through `load` (stbi_load_16_from_memory or stbi_load_from_memory) into
+/// result.samples, which stays empty when the image decodes to another size than width x height. Returns
+/// false with `result` set to the failure when stb_image cannot decode it.
+template <class Load>
+bool decodeGray(Load load, const stbi_uc* data, int length, int width, int height, const std::string& name,
+                HeightFieldFileResult& result)
+{
+    int decodedWidth = 0, decodedHeight = 0, decodedChannels = 0;
+    auto* pixels = load(data, length, &decodedWidth, &decodedHeight, &decodedChannels, 1);
+    if (pixels == nullptr)
+    {
+        result =
+            heightFieldFailure(name, GeometryFileError::Malformed, "unreadable PNG (" + stbReason() + ")");
+        return false;
+    }
+    if (decodedWidth == width && decodedHeight == height)
+    {
+        const std::size_t count = static_cast<std::size_t>(width) * static_cast<std::size_t>(height);
+        result.samples.assign(pixels, pixels + count);
+    }
+    stbi_image_free(pixels);
+    return true;
+}
+
 /// Reads a PNG into `result`'s samples and counts; returns false with `result` set to the failure.
 bool readPng(std::string_view bytes, const std::string& name, const HeightFieldFileOptions& options,
              HeightFieldFileResult& result)
@@ -104,38 +128,12 @@ bool readPng(std::string_view bytes, const std::string& name, const HeightFieldF
         return false;
     }
     const std::size_t count = static_cast<std::size_t>(width) * static_cast<std::size_t>(height);
-    int decodedWidth = 0, decodedHeight = 0, decodedChannels = 0;
-    if (sixteenBit)
+    const bool decoded = sixteenBit
+                             ? decodeGray(stbi_load_16_from_memory, data, length, width, height, name, result)
+                             : decodeGray(stbi_load_from_memory, data, length, width, height, name, result);
+    if (!decoded)
     {
-        stbi_us* pixels =
-            stbi_load_16_from_memory(data, length, &decodedWidth, &decodedHeight, &decodedChannels, 1);
-        if (pixels == nullptr)
-        {
-            result = heightFieldFailure(name, GeometryFileError::Malformed,
-                                        "unreadable PNG (" + stbReason() + ")");
-            return false;
-        }
-        if (decodedWidth == width && decodedHeight == height)
-        {
-            result.samples.assign(pixels, pixels + count);
-        }
-        stbi_image_free(pixels);
-    }
-    else
-    {
-        stbi_uc* pixels =
-            stbi_load_from_memory(data, length, &decodedWidth, &decodedHeight, &decodedChannels, 1);
-        if (pixels == nullptr)
-        {
-            result = heightFieldFailure(name, GeometryFileError::Malformed,
-                                        "unreadable PNG (" + stbReason() + ")");
-            return false;
-        }
-        if (decodedWidth == width && decodedHeight == height)
-        {
-            result.samples.assign(pixels, pixels + count);
-        }
-        stbi_image_free(pixels);
+        return false;
     }
     if (result.samples.size() != count)
     {
