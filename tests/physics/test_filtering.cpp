@@ -17,11 +17,11 @@ namespace
 {
 constexpr float kDt = 1.0f / 60.0f;
 
-BodyId addStaticBox(World& world, const Vec3& position, const Vec3& halfExtents, std::uint8_t layer,
-                    std::uint32_t group = 0)
+BodyId addBox(World& world, BodyType type, const Vec3& position, const Vec3& halfExtents, std::uint8_t layer,
+              std::uint32_t group)
 {
     BodyDesc desc;
-    desc.type = BodyType::Static;
+    desc.type = type;
     desc.shape = Shape::makeBox(halfExtents);
     desc.transform.p = position;
     desc.layer = layer;
@@ -31,16 +31,16 @@ BodyId addStaticBox(World& world, const Vec3& position, const Vec3& halfExtents,
     return created.id;
 }
 
+BodyId addStaticBox(World& world, const Vec3& position, const Vec3& halfExtents, std::uint8_t layer,
+                    std::uint32_t group = 0)
+{
+    return addBox(world, BodyType::Static, position, halfExtents, layer, group);
+}
+
+/// A dynamic 1 m cube.
 BodyId addCube(World& world, const Vec3& position, std::uint8_t layer, std::uint32_t group = 0)
 {
-    BodyDesc desc;
-    desc.shape = Shape::makeBox({0.5f, 0.5f, 0.5f});
-    desc.transform.p = position;
-    desc.layer = layer;
-    desc.group = group;
-    const CreateBodyResult created = world.createBody(desc);
-    REQUIRE(created.status == WorldStatus::Ok);
-    return created.id;
+    return addBox(world, BodyType::Dynamic, position, {0.5f, 0.5f, 0.5f}, layer, group);
 }
 
 float heightOf(const World& world, BodyId id)
