@@ -26,6 +26,9 @@
 //   sag_m                heavy_on_light only: the largest drop of the heaviest body's centre below its start
 //   ms_per_step_mean, ms_per_step_p99, steps_per_s: wall time of each step call
 //   below_ground         dynamic bodies whose centre ended below y = 0 (the ground's top in every scene here)
+//   substeps_max         Polytope only: the most substeps any island was solved with over the run
+//   (WorldConfig
+//                        substeps, raised for slender loaded islands and large mass ratios: world.h)
 //
 // Simulated seconds per scene: the table in runScenesSuite. Stacks, pyramids up to pyramid60 and
 // heavy_on_light run 60 s, as issue 16 judges them; pyramid100 20 s (at 60 s its two runs alone take over
@@ -304,7 +307,8 @@ struct RunFigures
     double restingEnergyPerKg = 0.0;
     double sagMeters = 0.0;
     int belowGround = 0;
-    int bodies = 0; ///< dynamic bodies
+    int bodies = 0;       ///< dynamic bodies
+    int mostSubsteps = 0; ///< Polytope: the most substeps any island ran with, over the run (0: Bullet)
 };
 
 void finish(const StabilityProbe& probe, std::span<const BoxPose> poses, const SceneSetup& setup,
@@ -378,6 +382,7 @@ RunFigures runPolytope(const SceneSetup& setup, int steps, int threads, const Su
         const auto t0 = Clock::now();
         world.step(kDt);
         f.msPerStep.push_back(secondsSince(t0) * 1e3);
+        f.mostSubsteps = std::max(f.mostSubsteps, static_cast<int>(world.stepStats().mostSubsteps));
         readPoses();
         probe.observe(s, poses);
     }
@@ -531,6 +536,10 @@ void addRecord(Report& report, const std::string& scene, const char* impl, RunFi
         .add("ms_per_step_p99", quantile(f.msPerStep, 0.99))
         .add("steps_per_s", 1e3 / mean)
         .add("below_ground", f.belowGround);
+    if (f.mostSubsteps > 0)
+    {
+        record.add("substeps_max", f.mostSubsteps);
+    }
 }
 
 } // namespace
