@@ -843,6 +843,8 @@ void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses
                     out.normal[i] = laneOf(p, kNormalImpulse, lane);
                     out.tangent1[i] = laneOf(p, kTangentImpulse1, lane);
                     out.tangent2[i] = laneOf(p, kTangentImpulse2, lane);
+                    out.approachSpeed[i] = -laneOf(p, kRelativeVelocity, lane);
+                    out.maxNormalImpulse[i] = laneOf(p, kMaxNormalImpulse, lane);
                 }
             }
         }
@@ -858,6 +860,8 @@ void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses
             out.normal[i] = c.points[i].normalImpulse;
             out.tangent1[i] = c.points[i].tangentImpulse1;
             out.tangent2[i] = c.points[i].tangentImpulse2;
+            out.approachSpeed[i] = -c.points[i].relativeVelocity;
+            out.maxNormalImpulse[i] = c.points[i].maxNormalImpulse;
         }
     }
 }

@@ -264,6 +264,16 @@ World::World(const WorldConfig& config)
     m_kinematicStart.reserve(bodies);
     m_islandSleep.reserve(bodies);
     m_islandTail.reserve(bodies);
+    if (m_config.enableContactEvents)
+    {
+        m_eventCapacity = m_config.maxContactEvents > 0 ? m_config.maxContactEvents : m_config.maxContacts;
+        m_touchChange.reserve(contacts);
+        m_contactConstraint.reserve(contacts);
+        m_beginEvents.reserve(m_eventCapacity);
+        m_endEvents.reserve(m_eventCapacity);
+        m_hitEvents.reserve(m_eventCapacity);
+        m_pendingEndEvents.reserve(m_eventCapacity);
+    }
 }
 
 // ---- Hulls and bodies
@@ -418,6 +428,7 @@ WorldStatus World::destroyBody(BodyId id)
             if (c.manifold.pointCount > 0)
             {
                 wakeIsland(c.bodyA == index ? c.bodyB : c.bodyA);
+                reportEnd(c, m_pendingEndEvents);
             }
             m_freeContacts.push_back(entry.contact);
             continue;
@@ -1045,11 +1056,24 @@ enum : std::uint8_t
     kContactRemove = 2,
     kContactQueued = 3, ///< to be updated in the current round of collide()
 };
+
+/// m_touchChange: how this step's narrowphase changed whether a contact touches.
+enum : std::uint8_t
+{
+    kTouchSame = 0,
+    kTouchBegan = 1,
+    kTouchEnded = 2,
+};
 } // namespace
 
 void World::collide()
 {
     m_contactUpdated.assign(m_contacts.size(), kContactPending);
+    const bool events = m_config.enableContactEvents;
+    if (events)
+    {
+        m_touchChange.assign(m_contacts.size(), kTouchSame);
+    }
     auto isActive = [&](std::uint32_t i)
     {
         const Body& body = m_bodies[i];
@@ -1105,7 +1129,17 @@ void World::collide()
                  {
                      for (std::uint32_t k = begin; k < end; ++k)
                      {
-                         m_collideTouching[k] = updateContact(m_contacts[m_collideList[k]]) ? 1 : 0;
+                         const std::uint32_t index = m_collideList[k];
+                         Contact& c = m_contacts[index];
+                         const bool touched = c.manifold.pointCount > 0;
+                         const bool touches = updateContact(c);
+                         m_collideTouching[k] = touches ? 1 : 0;
+                         if (events)
+                         {
+                             m_touchChange[index] = touches == touched ? kTouchSame
+                                                    : touches          ? kTouchBegan
+                                                                       : kTouchEnded;
+                         }
                      }
                  });
         // Touching an awake body wakes a sleeping island; its pending contacts join the next round.
@@ -1128,6 +1162,10 @@ void World::collide()
             }
         }
     }
+    if (events)
+    {
+        gatherTouchEvents(); // before the removed contacts leave the key list
+    }
     std::size_t out = 0;
     for (std::size_t k = 0; k < m_contactKeys.size(); ++k)
     {
@@ -1140,6 +1178,116 @@ void World::collide()
         m_contactKeys[out++] = entry;
     }
     m_contactKeys.resize(out);
+}
+
+// ---- Contact events
+// ------------------------------------------------------------------------------------------
+
+void World::reportEnd(const Contact& c, std::vector<ContactEndEvent>& out)
+{
+    if (!m_config.enableContactEvents || c.manifold.pointCount == 0)
+    {
+        return;
+    }
+    if (out.size() < m_eventCapacity)
+    {
+        out.push_back({idOf(c.bodyA), idOf(c.bodyB)});
+    }
+    else if (&out == &m_pendingEndEvents)
+    {
+        ++m_droppedPendingEvents;
+    }
+    else
+    {
+        ++m_stats.droppedContactEvents;
+    }
+}
+
+void World::gatherTouchEvents()
+{
+    for (const ContactKey& entry : m_contactKeys)
+    {
+        const Contact& c = m_contacts[entry.contact];
+        if (m_contactUpdated[entry.contact] == kContactRemove)
+        {
+            reportEnd(c, m_endEvents); // its boxes came apart while it touched
+            continue;
+        }
+        const std::uint8_t change = m_touchChange[entry.contact];
+        if (change == kTouchEnded)
+        {
+            // The manifold is empty now, but the pair touched: reportEnd's test does not apply.
+            if (m_endEvents.size() < m_eventCapacity)
+            {
+                m_endEvents.push_back({idOf(c.bodyA), idOf(c.bodyB)});
+            }
+            else
+            {
+                ++m_stats.droppedContactEvents;
+            }
+        }
+        else if (change == kTouchBegan)
+        {
+            if (m_beginEvents.size() < m_eventCapacity)
+            {
+                const Transform& xf = m_sims[c.bodyA].transform;
+                const ContactPoint& p = c.manifold.points[0];
+                m_beginEvents.push_back({idOf(c.bodyA), idOf(c.bodyB),
+                                         transformPoint(xf, 0.5f * (p.pointA + p.pointB)),
+                                         rotate(xf.q, c.manifold.normal)});
+            }
+            else
+            {
+                ++m_stats.droppedContactEvents;
+            }
+        }
+    }
+}
+
+void World::gatherHitEvents()
+{
+    // Solved contacts are grouped by substep level; the events go in key order.
+    m_contactConstraint.assign(m_contacts.size(), kNoIsland);
+    for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(m_constraintContacts.size()); ++k)
+    {
+        m_contactConstraint[m_constraintContacts[k]] = k;
+    }
+    const float threshold = m_config.hitEventThreshold;
+    for (const ContactKey& entry : m_contactKeys)
+    {
+        const std::uint32_t k = m_contactConstraint[entry.contact];
+        if (k == kNoIsland)
+        {
+            continue;
+        }
+        const Contact& c = m_contacts[entry.contact];
+        const ContactImpulses& impulses = m_constraintImpulses[k];
+        int fastest = -1;
+        float speed = threshold;
+        float impulse = 0.0f;
+        for (int p = 0; p < c.manifold.pointCount; ++p)
+        {
+            impulse += impulses.maxNormalImpulse[p];
+            if (impulses.approachSpeed[p] > speed && impulses.maxNormalImpulse[p] > 0.0f)
+            {
+                speed = impulses.approachSpeed[p];
+                fastest = p;
+            }
+        }
+        if (fastest < 0)
+        {
+            continue;
+        }
+        if (m_hitEvents.size() >= m_eventCapacity)
+        {
+            ++m_stats.droppedContactEvents;
+            continue;
+        }
+        const Transform& xf = m_sims[c.bodyA].transform;
+        const ContactPoint& p = c.manifold.points[fastest];
+        m_hitEvents.push_back({idOf(c.bodyA), idOf(c.bodyB), transformPoint(xf, 0.5f * (p.pointA + p.pointB)),
+                               rotate(xf.q, c.manifold.normal), speed, impulse});
+    }
 }
 
 // ---- Solver
@@ -1780,6 +1928,16 @@ StepStatus World::step(float dt)
         return status;
     }
     m_stats = StepStats{};
+    if (m_config.enableContactEvents)
+    {
+        // Ends of contacts removed since the last step (destroyBody) first.
+        m_beginEvents.clear();
+        m_hitEvents.clear();
+        m_endEvents.assign(m_pendingEndEvents.begin(), m_pendingEndEvents.end());
+        m_pendingEndEvents.clear();
+        m_stats.droppedContactEvents = m_droppedPendingEvents;
+        m_droppedPendingEvents = 0;
+    }
     // Broadphase boxes cover this step's motion, with the velocities as they are now (after any calls
     // since the last step), so every contact the step needs exists before it starts. The tight boxes are
     // those of the poses the last step (or createBody, setTransform, restoreState) left.
@@ -1818,6 +1976,10 @@ StepStatus World::step(float dt)
     updatePairs(status);
     collide();
     solve(dt);
+    if (m_config.enableContactEvents)
+    {
+        gatherHitEvents(); // with the step's starting poses, where the manifolds were made
+    }
     finalizeBodies(dt, status);
     updateSleep();
 
@@ -1828,6 +1990,10 @@ StepStatus World::step(float dt)
     }
     m_stats.sleepingBodies = sleeping;
     m_stats.contacts = static_cast<std::uint32_t>(m_contactKeys.size());
+    if (m_stats.droppedContactEvents > 0)
+    {
+        status.set(StepFlag::ContactEventCapacityReached);
+    }
     ++m_stepCount;
     return status;
 }

@@ -205,6 +205,7 @@ void World::removeFilteredContacts()
         {
             wakeIsland(c.bodyA);
             wakeIsland(c.bodyB);
+            reportEnd(c, m_endEvents);
         }
         m_freeContacts.push_back(entry.contact);
     }

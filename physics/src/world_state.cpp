@@ -778,6 +778,13 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
     }
     rebuildBroadphase();
     m_stats = StepStats{};
+    // Events are transient: those of the last step and the ends pending from destroyBody belong to the
+    // timeline left behind. Restored manifolds keep their points, so touching pairs report no new begin.
+    m_beginEvents.clear();
+    m_endEvents.clear();
+    m_hitEvents.clear();
+    m_pendingEndEvents.clear();
+    m_droppedPendingEvents = 0;
     return RestoreStatus::Ok;
 }
 

@@ -170,9 +170,11 @@ struct ContactConstraintSetup
 /// The impulses a solved constraint ends its step with, per point: the next step's warm start.
 struct ContactImpulses
 {
-    float normal[kMaxManifoldPoints] = {};   ///< N s
-    float tangent1[kMaxManifoldPoints] = {}; ///< N s
-    float tangent2[kMaxManifoldPoints] = {}; ///< N s
+    float normal[kMaxManifoldPoints] = {};           ///< N s
+    float tangent1[kMaxManifoldPoints] = {};         ///< N s
+    float tangent2[kMaxManifoldPoints] = {};         ///< N s
+    float approachSpeed[kMaxManifoldPoints] = {};    ///< m/s: fastest normal approach of the step (events)
+    float maxNormalImpulse[kMaxManifoldPoints] = {}; ///< N s: largest normal impulse of a substep (events)
 };
 
 /// Builds `c` from `setup`: the Jacobians, effective masses and pre-step relative velocities.

@@ -183,6 +183,13 @@ struct WorldConfig
     bool enableSleep = true;
     float sleepVelocity = 0.05f; ///< m/s: a body rests while |v| + |w| * extent stays below this
     float timeToSleep = 0.5f;    ///< seconds an island must rest before it sleeps
+
+    // Contact events (World::contactEvents).
+    bool enableContactEvents = true;    ///< false: no events are gathered and their buffers are not reserved
+    float hitEventThreshold = 1.0f;     ///< m/s: a touching contact whose normal approach speed exceeds this
+                                        ///< in a step (and that was pushed apart) reports a hit
+    std::uint32_t maxContactEvents = 0; ///< events of each kind (begin, end, hit) a step can report; 0:
+                                        ///< maxContacts. Beyond it they are dropped and counted
 };
 
 enum class WorldStatus : std::uint8_t
@@ -216,8 +223,9 @@ struct AddHullResult
 /// What went wrong in a step, as bits (like Jolt's EPhysicsUpdateError). The step still completes.
 enum class StepFlag : std::uint32_t
 {
-    InvalidTimeStep = 1u << 0,        ///< dt was not finite and > 0: nothing was simulated
-    ContactCapacityReached = 1u << 1, ///< some new body pairs got no contact (WorldConfig::maxContacts)
+    InvalidTimeStep = 1u << 0,             ///< dt was not finite and > 0: nothing was simulated
+    ContactCapacityReached = 1u << 1,      ///< some new body pairs got no contact (WorldConfig::maxContacts)
+    ContactEventCapacityReached = 1u << 3, ///< some contact events were dropped (maxContactEvents)
     NonFiniteBodyState = 1u << 2, ///< a body's state became NaN/inf or left kWorldBoundMeters (bad forces?)
                                   ///< and was stopped at its last good pose
 };
@@ -256,6 +264,58 @@ struct StepStats
     std::uint32_t droppedPairs = 0;     ///< new pairs refused for lack of contact capacity
     std::uint32_t raisedBodies = 0; ///< bodies solved with more than WorldConfig::substeps (loaded islands)
     std::uint32_t mostSubsteps = 0; ///< the most substeps any island was solved with
+    std::uint32_t droppedContactEvents = 0; ///< events of the step beyond WorldConfig::maxContactEvents
+};
+
+// ---- Contact events (World::contactEvents) --------------------------------------------------------------
+// What changed between touching bodies in the last step, like Box2D v3's begin/end/hit events. "Touching"
+// means the pair's manifold has points, speculative ones included (shapes within the speculative distance,
+// about to meet): begin and end follow the manifold's point count going from 0 to some and back. Rules:
+//  - a sleeping pair keeps its manifold, so falling asleep and waking report nothing (as in Box2D);
+//  - a touching contact removed for any reason reports end: its boxes came apart, a body was destroyed
+//    (destroyBody; reported with the next step's events, ahead of that step's own), or the filters no
+//    longer let the pair collide;
+//  - restoreState discards pending events, and a contact restored touching is still touching: no begin.
+// Each kind is in contact key order (the pair's lower body slot, then the higher), so the sequence is the
+// same for any thread count; the ends of contacts removed by destroyBody or by a filter change come first.
+// Bodies are in the contact's roles: the normal points from bodyA to bodyB.
+
+/// Two bodies started touching in the step.
+struct ContactBeginEvent
+{
+    BodyId bodyA{};
+    BodyId bodyB{};
+    Vec3 point{};  ///< metres, world frame: the manifold's first point (midway between the surfaces)
+    Vec3 normal{}; ///< unit, world frame, from A towards B
+};
+
+/// Two bodies stopped touching in the step (or their contact was removed since the last step). Either id
+/// may name a body destroyed since (destroyBody), so check isValid before using it.
+struct ContactEndEvent
+{
+    BodyId bodyA{};
+    BodyId bodyB{};
+};
+
+/// A touching contact that approached faster than WorldConfig::hitEventThreshold in the step and was pushed
+/// apart (some normal impulse was applied): an impact, for sounds and damage.
+struct ContactHitEvent
+{
+    BodyId bodyA{};
+    BodyId bodyB{};
+    Vec3 point{};                  ///< metres, world frame: the manifold point that approached fastest
+    Vec3 normal{};                 ///< unit, world frame, from A towards B
+    float approachSpeed = 0.0f;    ///< m/s, > threshold: the fastest normal approach seen in the step
+    float maxNormalImpulse = 0.0f; ///< N s: the largest normal impulse one substep applied, summed over the
+                                   ///< points (the impact's impulse when it is stopped in one substep)
+};
+
+/// The last step's events; the spans stay valid until the next step, restoreState or the world's end.
+struct ContactEvents
+{
+    std::span<const ContactBeginEvent> begin;
+    std::span<const ContactEndEvent> end;
+    std::span<const ContactHitEvent> hit;
 };
 
 // ---- World queries (world_queries.cpp) ------------------------------------------------------------------
@@ -410,6 +470,9 @@ class World
     void setGravity(const Vec3& g) { m_config.gravity = g; }
     /// Counters of the last step.
     const StepStats& stepStats() const { return m_stats; }
+    /// The last step's contact events (see ContactEvents above); empty when
+    /// WorldConfig::enableContactEvents is false.
+    ContactEvents contactEvents() const { return {m_beginEvents, m_endEvents, m_hitEvents}; }
 
     // ---- Queries (world_queries.cpp; see QueryFilter above). Invalid input (NaN or infinite numbers, a
     // negative maxFraction, a shape that is not valid for this world's hull catalogue) reports nothing.
@@ -620,6 +683,14 @@ class World
     float reachBeyondVelocity(std::uint32_t index, float dt) const; ///< metres: turning and acceleration
     Mat3 inverseInertiaWorld(std::uint32_t index) const;
     void rebuildBroadphase(); ///< recreates the tree from m_fatBoxes and the proxyMoved flags
+    BodyId idOf(std::uint32_t index) const { return {index, m_bodies[index].generation}; }
+    /// Appends an end event for contact c to `out` (m_endEvents or m_pendingEndEvents) when events are on
+    /// and c touches; counts it as dropped when `out` is full.
+    void reportEnd(const Contact& c, std::vector<ContactEndEvent>& out);
+    /// The begin and end events of the contacts collide() updated or removed, in key order.
+    void gatherTouchEvents();
+    /// The hit events of the contacts solve() solved, in key order.
+    void gatherHitEvents();
 
     WorldConfig m_config;
     std::vector<ConvexHull> m_hulls;
@@ -685,6 +756,16 @@ class World
     std::vector<std::uint32_t> m_islandTail; ///< per slot (island roots): last body linked while sleeping
 
     StepStats m_stats;
+
+    // Contact events (capacity m_eventCapacity each, reserved at creation when events are on).
+    std::uint32_t m_eventCapacity = 0;
+    std::uint32_t m_droppedPendingEvents = 0;        ///< pending ends dropped since the last step
+    std::vector<std::uint8_t> m_touchChange;         ///< per pool entry: kTouch* of this step's update
+    std::vector<ContactBeginEvent> m_beginEvents;    ///< the last step's
+    std::vector<ContactEndEvent> m_endEvents;        ///< the last step's
+    std::vector<ContactHitEvent> m_hitEvents;        ///< the last step's
+    std::vector<ContactEndEvent> m_pendingEndEvents; ///< contacts removed since the last step
+    std::vector<std::uint32_t> m_contactConstraint;  ///< per pool entry: its m_constraintContacts index
 };
 
 } // namespace polytope::physics
