@@ -287,7 +287,8 @@ TEST_CASE("contact event overflow is flagged and counted, not a crash", "[events
         CHECK(e.begin.size() <= 2);
         CHECK(e.end.size() <= 2);
         CHECK(e.hit.size() <= 2);
-        CHECK(status.has(StepFlag::ContactEventCapacityReached) == (world.stepStats().droppedContactEvents > 0));
+        CHECK(status.has(StepFlag::ContactEventCapacityReached) ==
+              (world.stepStats().droppedContactEvents > 0));
     }
     CHECK(flagged);
     CHECK(dropped > 0);
