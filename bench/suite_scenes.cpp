@@ -443,6 +443,9 @@ bool buildBullet(const SceneSetup& setup, BulletScene& out)
             case ph::ShapeType::Sphere:
             case ph::ShapeType::Capsule:
             case ph::ShapeType::Hull: // the probe measures boxes and planes only
+            case ph::ShapeType::Compound:
+            case ph::ShapeType::Mesh:
+            case ph::ShapeType::HeightField:
                 supported = false;
                 return;
             }

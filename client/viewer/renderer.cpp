@@ -241,6 +241,11 @@ std::array<float, 3> shapeColour(ShapeKind kind)
         return {0.90f, 0.55f, 0.20f};
     case ShapeKind::Hull:
         return {0.55f, 0.40f, 0.85f};
+    case ShapeKind::Compound:
+        return {0.25f, 0.60f, 0.80f};
+    case ShapeKind::Mesh:
+    case ShapeKind::HeightField:
+        return {0.45f, 0.50f, 0.40f};
     case ShapeKind::Plane:
         break;
     }
@@ -443,7 +448,11 @@ void Renderer::draw(const ViewFrame& frame, const OrbitCamera& camera, int width
             planes.push_back(modelMatrix(b.position, b.orientation, {1.0f, 1.0f, 1.0f}));
             continue;
         }
-        const auto kind = static_cast<std::size_t>(b.shape);
+        // Compounds, meshes and heightfields are drawn as their local bounding boxes for now.
+        const bool boundsOnly =
+            b.shape == ShapeKind::Compound || b.shape == ShapeKind::Mesh || b.shape == ShapeKind::HeightField;
+        const auto kind =
+            boundsOnly ? static_cast<std::size_t>(ShapeKind::Box) : static_cast<std::size_t>(b.shape);
         if (kind >= 4)
         {
             continue;
@@ -456,8 +465,12 @@ void Renderer::draw(const ViewFrame& frame, const OrbitCamera& camera, int width
             instance.params[0] = b.extent[0];
             instance.params[1] = b.extent[1];
             break;
+        case ShapeKind::Compound:
+        case ShapeKind::Mesh:
+        case ShapeKind::HeightField:
         case ShapeKind::Hull:
-            if (b.hullIndex >= 0 && static_cast<std::size_t>(b.hullIndex) < m_hullMeshes.size())
+            if (b.shape == ShapeKind::Hull && b.hullIndex >= 0 &&
+                static_cast<std::size_t>(b.hullIndex) < m_hullMeshes.size())
             {
                 setInstance(instance.model, modelMatrix(b.position, b.orientation, {1.0f, 1.0f, 1.0f}));
             }

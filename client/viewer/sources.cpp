@@ -108,6 +108,19 @@ void captureFrame(const physics::World& world, const std::vector<std::array<floa
                     b.extent = {box[3], box[4], box[5]};
                 }
                 break;
+            case physics::ShapeType::Compound:
+            case physics::ShapeType::Mesh:
+            case physics::ShapeType::HeightField:
+            {
+                // Drawn as their local bounding box for now.
+                const physics::Aabb box =
+                    physics::shapeBoundsAt(s.shape, physics::Transform::identity(), world.catalogue());
+                const physics::Vec3 c = box.center();
+                const physics::Vec3 e = box.extents();
+                b.boxCenter = {c.x, c.y, c.z};
+                b.extent = {e.x, e.y, e.z};
+                break;
+            }
             case physics::ShapeType::Plane:
                 break;
             }

@@ -984,7 +984,7 @@ ContactManifold collideConvexTriangle(const Shape& convex, std::span<const Conve
         }
         manifold = polyhedronTriangle(viewOf(hulls[convex.hullIndex]), t, speculativeMarginMeters);
         break;
-    case ShapeType::Plane:
+    default: // planes, compounds, meshes, heightfields: not convex shapes (collide_composite.h)
         return {};
     }
     return isFinite(manifold) ? manifold : ContactManifold{};

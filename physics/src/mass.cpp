@@ -182,6 +182,10 @@ ShapeValidation validateShape(const Shape& shape, std::span<const ConvexHull> hu
         }
         return {};
     }
+    case ShapeType::Compound:
+    case ShapeType::Mesh:
+    case ShapeType::HeightField:
+        return {}; // their geometry is in the world's catalogues: validateCompound, the mesh builders
     case ShapeType::Hull:
         if (shape.hullIndex >= hulls.size())
         {
@@ -312,9 +316,120 @@ MassProperties computeMassProperties(const Shape& shape, float density, std::spa
     case ShapeType::Hull:
         return computeMassProperties(hulls[shape.hullIndex], density);
     case ShapeType::Plane:
+    case ShapeType::Compound:
+    case ShapeType::Mesh:
+    case ShapeType::HeightField:
         break;
     }
     return {};
+}
+
+ShapeValidation validateCompound(const CompoundShape& compound, std::span<const ConvexHull> hulls)
+{
+    if (compound.children.empty() || compound.children.size() > kMaxCompoundChildren)
+    {
+        return fail(ShapeError::NonPositiveSize,
+                    "a compound needs 1 to " + std::to_string(kMaxCompoundChildren) + " children, got " +
+                        std::to_string(compound.children.size()));
+    }
+    for (std::size_t i = 0; i < compound.children.size(); ++i)
+    {
+        const CompoundChild& child = compound.children[i];
+        const std::string where = "compound child " + std::to_string(i) + ": ";
+        if (!isConvexType(child.shape.type))
+        {
+            return fail(ShapeError::UnknownType, where + "must be a sphere, capsule, box or hull");
+        }
+        ShapeValidation v = validateShape(child.shape, hulls);
+        if (!v.ok())
+        {
+            v.message = where + v.message;
+            return v;
+        }
+        const Transform& xf = child.transform;
+        if (!isFinite(xf.p) || !isFinite(xf.q))
+        {
+            return fail(ShapeError::NonFinite, where + "transform is not finite");
+        }
+        if (std::fabs(xf.p.x) > kMaxShapeSizeMeters || std::fabs(xf.p.y) > kMaxShapeSizeMeters ||
+            std::fabs(xf.p.z) > kMaxShapeSizeMeters)
+        {
+            return fail(ShapeError::TooLarge, where + "offset must be within 1e6 m");
+        }
+        const float qLength = std::sqrt(dot(xf.q, xf.q));
+        if (!(std::fabs(qLength - 1.0f) <= kUnitNormalTolerance))
+        {
+            return fail(ShapeError::NonUnitNormal,
+                        where + "rotation must be a unit quaternion, got length " + std::to_string(qLength));
+        }
+    }
+    return {};
+}
+
+MassProperties computeMassProperties(const CompoundShape& compound, float density,
+                                     std::span<const ConvexHull> hulls)
+{
+    if (!validateCompound(compound, hulls).ok())
+    {
+        return {};
+    }
+    // Each child's mass, centre (compound frame) and inertia rotated into the compound's axes, in double.
+    double mass = 0.0;
+    DVec3 moment{};
+    for (const CompoundChild& child : compound.children)
+    {
+        const MassProperties mp = computeMassProperties(child.shape, density, hulls);
+        const DVec3 c = toDouble(transformPoint(child.transform, mp.centerOfMass));
+        mass += mp.mass;
+        moment = moment + c * double(mp.mass);
+    }
+    if (!(mass > 0.0))
+    {
+        return {};
+    }
+    const DVec3 center = moment * (1.0 / mass);
+    double inertia[3][3] = {};
+    for (const CompoundChild& child : compound.children)
+    {
+        const MassProperties mp = computeMassProperties(child.shape, density, hulls);
+        const Mat3 r = toMat3(child.transform.q);
+        const Mat3 local = mp.inertia;
+        const Vec3 rc[3] = {r.c0, r.c1, r.c2};
+        const Vec3 lc[3] = {local.c0, local.c1, local.c2};
+        const auto at = [](const Vec3* columns, int row, int col)
+        {
+            const Vec3& c = columns[col];
+            return double(row == 0 ? c.x : row == 1 ? c.y : c.z);
+        };
+        const DVec3 d = toDouble(transformPoint(child.transform, mp.centerOfMass)) - center;
+        const double dv[3] = {d.x, d.y, d.z};
+        const double d2 = d.x * d.x + d.y * d.y + d.z * d.z;
+        for (int i = 0; i < 3; ++i)
+        {
+            for (int j = 0; j < 3; ++j)
+            {
+                double rotated = 0.0; // (R I R^T)_ij
+                for (int k = 0; k < 3; ++k)
+                {
+                    for (int l = 0; l < 3; ++l)
+                    {
+                        rotated += at(rc, i, k) * at(lc, k, l) * at(rc, j, l);
+                    }
+                }
+                inertia[i][j] += rotated + double(mp.mass) * ((i == j ? d2 : 0.0) - dv[i] * dv[j]);
+            }
+        }
+    }
+    MassProperties out;
+    out.mass = static_cast<float>(mass);
+    out.centerOfMass = toFloat(center);
+    // Symmetrised: the rounding of the rotations must not leave the tensor skew.
+    const auto entry = [&](int i, int j)
+    { return static_cast<float>(0.5 * (inertia[i][j] + inertia[j][i])); };
+    out.inertia =
+        Mat3{Vec3{entry(0, 0), entry(1, 0), entry(2, 0)}, Vec3{entry(0, 1), entry(1, 1), entry(2, 1)},
+             Vec3{entry(0, 2), entry(1, 2), entry(2, 2)}};
+    return out;
 }
 
 } // namespace polytope::physics

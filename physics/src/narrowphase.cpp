@@ -161,7 +161,7 @@ ContactManifold mirrored(const Shape& a, const Shape& b, const Transform& bInA, 
 }
 
 // Rows: A's type; columns: B's type (Sphere, Capsule, Box, Hull, Plane).
-constexpr CollideFn kCollideTable[kShapeTypeCount][kShapeTypeCount] = {
+constexpr CollideFn kCollideTable[kPrimitiveShapeTypeCount][kPrimitiveShapeTypeCount] = {
     {&sphereSphere, &sphereCapsule, &sphereBox, &sphereHull, &spherePlane},
     {&mirrored<&sphereCapsule>, &capsuleCapsule, &capsuleBox, &capsuleHull, &capsulePlane},
     {&mirrored<&sphereBox>, &mirrored<&capsuleBox>, &boxBox, &boxHull, &boxPlane},
@@ -221,13 +221,27 @@ bool canCollide(ShapeType a, ShapeType b)
 {
     const auto i = static_cast<int>(a);
     const auto j = static_cast<int>(b);
-    return i >= 0 && i < kShapeTypeCount && j >= 0 && j < kShapeTypeCount && kCollideTable[i][j] != nullptr;
+    if (i < 0 || i >= kShapeTypeCount || j < 0 || j >= kShapeTypeCount)
+    {
+        return false;
+    }
+    if (i < kPrimitiveShapeTypeCount && j < kPrimitiveShapeTypeCount)
+    {
+        return kCollideTable[i][j] != nullptr;
+    }
+    // Planes, meshes and heightfields are level geometry (never dynamic): no routine between two of them.
+    const auto fixedGeometry = [](ShapeType t)
+    { return t == ShapeType::Plane || t == ShapeType::Mesh || t == ShapeType::HeightField; };
+    return !(fixedGeometry(a) && fixedGeometry(b));
 }
 
 ContactManifold collideShapesLocal(const Shape& a, const Shape& b, const Transform& bInA,
                                    float speculativeMarginMeters, std::span<const ConvexHull> hulls)
 {
-    if (!canCollide(a.type, b.type))
+    const auto i = static_cast<int>(a.type);
+    const auto j = static_cast<int>(b.type);
+    if (i < 0 || i >= kPrimitiveShapeTypeCount || j < 0 || j >= kPrimitiveShapeTypeCount ||
+        kCollideTable[i][j] == nullptr)
     {
         return {};
     }

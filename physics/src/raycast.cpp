@@ -483,6 +483,10 @@ bool rayShape(const Shape& shape, const RayCastInput& ray, std::span<const Conve
         return shape.hullIndex < hulls.size() && rayHull(hulls[shape.hullIndex], ray, hit);
     case ShapeType::Plane:
         return rayPlane(shape.plane, ray, hit);
+    case ShapeType::Compound:
+    case ShapeType::Mesh:
+    case ShapeType::HeightField:
+        return false; // their geometry is in the world's catalogues: World::castRayClosest and friends
     }
     return false; // a corrupt type tag
 }

@@ -221,6 +221,10 @@ bool viewOf(const Shape& shape, std::span<const ConvexHull> hulls, ShapeView& vi
     case ShapeType::Plane:
         return isFinite(shape.plane.normal) && std::isfinite(shape.plane.offset) &&
                lengthSquared(toDouble(shape.plane.normal)) > 0.0;
+    case ShapeType::Compound:
+    case ShapeType::Mesh:
+    case ShapeType::HeightField:
+        return false; // not single convex shapes: the World's queries split them into pieces
     }
     return false; // a corrupt type tag
 }

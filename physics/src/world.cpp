@@ -99,8 +99,9 @@ bool inWorld(const Vec3& p)
 }
 
 /// Farthest point of the shape from `center` (shape frame), metres.
-float shapeExtent(const Shape& s, const Vec3& center, std::span<const ConvexHull> hulls)
+float shapeExtent(const Shape& s, const Vec3& center, const ShapeCatalogue& catalogue)
 {
+    const std::span<const ConvexHull> hulls = catalogue.hulls;
     switch (s.type)
     {
     case ShapeType::Sphere:
@@ -118,10 +119,43 @@ float shapeExtent(const Shape& s, const Vec3& center, std::span<const ConvexHull
         }
         return r;
     }
+    case ShapeType::Compound:
+    {
+        float r = 0.0f;
+        for (const CompoundChild& child : catalogue.compounds[s.catalogueIndex].children)
+        {
+            const Vec3 childCenter = inverseTransformPoint(child.transform, center);
+            r = std::max(r, shapeExtent(child.shape, childCenter, catalogue));
+        }
+        return r;
+    }
+    case ShapeType::Mesh:
+    case ShapeType::HeightField:
+    {
+        // The farthest corner of the local box: a bound, enough for the reach of a turning kinematic body.
+        const Aabb box = shapeBoundsAt(s, Transform::identity(), catalogue);
+        const Vec3 far = maxPerElem(absPerElem(box.min - center), absPerElem(box.max - center));
+        return length(far);
+    }
     case ShapeType::Plane:
         break;
     }
     return 0.0f;
+}
+
+/// Rank of a shape type in a pair: the lower is body A. Convex shapes, then compounds, then level geometry,
+/// so that A is always one collideComposite and the table serve (see collide_composite.h).
+int roleRank(ShapeType type)
+{
+    switch (type)
+    {
+    case ShapeType::Compound:
+        return 4;
+    case ShapeType::Plane:
+        return 5;
+    default:
+        return static_cast<int>(type); // Sphere .. Hull: 0 .. 3; Mesh 6, HeightField 7
+    }
 }
 
 bool isIsotropic(const Mat3& inertia)
@@ -185,6 +219,9 @@ Aabb tightBoxOf(const Shape& s, const Transform& xf, std::span<const ConvexHull>
         return box;
     }
     case ShapeType::Plane:
+    case ShapeType::Compound:
+    case ShapeType::Mesh:
+    case ShapeType::HeightField:
         break;
     }
     return {};
@@ -228,6 +265,16 @@ World::World(const WorldConfig& config)
     const std::size_t bodies = m_config.maxBodies;
     const std::size_t contacts = m_config.maxContacts;
     m_hulls.reserve(m_config.maxHulls);
+    m_compounds.reserve(m_config.maxCompounds);
+    m_meshes.reserve(m_config.maxMeshes);
+    m_meshPointers.reserve(m_config.maxMeshes);
+    m_heightFields.reserve(m_config.maxHeightFields);
+    m_heightFieldPointers.reserve(m_config.maxHeightFields);
+    m_pieceScratch.resize(static_cast<std::size_t>(m_config.threads));
+    for (std::vector<TriangleContactManifold>& scratch : m_pieceScratch)
+    {
+        scratch.reserve(64);
+    }
     m_bodies.reserve(bodies);
     m_sims.reserve(bodies);
     m_materials.reserve(bodies);
@@ -297,6 +344,75 @@ AddHullResult World::addHull(const ConvexHull& hull)
     return {static_cast<std::uint32_t>(m_hulls.size() - 1), WorldStatus::Ok};
 }
 
+AddShapeResult World::addCompound(const CompoundShape& compound)
+{
+    if (m_compounds.size() >= m_config.maxCompounds)
+    {
+        return {0, WorldStatus::CatalogueFull};
+    }
+    if (!validateCompound(compound, m_hulls).ok() ||
+        !(computeMassProperties(compound, 1.0f, m_hulls).mass > 0.0f))
+    {
+        return {0, WorldStatus::InvalidShape};
+    }
+    m_compounds.push_back(compound);
+    for (CompoundChild& child : m_compounds.back().children)
+    {
+        child.transform.q = normalize(child.transform.q);
+    }
+    m_geometryFingerprint = fingerprintAfter(m_geometryFingerprint, m_compounds.back());
+    return {static_cast<std::uint32_t>(m_compounds.size() - 1), WorldStatus::Ok};
+}
+
+AddShapeResult World::addMesh(std::shared_ptr<const TriangleMesh> mesh)
+{
+    if (m_meshes.size() >= m_config.maxMeshes)
+    {
+        return {0, WorldStatus::CatalogueFull};
+    }
+    if (mesh == nullptr || mesh->triangleCount() == 0)
+    {
+        return {0, WorldStatus::InvalidShape};
+    }
+    m_geometryFingerprint = fingerprintAfter(m_geometryFingerprint, *mesh);
+    m_meshPointers.push_back(mesh.get());
+    m_meshes.push_back(std::move(mesh));
+    return {static_cast<std::uint32_t>(m_meshes.size() - 1), WorldStatus::Ok};
+}
+
+AddShapeResult World::addHeightField(std::shared_ptr<const HeightField> heightField)
+{
+    if (m_heightFields.size() >= m_config.maxHeightFields)
+    {
+        return {0, WorldStatus::CatalogueFull};
+    }
+    if (heightField == nullptr || heightField->empty())
+    {
+        return {0, WorldStatus::InvalidShape};
+    }
+    m_geometryFingerprint = fingerprintAfter(m_geometryFingerprint, *heightField);
+    m_heightFieldPointers.push_back(heightField.get());
+    m_heightFields.push_back(std::move(heightField));
+    return {static_cast<std::uint32_t>(m_heightFields.size() - 1), WorldStatus::Ok};
+}
+
+bool World::shapeFits(const Shape& shape, BodyType type) const
+{
+    switch (shape.type)
+    {
+    case ShapeType::Plane:
+        return type == BodyType::Static && validateShape(shape, m_hulls).ok();
+    case ShapeType::Compound:
+        return shape.catalogueIndex < m_compounds.size();
+    case ShapeType::Mesh:
+        return type != BodyType::Dynamic && shape.catalogueIndex < m_meshes.size();
+    case ShapeType::HeightField:
+        return type != BodyType::Dynamic && shape.catalogueIndex < m_heightFields.size();
+    default:
+        return validateShape(shape, m_hulls).ok();
+    }
+}
+
 CreateBodyResult World::createBody(const BodyDesc& desc)
 {
     if (m_bodyCount >= m_config.maxBodies)
@@ -311,12 +427,11 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
                         std::isfinite(desc.angularDamping) && std::isfinite(desc.gravityScale);
     const bool typeOk =
         desc.type == BodyType::Static || desc.type == BodyType::Kinematic || desc.type == BodyType::Dynamic;
-    const bool planeOk = desc.shape.type != ShapeType::Plane || desc.type == BodyType::Static;
     const bool densityOk = desc.type != BodyType::Dynamic || desc.density > 0.0f;
-    if (!finite || !typeOk || !planeOk || !densityOk || !(qLength > 1e-6f) || !inWorld(desc.transform.p) ||
+    if (!finite || !typeOk || !densityOk || !(qLength > 1e-6f) || !inWorld(desc.transform.p) ||
         desc.friction < 0.0f || desc.restitution < 0.0f || desc.restitution > 1.0f ||
         desc.linearDamping < 0.0f || desc.angularDamping < 0.0f || (desc.allowedDofs & ~kDofAll) != 0 ||
-        desc.layer >= kMaxCollisionLayers || !validateShape(desc.shape, m_hulls).ok())
+        desc.layer >= kMaxCollisionLayers || !shapeFits(desc.shape, desc.type))
     {
         return {{}, WorldStatus::InvalidBodyDesc};
     }
@@ -325,7 +440,10 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     sim.transform = {desc.transform.p, normalize(desc.transform.q)};
     if (desc.type == BodyType::Dynamic)
     {
-        const MassProperties mp = computeMassProperties(desc.shape, desc.density, m_hulls);
+        const MassProperties mp =
+            desc.shape.type == ShapeType::Compound
+                ? computeMassProperties(m_compounds[desc.shape.catalogueIndex], desc.density, m_hulls)
+                : computeMassProperties(desc.shape, desc.density, m_hulls);
         const Mat3 inverseInertia = inverse(mp.inertia);
         if (!(mp.mass > 0.0f) || !std::isfinite(1.0f / mp.mass) || !isFiniteMat(inverseInertia) ||
             determinant(mp.inertia) <= 0.0f)
@@ -342,8 +460,13 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     {
         sim.localCenter = m_hulls[desc.shape.hullIndex].centroid;
     }
+    else if (desc.shape.type == ShapeType::Compound)
+    {
+        sim.localCenter =
+            computeMassProperties(m_compounds[desc.shape.catalogueIndex], 1.0f, m_hulls).centerOfMass;
+    }
     sim.center = transformPoint(sim.transform, sim.localCenter);
-    sim.extent = shapeExtent(desc.shape, sim.localCenter, m_hulls);
+    sim.extent = shapeExtent(desc.shape, sim.localCenter, catalogue());
     if (desc.type != BodyType::Static)
     {
         sim.linearVelocity = mulPerElem(desc.linearVelocity, linearMaskOf(desc.allowedDofs));
@@ -697,7 +820,7 @@ std::uint64_t World::pairKey(std::uint32_t a, std::uint32_t b)
 
 Aabb World::computeTightBox(std::uint32_t index) const
 {
-    return tightBoxOf(m_shapes[index], m_sims[index].transform, m_hulls);
+    return shapeBoundsAt(m_shapes[index], m_sims[index].transform, catalogue());
 }
 
 Vec3 World::predictedDisplacement(std::uint32_t index, float dt) const
@@ -865,8 +988,8 @@ void World::mergeNewPairs(StepStatus& status)
         }
         auto lo = static_cast<std::uint32_t>(key >> 32);
         auto hi = static_cast<std::uint32_t>(key & 0xFFFFFFFFu);
-        // Roles: the lower shape type is A, so the table's direct routines serve most pairs.
-        if (static_cast<int>(m_shapes[hi].type) < static_cast<int>(m_shapes[lo].type))
+        // Roles: the lower shape type is A, so the table's direct routines serve most pairs (see roleRank).
+        if (roleRank(m_shapes[hi].type) < roleRank(m_shapes[lo].type))
         {
             std::swap(lo, hi);
         }
@@ -936,9 +1059,12 @@ bool World::reuseManifold(Contact& contact, const Transform& relative, float mar
     {
         return false;
     }
-    // angle = 2 asin(halfSine) <= 2.01 halfSine below kMaxHalfSine. A plane (always B when in a pair) has
-    // no reach: then the drift is that of A's points in B's frame, which bounds the same feature motion.
-    const bool planeB = m_shapes[contact.bodyB].type == ShapeType::Plane;
+    // angle = 2 asin(halfSine) <= 2.01 halfSine below kMaxHalfSine. A plane, mesh or heightfield (always B
+    // when in a pair) has no useful reach (unbounded, or the size of a level): then the drift is that of A's
+    // points in B's frame, which bounds the same feature motion (and, for a mesh, which triangles are near).
+    const ShapeType typeB = m_shapes[contact.bodyB].type;
+    const bool planeB =
+        typeB == ShapeType::Plane || typeB == ShapeType::Mesh || typeB == ShapeType::HeightField;
     const BodySim& moving = m_sims[planeB ? contact.bodyA : contact.bodyB];
     const float radius = moving.extent + length(moving.localCenter);
     const float shift = planeB ? length(inverse(relative).p - inverse(contact.cacheRelative).p)
@@ -962,7 +1088,7 @@ bool World::reuseManifold(Contact& contact, const Transform& relative, float mar
     return true;
 }
 
-bool World::updateContact(Contact& contact)
+bool World::updateContact(Contact& contact, int thread)
 {
     const std::uint32_t a = contact.bodyA;
     const std::uint32_t b = contact.bodyB;
@@ -975,8 +1101,9 @@ bool World::updateContact(Contact& contact)
     }
     // Computed with some slack beyond the margin, so that it can be reused while the pair stays put.
     const float computedMargin = margin + kManifoldReuseSlack;
-    const ContactManifold manifold = collideShapes(m_shapes[a], m_sims[a].transform, m_shapes[b],
-                                                   m_sims[b].transform, computedMargin, m_hulls);
+    const ContactManifold manifold =
+        collideAnyShapes(m_shapes[a], m_shapes[b], relative, computedMargin, catalogue(),
+                         m_pieceScratch[static_cast<std::size_t>(thread)]);
     contact.cacheRelative = relative;
     contact.cacheMargin = computedMargin;
     contact.cacheSlack = kManifoldReuseSlack;
@@ -1125,14 +1252,14 @@ void World::collide()
         // The narrowphase: each contact reads the poses and writes only itself, so on any thread.
         m_collideTouching.resize(m_collideList.size());
         forRange(static_cast<std::uint32_t>(m_collideList.size()), kCollideGrain,
-                 [&](std::uint32_t begin, std::uint32_t end, int)
+                 [&](std::uint32_t begin, std::uint32_t end, int thread)
                  {
                      for (std::uint32_t k = begin; k < end; ++k)
                      {
                          const std::uint32_t index = m_collideList[k];
                          Contact& c = m_contacts[index];
                          const bool touched = c.manifold.pointCount > 0;
-                         const bool touches = updateContact(c);
+                         const bool touches = updateContact(c, thread);
                          m_collideTouching[k] = touches ? 1 : 0;
                          if (events)
                          {

@@ -70,7 +70,7 @@ bool validQueryShape(const Shape& s, std::span<const ConvexHull> hulls)
                validSize(s.box.halfExtents.z);
     case ShapeType::Hull:
         return s.hullIndex < hulls.size() && !hulls[s.hullIndex].vertices.empty();
-    case ShapeType::Plane:
+    default: // planes, compounds, meshes, heightfields
         break;
     }
     return false;
@@ -207,8 +207,55 @@ bool World::rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit&
     const Transform& xf = m_sims[index].transform;
     const RayCastInput local{inverseTransformPoint(xf, ray.origin), inverseRotate(xf.q, ray.translation),
                              ray.maxFraction};
+    const Shape& shape = m_shapes[index];
     RayCastHit localHit;
-    if (!rayShape(m_shapes[index], local, m_hulls, localHit))
+    std::uint32_t subShape = 0;
+    bool found = false;
+    switch (shape.type)
+    {
+    case ShapeType::Mesh:
+    {
+        MeshRayCastHit meshHit;
+        found = m_meshes[shape.catalogueIndex]->castRay(local, MeshRayMode::Closest, meshHit);
+        localHit = meshHit.hit;
+        subShape = meshHit.triangle;
+        break;
+    }
+    case ShapeType::HeightField:
+    {
+        HeightFieldRayHit fieldHit;
+        found = m_heightFields[shape.catalogueIndex]->castRay(local, HeightFieldRayMode::Closest, fieldHit);
+        localHit = fieldHit.hit;
+        subShape = fieldHit.triangle;
+        break;
+    }
+    case ShapeType::Compound:
+    {
+        // The closest child: each in its own frame, ties to the lower child index.
+        const CompoundShape& compound = m_compounds[shape.catalogueIndex];
+        for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(compound.children.size()); ++i)
+        {
+            const CompoundChild& child = compound.children[i];
+            const RayCastInput inChild{inverseTransformPoint(child.transform, local.origin),
+                                       inverseRotate(child.transform.q, local.translation),
+                                       local.maxFraction};
+            RayCastHit childHit;
+            if (rayShape(child.shape, inChild, m_hulls, childHit) &&
+                (!found || childHit.fraction < localHit.fraction))
+            {
+                found = true;
+                subShape = i;
+                localHit = {childHit.fraction, transformPoint(child.transform, childHit.point),
+                            rotate(child.transform.q, childHit.normal)};
+            }
+        }
+        break;
+    }
+    default:
+        found = rayShape(shape, local, m_hulls, localHit);
+        break;
+    }
+    if (!found)
     {
         return false;
     }
@@ -216,6 +263,7 @@ bool World::rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit&
     hit.fraction = localHit.fraction;
     hit.point = transformPoint(xf, localHit.point);
     hit.normal = rotate(xf.q, localHit.normal);
+    hit.subShape = subShape;
     return true;
 }
 
@@ -271,11 +319,36 @@ void World::castRayAll(const RayCastInput& ray, const QueryFilter& filter, RayHi
 
 bool World::castOnBody(const ShapeCastInput& cast, std::uint32_t index, ShapeQueryHit& hit) const
 {
+    const Shape& shape = m_shapes[index];
     ShapeCastHit bodyHit;
-    if (!castShape(cast, m_shapes[index], m_sims[index].transform, m_hulls, bodyHit))
+    std::uint32_t subShape = 0;
+    if (shape.type == ShapeType::Compound)
     {
-        return false;
+        // The first child touched (ties to the lower child index).
+        const CompoundShape& compound = m_compounds[shape.catalogueIndex];
+        bool found = false;
+        for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(compound.children.size()); ++i)
+        {
+            const CompoundChild& child = compound.children[i];
+            ShapeCastHit childHit;
+            if (castShape(cast, child.shape, m_sims[index].transform * child.transform, m_hulls, childHit) &&
+                (!found || childHit.fraction < bodyHit.fraction))
+            {
+                found = true;
+                bodyHit = childHit;
+                subShape = i;
+            }
+        }
+        if (!found)
+        {
+            return false;
+        }
     }
+    else if (!castShape(cast, shape, m_sims[index].transform, m_hulls, bodyHit))
+    {
+        return false; // also meshes and heightfields, which shape casts do not reach yet
+    }
+    hit.subShape = subShape;
     hit.body = {index, m_bodies[index].generation};
     hit.fraction = bodyHit.fraction;
     hit.point = bodyHit.point;
@@ -349,17 +422,29 @@ void World::overlapShape(const Shape& shape, const Transform& transform, const Q
             {
                 return true;
             }
-            // In the body's frame, with the query shape moved into it.
-            const Transform shapeInBody = relativeTransform(m_sims[index].transform, pose);
-            const bool overlaps = withSupport(
-                m_shapes[index], m_hulls,
-                [&](const auto& body)
-                {
-                    return withSupport(
-                        shape, m_hulls,
-                        [&](const auto& query)
-                        { return gjkIntersect(body, transformed(query, shapeInBody), shapeInBody.p); });
-                });
+            // In each convex piece's frame, with the query shape moved into it.
+            bool overlaps = false;
+            forEachConvexPiece(m_shapes[index], catalogue(),
+                               [&](const Shape& piece, const Transform& pieceInBody, std::uint32_t)
+                               {
+                                   if (overlaps)
+                                   {
+                                       return;
+                                   }
+                                   const Transform shapeInPiece =
+                                       relativeTransform(m_sims[index].transform * pieceInBody, pose);
+                                   overlaps = withSupport(
+                                       piece, m_hulls,
+                                       [&](const auto& body)
+                                       {
+                                           return withSupport(shape, m_hulls,
+                                                              [&](const auto& query) {
+                                                                  return gjkIntersect(
+                                                                      body, transformed(query, shapeInPiece),
+                                                                      shapeInPiece.p);
+                                                              });
+                                       });
+                               });
             return !overlaps || onBody({index, m_bodies[index].generation});
         });
 }
@@ -435,32 +520,43 @@ void World::closestPoints(const Shape& shape, const Transform& transform, float 
             {
                 return true;
             }
-            // In the body's frame (A), with the query shape (B) moved into it: EPA's normal then points from
-            // the body toward the shape, and pointOnA is the body's point.
-            const Transform& xf = m_sims[index].transform;
-            const Transform shapeInBody = relativeTransform(xf, pose);
-            const PenetrationResult pen = withSupport(
-                m_shapes[index], m_hulls,
-                [&](const auto& body)
-                {
-                    return withSupport(
-                        shape, m_hulls,
-                        [&](const auto& query)
-                        { return penetrationDepth(body, transformed(query, shapeInBody), shapeInBody.p); });
-                });
-            // The cores-apart branch fills distance (or depth, when the rounded shapes overlap), EPA depth.
-            const float distance = pen.distance > 0.0f ? pen.distance : -pen.depth;
-            if (!(distance <= maxDistance))
-            {
-                return true;
-            }
+            // In each convex piece's frame (A), with the query shape (B) moved into it: EPA's normal then
+            // points from the piece toward the shape, and pointOnA is the piece's point. The nearest piece
+            // (ties to the lower index) stands for the body.
+            bool found = false;
             DistanceQueryResult result;
-            result.body = {index, m_bodies[index].generation};
-            result.distance = distance;
-            result.pointOnBody = transformPoint(xf, pen.pointOnA);
-            result.pointOnShape = transformPoint(xf, pen.pointOnB);
-            result.normal = rotate(xf.q, pen.normal);
-            return onBody(result);
+            forEachConvexPiece(m_shapes[index], catalogue(),
+                               [&](const Shape& piece, const Transform& pieceInBody, std::uint32_t pieceIndex)
+                               {
+                                   const Transform xf = m_sims[index].transform * pieceInBody;
+                                   const Transform shapeInPiece = relativeTransform(xf, pose);
+                                   const PenetrationResult pen = withSupport(
+                                       piece, m_hulls,
+                                       [&](const auto& body)
+                                       {
+                                           return withSupport(shape, m_hulls,
+                                                              [&](const auto& query) {
+                                                                  return penetrationDepth(
+                                                                      body, transformed(query, shapeInPiece),
+                                                                      shapeInPiece.p);
+                                                              });
+                                       });
+                                   // The cores-apart branch fills distance (or depth, when the rounded shapes
+                                   // overlap), EPA depth.
+                                   const float distance = pen.distance > 0.0f ? pen.distance : -pen.depth;
+                                   if (!(distance <= maxDistance) || (found && !(distance < result.distance)))
+                                   {
+                                       return;
+                                   }
+                                   found = true;
+                                   result.body = {index, m_bodies[index].generation};
+                                   result.distance = distance;
+                                   result.pointOnBody = transformPoint(xf, pen.pointOnA);
+                                   result.pointOnShape = transformPoint(xf, pen.pointOnB);
+                                   result.normal = rotate(xf.q, pen.normal);
+                                   result.subShape = pieceIndex;
+                               });
+            return !found || onBody(result);
         });
 }
 

@@ -4,8 +4,9 @@
 // bit-identical results to the original run (network rollback, replays):
 //   header      magic "PTWS", format version, a fingerprint of the WorldConfig fields that must match
 //               (capacities and solver settings), gravity (settable), step count, the collision layer table
-//   hulls       a fingerprint of the hull catalogue: hulls are not stored, the restoring world must have
-//               added the same hulls (in the same order) before restoring
+//   catalogues  fingerprints of the hull catalogue and of the compound, mesh and heightfield catalogues
+//               (World::m_geometryFingerprint, kept as they are added): shapes are not stored, the restoring
+//               world must have added the same ones (in the same order) before restoring
 //   bodies      every slot (dead ones keep their generation, so stale ids stay stale), with motion state,
 //               mass, material, shape, fat box, sleep state and island links, forces pending, collision
 //               layer and group
@@ -34,8 +35,9 @@ namespace
 {
 
 constexpr std::uint32_t kSnapshotMagic = 0x53575450u; // "PTWS" little-endian
-constexpr std::uint32_t kSnapshotVersion = 4; ///< 2: contacts carry their manifold-reuse state; 3: impulses
-                                              ///< per step, bodies' substep levels; 4: collision filters
+constexpr std::uint32_t kSnapshotVersion = 5; ///< 2: contacts carry their manifold-reuse state; 3: impulses
+                                              ///< per step, bodies' substep levels; 4: collision filters;
+                                              ///< 5: compounds, meshes and heightfields
 
 /// FNV-1a, 64 bits, over explicit little pieces (never over structs with padding).
 struct Fnv64
@@ -281,6 +283,7 @@ void writeShape(Writer& w, const Shape& s)
     w.vec(s.plane.normal);
     w.f32(s.plane.offset);
     w.u32(s.hullIndex);
+    w.u32(s.catalogueIndex);
 }
 
 Shape readShape(Reader& r)
@@ -299,8 +302,82 @@ Shape readShape(Reader& r)
     s.plane.normal = r.vec();
     s.plane.offset = r.f32();
     s.hullIndex = r.u32();
+    s.catalogueIndex = r.u32();
     return s;
 }
+
+} // namespace
+
+std::uint64_t World::fingerprintAfter(std::uint64_t previous, const CompoundShape& compound)
+{
+    Fnv64 h{previous};
+    h.u32(static_cast<std::uint32_t>(ShapeType::Compound));
+    h.u64(compound.children.size());
+    for (const CompoundChild& child : compound.children)
+    {
+        const Shape& s = child.shape;
+        h.u32(static_cast<std::uint32_t>(s.type));
+        h.f32(s.sphere.radius);
+        h.f32(s.capsule.halfHeight);
+        h.f32(s.capsule.radius);
+        h.vec(s.box.halfExtents);
+        h.u32(s.hullIndex);
+        h.vec(child.transform.p);
+        h.f32(child.transform.q.x);
+        h.f32(child.transform.q.y);
+        h.f32(child.transform.q.z);
+        h.f32(child.transform.q.w);
+    }
+    return h.h;
+}
+
+std::uint64_t World::fingerprintAfter(std::uint64_t previous, const TriangleMesh& mesh)
+{
+    Fnv64 h{previous};
+    h.u32(static_cast<std::uint32_t>(ShapeType::Mesh));
+    h.u64(mesh.vertexCount());
+    for (const Vec3& v : mesh.vertices())
+    {
+        h.vec(v);
+    }
+    h.u64(mesh.triangleCount());
+    for (std::uint32_t t = 0; t < mesh.triangleCount(); ++t)
+    {
+        for (const std::uint32_t i : mesh.triangleVertexIndices(t))
+        {
+            h.u32(i);
+        }
+        h.u32(mesh.activeEdges(t));
+    }
+    return h.h;
+}
+
+std::uint64_t World::fingerprintAfter(std::uint64_t previous, const HeightField& field)
+{
+    Fnv64 h{previous};
+    h.u32(static_cast<std::uint32_t>(ShapeType::HeightField));
+    h.u32(field.sampleCountX());
+    h.u32(field.sampleCountZ());
+    h.f32(field.cellSizeX());
+    h.f32(field.cellSizeZ());
+    h.f32(field.heightScale());
+    h.f32(field.heightOffset());
+    for (std::uint32_t z = 0; z < field.sampleCountZ(); ++z)
+    {
+        for (std::uint32_t x = 0; x < field.sampleCountX(); ++x)
+        {
+            h.u32(field.sample(x, z));
+        }
+    }
+    for (std::uint32_t c = 0; c < field.cellCount(); ++c)
+    {
+        h.u32(field.isHole(c) ? 1u : 0u);
+    }
+    return h.h;
+}
+
+namespace
+{
 
 /// Fingerprint of the hull catalogue: every number of every hull, adjacency included.
 std::uint64_t hullCatalogFingerprint(std::span<const ConvexHull> hulls)
@@ -389,6 +466,7 @@ void World::saveState(std::vector<std::uint8_t>& out) const
     }
 
     w.u64(hullCatalogFingerprint(m_hulls));
+    w.u64(m_geometryFingerprint);
 
     w.u32(static_cast<std::uint32_t>(m_bodies.size()));
     for (std::size_t i = 0; i < m_bodies.size(); ++i)
@@ -511,11 +589,10 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
     }
 
     // Hulls are not stored: the restoring world must hold the same catalogue.
-    if (r.u64() != hullCatalogFingerprint(m_hulls))
+    if (r.u64() != hullCatalogFingerprint(m_hulls) || r.u64() != m_geometryFingerprint)
     {
         return fail(RestoreStatus::HullCatalogMismatch);
     }
-    const std::span<const ConvexHull> hulls(m_hulls);
 
     // Bodies.
     const std::uint32_t slotCount = r.count(m_config.maxBodies, 5);
@@ -600,9 +677,10 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
                             distance(transformPoint(s.transform, s.localCenter), s.center) <=
                                 1e-3f * (1.0f + maxAbs(s.center));
         bool boxOk = plane;
-        if (!plane && poseOk && validateShape(shapes[i], hulls).ok())
+        const bool shapeOk = shapeFits(shapes[i], b.type);
+        if (!plane && poseOk && shapeOk)
         {
-            const Aabb tight = tightBoxOf(shapes[i], s.transform, hulls);
+            const Aabb tight = shapeBoundsAt(shapes[i], s.transform, catalogue());
             const Aabb& fat = fatBoxes[i];
             boxOk =
                 fat.contains(tight) && maxAbs(fat.min) < kMaxCoordinate && maxAbs(fat.max) < kMaxCoordinate;
@@ -618,7 +696,7 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         }
         if ((b.allowedDofs & ~kDofAll) != 0 || (b.islandNext != kNoIsland && b.islandNext >= slotCount) ||
             (b.islandNext != kNoIsland) != b.sleeping || (b.sleeping && b.type != BodyType::Dynamic) ||
-            !validateShape(shapes[i], hulls).ok() || (plane && b.type != BodyType::Static) ||
+            !shapeOk || (plane && b.type != BodyType::Static) ||
             (b.type == BodyType::Dynamic) != (s.inverseMass > 0.0f) || s.inverseMass < 0.0f ||
             m.friction < 0.0f || m.friction > kMaxFriction || m.restitution < 0.0f || m.restitution > 1.0f ||
             m.linearDamping < 0.0f || m.linearDamping > kMaxDamping || m.angularDamping < 0.0f ||

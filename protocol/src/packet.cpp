@@ -381,6 +381,12 @@ const char* shapeKindName(wire::ShapeKind kind)
         return "hull";
     case wire::ShapeKind::Plane:
         return "plane";
+    case wire::ShapeKind::Compound:
+        return "compound";
+    case wire::ShapeKind::Mesh:
+        return "mesh";
+    case wire::ShapeKind::HeightField:
+        return "heightfield";
     }
     return "unknown";
 }

@@ -28,8 +28,9 @@ protocol::SnapshotCodecConfig codecConfigOf(const RoomConfig& config)
 }
 
 protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body,
-                                          std::span<const physics::ConvexHull> hulls)
+                                          const physics::ShapeCatalogue& catalogue)
 {
+    const std::span<const physics::ConvexHull> hulls = catalogue.hulls;
     protocol::CatalogueEntry out;
     out.id = body.id.index;
     out.generation = body.id.generation;
@@ -61,6 +62,16 @@ protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body,
             out.extent = {0.5f * (hi.x - lo.x), 0.5f * (hi.y - lo.y), 0.5f * (hi.z - lo.z)};
         }
         break;
+    case physics::ShapeType::Compound:
+    case physics::ShapeType::Mesh:
+    case physics::ShapeType::HeightField:
+    {
+        // Half extents of the local bounding box (their pieces are not sent yet).
+        const physics::Aabb box = physics::shapeBoundsAt(shape, physics::Transform::identity(), catalogue);
+        out.extent = {0.5f * (box.max.x - box.min.x), 0.5f * (box.max.y - box.min.y),
+                      0.5f * (box.max.z - box.min.z)};
+        break;
+    }
     case physics::ShapeType::Plane:
         break;
     }
@@ -145,7 +156,7 @@ void Replicator::refreshCatalogue(const physics::World& world, std::uint64_t tic
             client->catalogueDirty[id]; // keeps sentVersion/sentTime if already pending: resent as due
         }
     };
-    const std::span<const physics::ConvexHull> hulls = world.hulls();
+    const physics::ShapeCatalogue catalogue = world.catalogue();
     world.forEachBody(
         [&](const physics::BodyState& body)
         {
@@ -160,7 +171,7 @@ void Replicator::refreshCatalogue(const physics::World& world, std::uint64_t tic
             {
                 return; // shapes of live bodies do not change
             }
-            slot.entry = catalogueEntryOf(body, hulls);
+            slot.entry = catalogueEntryOf(body, catalogue);
             slot.version = ++m_catalogueVersion;
             markDirty(id);
         });

@@ -533,6 +533,10 @@ const char* statusName(physics::WorldStatus status)
         return "InvalidHull";
     case physics::WorldStatus::WrongBodyType:
         return "WrongBodyType";
+    case physics::WorldStatus::CatalogueFull:
+        return "CatalogueFull";
+    case physics::WorldStatus::InvalidShape:
+        return "InvalidShape";
     }
     return "unknown";
 }

@@ -305,12 +305,13 @@ TEST_CASE("out-of-range layers are refused, in calls and in snapshots", "[filter
     CHECK(state.group == 0xFFFFFFFFu);
 
     // Snapshot layout: magic, version, config fingerprint (8), gravity (12), step count (8), the 32 rows of
-    // the layer table, the hull fingerprint (8), the slot count, then slot 0: generation, alive, type,
+    // the layer table, the hull and geometry fingerprints (8 + 8), the slot count, then slot 0: generation,
+    // alive, type,
     // sleeping, allowSleep, pendingPlaneTest, proxyMoved, allowedDofs, layer.
     std::vector<std::uint8_t> saved;
     world.saveState(saved);
     constexpr std::size_t kTable = 4 + 4 + 8 + 12 + 8;
-    constexpr std::size_t kLayerOfSlot0 = kTable + 4 * kMaxCollisionLayers + 8 + 4 + 4 + 1 + 6;
+    constexpr std::size_t kLayerOfSlot0 = kTable + 4 * kMaxCollisionLayers + 8 + 8 + 4 + 4 + 1 + 6;
     REQUIRE(saved[kLayerOfSlot0] == kMaxCollisionLayers - 1);
     World target;
     std::vector<std::uint8_t> bad = saved;

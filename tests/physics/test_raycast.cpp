@@ -1380,6 +1380,8 @@ TEST_CASE("rayShape dispatches on the type and checks the hull index", "[raycast
             case ShapeType::Plane:
                 expected = rayPlane(shape.plane, ray, direct);
                 break;
+            default:
+                FAIL("only primitives here");
             }
             REQUIRE(rayShape(shape, ray, hulls, viaShape) == expected);
             if (expected)

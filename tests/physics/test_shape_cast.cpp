@@ -80,6 +80,8 @@ const char* nameOf(ShapeType type)
         return "hull";
     case ShapeType::Plane:
         return "plane";
+    default:
+        break;
     }
     return "?";
 }
@@ -137,6 +139,8 @@ Shape randomShape(std::mt19937& rng, ShapeType type, std::vector<ConvexHull>& hu
     }
     case ShapeType::Plane:
         return Shape::makePlane(randomUnit(rng), uniform(rng, -1.0f, 1.0f));
+    default:
+        break;
     }
     return {};
 }
@@ -161,10 +165,9 @@ double boundOf(const Shape& s, std::span<const ConvexHull> hulls)
         }
         return best;
     }
-    case ShapeType::Plane:
+    default:
         return 0.0;
     }
-    return 0.0;
 }
 
 bool isRounded(ShapeType type)

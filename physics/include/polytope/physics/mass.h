@@ -70,8 +70,21 @@ MassProperties computeMassProperties(const BoxShape& box, float density);
 /// positive gives all zeros.
 MassProperties computeMassProperties(const ConvexHull& hull, float density);
 
+/// Checks a compound: 1 .. kMaxCompoundChildren children, each a valid convex shape (sphere, capsule, box or
+/// hull, by validateShape against `hulls`) at a finite transform with a unit rotation (within 1e-3) and an
+/// offset within kMaxShapeSizeMeters.
+ShapeValidation validateCompound(const CompoundShape& compound, std::span<const ConvexHull> hulls = {});
+
+/// Solid union of a compound's children at one density (overlaps counted twice, as Jolt and Bullet do):
+/// the sum of the children's masses, their mass-weighted centre, and their inertias rotated into the
+/// compound's axes and moved to that centre (parallel axis), in double. A compound that fails
+/// validateCompound gives all zeros.
+MassProperties computeMassProperties(const CompoundShape& compound, float density,
+                                     std::span<const ConvexHull> hulls = {});
+
 /// Mass properties of any shape: planes (static only) and shapes that fail validateShape give all
-/// zeros; hulls are looked up in `hulls` by shape.hullIndex.
+/// zeros; hulls are looked up in `hulls` by shape.hullIndex. Compounds, meshes and heightfields (whose
+/// geometry this does not see) give all zeros: see the compound overload.
 MassProperties computeMassProperties(const Shape& shape, float density,
                                      std::span<const ConvexHull> hulls = {});
 

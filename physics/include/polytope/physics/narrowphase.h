@@ -31,15 +31,17 @@ ContactManifold collideSphereHull(const SphereShape& a, const ConvexHull& b, con
 ContactManifold collideCapsuleHull(const CapsuleShape& a, const ConvexHull& b, const Transform& bInA,
                                    float speculativeMarginMeters);
 
-/// Whether the dispatch table has a routine for the pair (false only for plane-plane and for types out of
-/// range).
+/// Whether two shapes of these types can make contact: false for two of plane, mesh and heightfield (level
+/// geometry, never dynamic) and for types out of range. Pairs of primitives (Sphere .. Plane) are served by
+/// collideShapesLocal; pairs with a compound, mesh or heightfield by collideComposite (collide_composite.h).
 bool canCollide(ShapeType a, ShapeType b);
 
 /// The contact manifold of shapes A and B, in A's local frame (normal from A to B), with every point whose
 /// separation is at most `speculativeMarginMeters`. `bInA` is B's transform in A's frame
 /// (relativeTransform(transformA, transformB)). Hull shapes are looked up in `hulls` by Shape::hullIndex;
 /// the caller guarantees the index is valid (the World validates shapes at creation). A pair without a
-/// routine (plane-plane) gives an empty manifold.
+/// routine in the table (plane-plane, and any compound, mesh or heightfield: see collide_composite.h)
+/// gives an empty manifold.
 ContactManifold collideShapesLocal(const Shape& a, const Shape& b, const Transform& bInA,
                                    float speculativeMarginMeters, std::span<const ConvexHull> hulls);
 

@@ -100,8 +100,9 @@ bool rayHull(const ConvexHull& hull, const RayCastInput& ray, RayCastHit& hit);
 /// hits at t = 0. A zero-length ray inside reports plane.normal.
 bool rayPlane(const PlaneShape& plane, const RayCastInput& ray, RayCastHit& hit);
 
-/// Ray against any shape, dispatched on shape.type. Hull shapes use hulls[shape.hullIndex] (the world's
-/// hull catalogue); an index out of range returns false.
+/// Ray against a primitive shape (sphere .. plane), dispatched on shape.type. Hull shapes use
+/// hulls[shape.hullIndex] (the world's hull catalogue); an index out of range returns false, and so do
+/// compounds, meshes and heightfields, whose geometry only the World's queries see.
 bool rayShape(const Shape& shape, const RayCastInput& ray, std::span<const ConvexHull> hulls,
               RayCastHit& hit);
 

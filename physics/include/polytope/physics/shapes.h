@@ -1,7 +1,9 @@
 // Polytope physics: collision shapes, in their local frames.
 //
 // Shapes are plain data. Each narrowphase routine takes two of these structs and the transform of the
-// second in the first's local frame; a table indexed by the two ShapeTypes picks the routine.
+// second in the first's local frame; a table indexed by the two ShapeTypes picks the routine for the convex
+// shapes and planes (narrowphase.h), and collide_composite.h serves compounds, triangle meshes and
+// heightfields, whose geometry lives in the world's catalogues (ShapeCatalogue).
 #pragma once
 
 #include "polytope/physics/math.h"
@@ -18,9 +20,22 @@ enum class ShapeType : std::uint8_t
     Capsule = 1,
     Box = 2,
     Hull = 3,
-    Plane = 4, ///< static only: an infinite half-space
+    Plane = 4,       ///< static only: an infinite half-space
+    Compound = 5,    ///< several convex children at local transforms (CompoundShape), any body type
+    Mesh = 6,        ///< a triangle mesh (triangle_mesh.h): static or kinematic bodies only
+    HeightField = 7, ///< a heightfield (heightfield.h): static or kinematic bodies only
 };
-inline constexpr int kShapeTypeCount = 5;
+/// Every shape type.
+inline constexpr int kShapeTypeCount = 8;
+/// The types with a routine per pair in the narrowphase table (narrowphase.h): Sphere .. Plane.
+inline constexpr int kPrimitiveShapeTypeCount = 5;
+
+/// Whether `type` is convex (sphere, capsule, box, hull): what compounds are made of and what queries cast.
+constexpr bool isConvexType(ShapeType type)
+{
+    return type == ShapeType::Sphere || type == ShapeType::Capsule || type == ShapeType::Box ||
+           type == ShapeType::Hull;
+}
 
 /// A sphere about the local origin.
 struct SphereShape
@@ -94,8 +109,9 @@ struct MassProperties
     Mat3 inertia = Mat3::zero(); ///< kg m^2, about the centre of mass, local axes
 };
 
-/// A shape as a body holds it: the type tag selects which member is meaningful. Hull geometry lives in
-/// the world's hull catalogue and is referenced by index, so a Shape stays a small value type.
+/// A shape as a body holds it: the type tag selects which member is meaningful. Hulls, compounds, meshes
+/// and heightfields live in the world's catalogues and are referenced by index, so a Shape stays a small
+/// value type.
 struct Shape
 {
     ShapeType type = ShapeType::Sphere;
@@ -103,7 +119,9 @@ struct Shape
     CapsuleShape capsule{};
     BoxShape box{};
     PlaneShape plane{};
-    std::uint32_t hullIndex = 0; ///< index into the world's hull catalogue, for ShapeType::Hull
+    std::uint32_t hullIndex = 0;      ///< index into the world's hull catalogue, for ShapeType::Hull
+    std::uint32_t catalogueIndex = 0; ///< Compound, Mesh, HeightField: index into the world's catalogue of
+                                      ///< that type (World::addCompound, addMesh, addHeightField)
 
     static Shape makeSphere(float radius)
     {
@@ -133,6 +151,43 @@ struct Shape
         s.plane = {normal, offset};
         return s;
     }
+    static Shape makeHull(std::uint32_t hullIndex)
+    {
+        Shape s;
+        s.type = ShapeType::Hull;
+        s.hullIndex = hullIndex;
+        return s;
+    }
+    /// A compound, mesh or heightfield: `type` with its catalogue index.
+    static Shape makeCatalogued(ShapeType type, std::uint32_t catalogueIndex)
+    {
+        Shape s;
+        s.type = type;
+        s.catalogueIndex = catalogueIndex;
+        return s;
+    }
+};
+
+/// Most children a compound may have. Contacts visit every child whose box meets the other shape's, so
+/// a compound is meant for a handful to a few dozen parts (a chair, a vehicle's hull, a dumbbell); a level
+/// made of many pieces is a triangle mesh.
+inline constexpr std::uint32_t kMaxCompoundChildren = 64;
+
+/// One part of a compound: a convex shape (sphere, capsule, box or hull) at a transform in the compound's
+/// frame.
+struct CompoundChild
+{
+    Shape shape{};
+    Transform transform{}; ///< the child's shape origin in the compound's frame; unit rotation
+};
+
+/// Several convex shapes moving as one rigid body (after Jolt's StaticCompoundShape and Bullet's
+/// btCompoundShape). Its mass, centre of mass and inertia are those of the union of its children at one
+/// density (overlaps counted twice, as in Jolt and Bullet). Contacts with it are gathered from the
+/// children and reduced to one manifold per body pair, as for meshes (collide_composite.h).
+struct CompoundShape
+{
+    std::vector<CompoundChild> children; ///< 1 .. kMaxCompoundChildren
 };
 
 } // namespace polytope::physics

@@ -23,15 +23,18 @@
 #pragma once
 
 #include "polytope/physics/broadphase.h"
+#include "polytope/physics/collide_composite.h"
 #include "polytope/physics/constraint_graph.h"
 #include "polytope/physics/contact_solver.h"
 #include "polytope/physics/function_ref.h"
+#include "polytope/physics/heightfield.h"
 #include "polytope/physics/island.h"
 #include "polytope/physics/manifold.h"
 #include "polytope/physics/math.h"
 #include "polytope/physics/raycast.h"
 #include "polytope/physics/shape_cast.h"
 #include "polytope/physics/shapes.h"
+#include "polytope/physics/triangle_mesh.h"
 
 #include <array>
 #include <cstddef>
@@ -145,9 +148,12 @@ struct WorldConfig
     Vec3 gravity{0.0f, -9.81f, 0.0f}; ///< m/s^2
 
     // Capacities, fixed at creation (memory is reserved up front so that steps do not allocate).
-    std::uint32_t maxBodies = 65536;   ///< bodies alive at once
-    std::uint32_t maxContacts = 65536; ///< body pairs with overlapping fat boxes (touching or not)
-    std::uint32_t maxHulls = 1024;     ///< entries of the hull catalogue
+    std::uint32_t maxBodies = 65536;    ///< bodies alive at once
+    std::uint32_t maxContacts = 65536;  ///< body pairs with overlapping fat boxes (touching or not)
+    std::uint32_t maxHulls = 1024;      ///< entries of the hull catalogue
+    std::uint32_t maxCompounds = 1024;  ///< entries of the compound catalogue
+    std::uint32_t maxMeshes = 256;      ///< entries of the triangle mesh catalogue
+    std::uint32_t maxHeightFields = 64; ///< entries of the heightfield catalogue
 
     // Solver (Box2D v3's soft step).
     int substeps = 4;                    ///< solver substeps per step, 1 .. 64
@@ -201,10 +207,9 @@ enum class WorldStatus : std::uint8_t
     HullCapacityReached, ///< addHull refused: maxHulls hulls exist
     InvalidHull,         ///< addHull refused: the hull is not a closed, finite solid
     WrongBodyType,       ///< the call does not apply to this body's type (e.g. a force on a static body)
+    CatalogueFull,       ///< addCompound, addMesh or addHeightField refused: that catalogue is full
+    InvalidShape,        ///< addCompound, addMesh or addHeightField refused: invalid or empty geometry
 };
-
-/// The tight world-frame box of `shape` (not a plane) placed at `transform`; hulls come from `hulls`.
-Aabb tightBoxOf(const Shape& shape, const Transform& transform, std::span<const ConvexHull> hulls);
 
 /// Result of createBody: the id, or a null id and the reason.
 struct CreateBodyResult
@@ -213,12 +218,14 @@ struct CreateBodyResult
     WorldStatus status = WorldStatus::Ok;
 };
 
-/// Result of addHull: the catalogue index to put in Shape::hullIndex, or the reason it was refused.
-struct AddHullResult
+/// Result of addHull, addCompound, addMesh and addHeightField: the catalogue index to put in the Shape
+/// (Shape::hullIndex, or Shape::catalogueIndex), or the reason it was refused.
+struct AddShapeResult
 {
     std::uint32_t index = 0;
     WorldStatus status = WorldStatus::Ok;
 };
+using AddHullResult = AddShapeResult;
 
 /// What went wrong in a step, as bits (like Jolt's EPhysicsUpdateError). The step still completes.
 enum class StepFlag : std::uint32_t
@@ -248,7 +255,8 @@ enum class RestoreStatus : std::uint8_t
     BadMagic,            ///< not a saved world
     BadVersion,          ///< saved by another format version
     ConfigMismatch,      ///< saved by a world with different capacities or solver settings
-    HullCatalogMismatch, ///< saved by a world whose hull catalogue differs from this world's
+    HullCatalogMismatch, ///< saved by a world whose catalogues (hulls, compounds, meshes, heightfields)
+                         ///< differ from this world's
     Corrupt,             ///< sizes, indices or numbers out of range (including NaN/inf), or trailing bytes
 };
 
@@ -353,6 +361,7 @@ struct RayQueryHit
     float fraction = 0.0f; ///< t of the hit along the ray, in [0, maxFraction]
     Vec3 point{};          ///< metres, world frame
     Vec3 normal{};         ///< unit, world frame, out of the body's surface (see raycast.h for starts inside)
+    std::uint32_t subShape = 0; ///< the compound child or the mesh or heightfield triangle hit; 0 otherwise
 };
 
 /// A shape cast's hit on a body (ShapeCastHit of shape_cast.h, with the body).
@@ -364,6 +373,7 @@ struct ShapeQueryHit
     Vec3 normal{0.0f, 1.0f, 0.0f}; ///< unit, world frame: from the body toward the moving shape
     float penetrationDepth = 0.0f; ///< metres, >= 0: overlap at the start (startPenetrating only)
     bool startPenetrating = false; ///< the shape overlaps the body at fraction 0
+    std::uint32_t subShape = 0; ///< the compound child or the mesh or heightfield triangle hit; 0 otherwise
 };
 
 /// The distance from a query shape to a body, with the closest points (or, overlapping, the deepest ones).
@@ -376,6 +386,7 @@ struct DistanceQueryResult
     Vec3 pointOnBody{};            ///< metres, world frame: on the body
     Vec3 normal{0.0f, 1.0f, 0.0f}; ///< unit, world frame, from the body toward the query shape:
                                    ///< pointOnShape - pointOnBody = distance * normal
+    std::uint32_t subShape = 0; ///< the nearest compound child or mesh or heightfield triangle; 0 otherwise
 };
 
 /// What a query's per-hit callback returns (Box2D's b2CastResultFcn convention): a negative value to ignore
@@ -400,6 +411,28 @@ class World
     AddHullResult addHull(const ConvexHull& hull);
     /// The hull catalogue.
     std::span<const ConvexHull> hulls() const { return m_hulls; }
+    /// Adds a compound (see CompoundShape; checked by validateCompound against the hull catalogue, so add
+    /// its hulls first) and returns its index for Shape::catalogueIndex (Shape::makeCatalogued). Compounds
+    /// may be on bodies of any type.
+    AddShapeResult addCompound(const CompoundShape& compound);
+    /// Adds a triangle mesh, shared (worlds of one server may hold the same level without copying it), and
+    /// returns its index for Shape::catalogueIndex. Meshes go on static or kinematic bodies. InvalidShape for
+    /// a null or empty mesh.
+    AddShapeResult addMesh(std::shared_ptr<const TriangleMesh> mesh);
+    /// Adds a heightfield, shared, for static or kinematic bodies; as addMesh.
+    AddShapeResult addHeightField(std::shared_ptr<const HeightField> heightField);
+    /// Every catalogue, for the narrowphase and queries (views valid until the next add).
+    ShapeCatalogue catalogue() const { return {m_hulls, m_compounds, m_meshPointers, m_heightFieldPointers}; }
+    std::span<const CompoundShape> compounds() const { return m_compounds; }
+    /// The mesh at a catalogue index (< meshCount()).
+    const TriangleMesh& mesh(std::uint32_t index) const { return *m_meshes[index]; }
+    std::uint32_t meshCount() const { return static_cast<std::uint32_t>(m_meshes.size()); }
+    /// The heightfield at a catalogue index (< heightFieldCount()).
+    const HeightField& heightField(std::uint32_t index) const { return *m_heightFields[index]; }
+    std::uint32_t heightFieldCount() const { return static_cast<std::uint32_t>(m_heightFields.size()); }
+    /// Whether `shape` can go on a body of `type` in this world: valid numbers, catalogue indices in range,
+    /// planes static, meshes and heightfields not dynamic.
+    bool shapeFits(const Shape& shape, BodyType type) const;
 
     /// Adds a body. Refuses (with a status, never a crash) when full or when the description is invalid.
     CreateBodyResult createBody(const BodyDesc& desc);
@@ -669,7 +702,8 @@ class World
     void updatePairs(StepStatus& status);
     bool collectPairCandidates(); ///< false when the candidate list overflowed
     void mergeNewPairs(StepStatus& status);
-    bool updateContact(Contact& contact); ///< the narrowphase of one pair, with the margins m_reach holds
+    /// The narrowphase of one pair, with the margins m_reach holds, on thread `thread`.
+    bool updateContact(Contact& contact, int thread);
     /// Moves the contact's manifold with B when the pair has moved too little since it was computed to
     /// change which points it has; false (and nothing changed) when it must be computed again.
     bool reuseManifold(Contact& contact, const Transform& relative, float margin) const;
@@ -694,6 +728,19 @@ class World
 
     WorldConfig m_config;
     std::vector<ConvexHull> m_hulls;
+    std::vector<CompoundShape> m_compounds;
+    std::vector<std::shared_ptr<const TriangleMesh>> m_meshes;
+    std::vector<const TriangleMesh*> m_meshPointers; ///< m_meshes' raw pointers, for ShapeCatalogue
+    std::vector<std::shared_ptr<const HeightField>> m_heightFields;
+    std::vector<const HeightField*> m_heightFieldPointers;
+    /// A fingerprint of the compound, mesh and heightfield catalogues, mixed in as each is added (snapshots
+    /// check it; world_state.cpp).
+    std::uint64_t m_geometryFingerprint = 0;
+    static std::uint64_t fingerprintAfter(std::uint64_t previous, const CompoundShape& compound);
+    static std::uint64_t fingerprintAfter(std::uint64_t previous, const TriangleMesh& mesh);
+    static std::uint64_t fingerprintAfter(std::uint64_t previous, const HeightField& field);
+    /// Per thread: the pieces' manifolds of a compound, mesh or heightfield contact (collideComposite).
+    std::vector<std::vector<TriangleContactManifold>> m_pieceScratch;
     std::vector<Body> m_bodies;
     std::vector<BodySim> m_sims;
     std::vector<Material> m_materials;
