@@ -5,7 +5,8 @@
 // broadphase reports the overlap and destroyed when the fat boxes part. Contacts live in a pool and are
 // indexed by a vector of (pair key, pool index) sorted by key: new pairs (sorted) are merged in linearly, so
 // the iteration order is a function of the pairs alone. Planes are infinite and stay out of the broadphase
-// tree: a body whose fat box changed is tested against each plane instead.
+// tree: a body whose fat box changed is tested against each plane instead. A pair with a sensor is a contact
+// too, flagged and without a manifold, so that only world_sensors.cpp looks at it.
 //
 // Speculative margin. A pair's narrowphase margin is speculativeDistance plus how far the two bodies can
 // travel in one step (|v| dt + |w| dt * extent, capped by maxSpeculativeDistance), so a fast body meets a
@@ -499,6 +500,7 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     body.allowedDofs = desc.allowedDofs;
     body.layer = desc.layer;
     body.group = desc.group;
+    body.sensor = desc.isSensor;
     body.islandNext = kNoIsland;
     body.userData = desc.userData;
     body.proxy = kNullProxy;
@@ -528,6 +530,11 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
         body.pendingPlaneTest = true;
         body.proxyMoved = true;
     }
+    if (desc.isSensor)
+    {
+        reserveSensorBuffers();
+        ++m_sensorCount;
+    }
     ++m_bodyCount;
     return {{index, body.generation}, WorldStatus::Ok};
 }
@@ -553,6 +560,7 @@ WorldStatus World::destroyBody(BodyId id)
                 wakeIsland(c.bodyA == index ? c.bodyB : c.bodyA);
                 reportEnd(c, m_pendingEndEvents);
             }
+            reportSensorEnd(c, m_pendingSensorEndEvents);
             m_freeContacts.push_back(entry.contact);
             continue;
         }
@@ -569,7 +577,12 @@ WorldStatus World::destroyBody(BodyId id)
     {
         m_planes.erase(std::find(m_planes.begin(), m_planes.end(), index));
     }
+    if (body.sensor)
+    {
+        --m_sensorCount;
+    }
     body.alive = false;
+    body.sensor = false;
     body.proxy = kNullProxy;
     body.sleeping = false;
     body.pendingPlaneTest = false;
@@ -601,6 +614,7 @@ void World::fillState(std::uint32_t index, BodyState& out) const
     out.layer = body.layer;
     out.group = body.group;
     out.userData = body.userData;
+    out.isSensor = body.sensor;
 }
 
 bool World::getBody(BodyId id, BodyState& out) const
@@ -873,6 +887,10 @@ bool World::pairEligible(std::uint32_t a, std::uint32_t b) const
     {
         return false;
     }
+    if (m_bodies[a].sensor || m_bodies[b].sensor)
+    {
+        return sensorPairEligible(a, b);
+    }
     if (m_bodies[a].type != BodyType::Dynamic && m_bodies[b].type != BodyType::Dynamic)
     {
         return false;
@@ -997,6 +1015,7 @@ void World::mergeNewPairs(StepStatus& status)
         c = Contact{};
         c.bodyA = lo;
         c.bodyB = hi;
+        c.sensor = m_bodies[lo].sensor || m_bodies[hi].sensor;
         c.friction = std::sqrt(m_materials[lo].friction * m_materials[hi].friction);
         c.restitution = std::max(m_materials[lo].restitution, m_materials[hi].restitution);
         m_contactKeysMerge.push_back({key, index});
@@ -1090,6 +1109,10 @@ bool World::reuseManifold(Contact& contact, const Transform& relative, float mar
 
 bool World::updateContact(Contact& contact, int thread)
 {
+    if (contact.sensor)
+    {
+        return false; // no manifold: evaluated at the end of the step (updateSensors)
+    }
     const std::uint32_t a = contact.bodyA;
     const std::uint32_t b = contact.bodyB;
     const float reach = std::min(m_reach[a] + m_reach[b], m_config.maxSpeculativeDistance);
@@ -1299,6 +1322,7 @@ void World::collide()
         const ContactKey entry = m_contactKeys[k];
         if (m_contactUpdated[entry.contact] == kContactRemove)
         {
+            reportSensorEnd(m_contacts[entry.contact], m_sensorEndEvents); // a sensor pair teleported apart
             m_freeContacts.push_back(entry.contact);
             continue;
         }
@@ -2065,6 +2089,7 @@ StepStatus World::step(float dt)
         m_stats.droppedContactEvents = m_droppedPendingEvents;
         m_droppedPendingEvents = 0;
     }
+    beginSensorStep();
     // Broadphase boxes cover this step's motion, with the velocities as they are now (after any calls
     // since the last step), so every contact the step needs exists before it starts. The tight boxes are
     // those of the poses the last step (or createBody, setTransform, restoreState) left.
@@ -2109,6 +2134,7 @@ StepStatus World::step(float dt)
     }
     finalizeBodies(dt, status);
     updateSleep();
+    updateSensors();
 
     std::uint32_t sleeping = 0;
     for (const Body& body : m_bodies)
@@ -2120,6 +2146,10 @@ StepStatus World::step(float dt)
     if (m_stats.droppedContactEvents > 0)
     {
         status.set(StepFlag::ContactEventCapacityReached);
+    }
+    if (m_stats.droppedSensorEvents > 0)
+    {
+        status.set(StepFlag::SensorEventCapacityReached);
     }
     ++m_stepCount;
     return status;

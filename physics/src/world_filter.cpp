@@ -12,7 +12,8 @@
 //  - pairs newly allowed: the broadphase reports pairs only when a proxy moves, so the bodies concerned are
 //    marked moved (BroadphaseTree::touchProxy; and their plane tests redone) and their pairs are reported
 //    again. Sleeping bodies in such pairs are woken at once: a contact between two resting bodies would
-//    otherwise not be computed until something woke them.
+//    otherwise not be computed until something woke them. Sensor pairs wake nothing: they are evaluated
+//    at the end of every step, asleep or not (world_sensors.cpp).
 // The marks are the ones a moved proxy leaves (Body::proxyMoved, pendingPlaneTest), which snapshots carry;
 // m_filtersChanged is not stored: restoreState sets it when a contact it loads is filtered.
 #include "polytope/physics/world.h"
@@ -97,7 +98,7 @@ WorldStatus World::setLayersCollide(std::uint32_t a, std::uint32_t b, bool colli
     auto wakeIfNewPair = [&](std::uint32_t i, std::uint32_t j)
     {
         const std::uint32_t other = m_bodies[i].layer == a ? b : a;
-        if (m_bodies[j].layer == other && pairEligible(i, j))
+        if (m_bodies[j].layer == other && pairEligible(i, j) && !m_bodies[i].sensor && !m_bodies[j].sensor)
         {
             wakeIsland(i);
             wakeIsland(j);
@@ -168,6 +169,7 @@ WorldStatus World::setBodyFilter(BodyId id, std::uint8_t layer, std::uint32_t gr
         for (std::uint32_t j = 0; j < static_cast<std::uint32_t>(m_bodies.size()); ++j)
         {
             if (m_bodies[j].alive && m_bodies[j].proxy != kNullProxy && pairEligible(index, j) &&
+                !body.sensor && !m_bodies[j].sensor &&
                 boxReachesPlane(m_shapes[index], m_sims[index].transform, m_fatBoxes[j]))
             {
                 wakeIsland(j);
@@ -179,7 +181,7 @@ WorldStatus World::setBodyFilter(BodyId id, std::uint8_t layer, std::uint32_t gr
                            [&](std::int32_t proxy)
                            {
                                const auto j = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
-                               if (pairEligible(index, j))
+                               if (pairEligible(index, j) && !body.sensor && !m_bodies[j].sensor)
                                {
                                    wakeIsland(j);
                                }
@@ -207,6 +209,7 @@ void World::removeFilteredContacts()
             wakeIsland(c.bodyB);
             reportEnd(c, m_endEvents);
         }
+        reportSensorEnd(c, m_sensorEndEvents);
         m_freeContacts.push_back(entry.contact);
     }
     m_contactKeys.resize(out);

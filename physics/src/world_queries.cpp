@@ -191,7 +191,8 @@ bool World::queryAccepts(const QueryFilter& filter, std::uint32_t index) const
     const Body& body = m_bodies[index];
     const auto typeBit = static_cast<std::uint8_t>(1u << static_cast<unsigned>(body.type));
     if (!body.alive || ((filter.layerMask >> body.layer) & 1u) == 0 || (filter.bodyTypes & typeBit) == 0 ||
-        (filter.ignoreGroup != 0 && body.group == filter.ignoreGroup))
+        (filter.ignoreGroup != 0 && body.group == filter.ignoreGroup) ||
+        (body.sensor && !filter.includeSensors))
     {
         return false;
     }

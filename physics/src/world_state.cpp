@@ -9,10 +9,11 @@
 //               world must have added the same ones (in the same order) before restoring
 //   bodies      every slot (dead ones keep their generation, so stale ids stay stale), with motion state,
 //               mass, material, shape, fat box, sleep state and island links, forces pending, collision
-//               layer and group
+//               layer and group, sensor flag
 //   free slots  in LIFO order (slot reuse order is part of the future)
 //   contacts    in key order: bodies, manifold (points, feature ids), accumulated impulses, and what
-//               manifold reuse needs (the pose the manifold is for, margin and slack left)
+//               manifold reuse needs (the pose the manifold is for, margin and slack left); for a sensor
+//               pair, whether it overlaps (and the pose that was found at, in the same fields)
 // The broadphase tree is not stored: it is rebuilt from the fat boxes. Its shape may differ from the
 // original, but pairs are reported as a set and sorted by body slots, so the contacts come out the same.
 // Proxies whose fat box changed since the last pair update are marked moved again, as they were.
@@ -37,7 +38,8 @@ namespace
 constexpr std::uint32_t kSnapshotMagic = 0x53575450u; // "PTWS" little-endian
 constexpr std::uint32_t kSnapshotVersion = 5; ///< 2: contacts carry their manifold-reuse state; 3: impulses
                                               ///< per step, bodies' substep levels; 4: collision filters;
-                                              ///< 5: compounds, meshes and heightfields
+                                              ///< 5: compounds, meshes and heightfields, sensors (the
+                                              ///< body's flag, the pair's flag and overlap)
 
 /// FNV-1a, 64 bits, over explicit little pieces (never over structs with padding).
 struct Fnv64
@@ -486,6 +488,7 @@ void World::saveState(std::vector<std::uint8_t>& out) const
         w.u8(b.allowedDofs);
         w.u8(b.layer);
         w.u32(b.group);
+        w.u8(b.sensor ? 1 : 0);
         w.u32(b.islandNext);
         w.u64(b.userData);
         writeShape(w, m_shapes[i]);
@@ -546,6 +549,8 @@ void World::saveState(std::vector<std::uint8_t>& out) const
         w.quat(c.cacheRelative.q);
         w.f32(c.cacheMargin);
         w.f32(c.cacheSlack);
+        w.u8(c.sensor ? 1 : 0);
+        w.u8(c.sensorOverlap ? 1 : 0);
     }
 }
 
@@ -625,6 +630,7 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         b.allowedDofs = r.u8();
         b.layer = r.u8();
         b.group = r.u32();
+        b.sensor = r.boolean();
         if (b.layer >= kMaxCollisionLayers)
         {
             return fail(RestoreStatus::Corrupt);
@@ -746,7 +752,7 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
     }
 
     // Contacts, in key order.
-    const std::uint32_t contactCount = r.count(m_config.maxContacts, 4 + 4 + 12 + 1 + 8 + 36);
+    const std::uint32_t contactCount = r.count(m_config.maxContacts, 4 + 4 + 12 + 1 + 8 + 36 + 2);
     std::vector<Contact> contacts(contactCount);
     std::vector<ContactKey> keys(contactCount);
     for (std::uint32_t k = 0; k < contactCount; ++k)
@@ -786,6 +792,8 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         c.cacheRelative.q = r.quat();
         c.cacheMargin = r.f32();
         c.cacheSlack = r.f32();
+        c.sensor = r.boolean();
+        c.sensorOverlap = r.boolean();
         const float turnLength2 = dot(c.cacheRelative.q, c.cacheRelative.q);
         if (!(maxAbs(c.cacheRelative.p) <= 2.0f * kWorldBoundMeters) ||
             !(turnLength2 > 0.99f && turnLength2 < 1.01f) ||
@@ -803,8 +811,28 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         }
         if (!r.ok || c.bodyA >= slotCount || c.bodyB >= slotCount || c.bodyA == c.bodyB ||
             !bodies[c.bodyA].alive || !bodies[c.bodyB].alive ||
-            (bodies[c.bodyA].type != BodyType::Dynamic && bodies[c.bodyB].type != BodyType::Dynamic) ||
             !canCollide(shapes[c.bodyA].type, shapes[c.bodyB].type))
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        // The pair is one the world makes (World::pairEligible, filters aside): a sensor pair has one
+        // sensor, no manifold, and an overlap only once evaluated (cacheMargin 0); any other pair has a
+        // dynamic body.
+        const Body& bodyA = bodies[c.bodyA];
+        const Body& bodyB = bodies[c.bodyB];
+        if (c.sensor)
+        {
+            const Body& sensor = bodyA.sensor ? bodyA : bodyB;
+            const Body& visitor = bodyA.sensor ? bodyB : bodyA;
+            if (!sensor.sensor || visitor.sensor || c.manifold.pointCount != 0 ||
+                (sensor.type != BodyType::Dynamic && visitor.type == BodyType::Static) ||
+                !(c.cacheMargin == 0.0f || (c.cacheMargin == -1.0f && !c.sensorOverlap)))
+            {
+                return fail(RestoreStatus::Corrupt);
+            }
+        }
+        else if (bodyA.sensor || bodyB.sensor || c.sensorOverlap ||
+                 (bodyA.type != BodyType::Dynamic && bodyB.type != BodyType::Dynamic))
         {
             return fail(RestoreStatus::Corrupt);
         }
@@ -854,15 +882,29 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
     {
         m_filtersChanged = m_filtersChanged || !filtersAllow(c.bodyA, c.bodyB);
     }
+    m_sensorCount = 0;
+    for (const Body& body : m_bodies)
+    {
+        m_sensorCount += body.alive && body.sensor ? 1u : 0u;
+    }
+    if (m_sensorCount > 0)
+    {
+        reserveSensorBuffers();
+    }
     rebuildBroadphase();
     m_stats = StepStats{};
     // Events are transient: those of the last step and the ends pending from destroyBody belong to the
-    // timeline left behind. Restored manifolds keep their points, so touching pairs report no new begin.
+    // timeline left behind. Restored manifolds keep their points, so touching pairs report no new begin;
+    // sensor pairs keep their overlap, likewise.
     m_beginEvents.clear();
     m_endEvents.clear();
     m_hitEvents.clear();
     m_pendingEndEvents.clear();
     m_droppedPendingEvents = 0;
+    m_sensorBeginEvents.clear();
+    m_sensorEndEvents.clear();
+    m_pendingSensorEndEvents.clear();
+    m_droppedPendingSensorEvents = 0;
     return RestoreStatus::Ok;
 }
 

@@ -16,7 +16,9 @@
 //      with soft position bias, integrate positions, relax; then restitution and storing impulses. Islands
 //      that would sag or buckle at the base rate (tall stacks and walls, heavy bodies on light ones) are
 //      solved with 2, 4, .. times the substeps and as much stiffer contacts (chooseSubstepLevels);
-//   5. fat boxes follow the bodies; islands whose bodies all rested long enough fall asleep.
+//   5. fat boxes follow the bodies; islands whose bodies all rested long enough fall asleep;
+//   6. sensors (BodyDesc::isSensor) find which bodies overlap them at the poses the step ended with
+//      (world_sensors.cpp).
 //
 // Capacities (bodies, contacts, hulls) are fixed by WorldConfig and reserved at creation, so a step
 // allocates nothing; running out is reported (createBody's status, step's StepStatus), never a crash.
@@ -123,6 +125,8 @@ struct BodyDesc
     std::uint32_t group = 0;            ///< 0: none; bodies sharing a non-zero group never collide with
                                         ///< each other (a ragdoll's parts, a player and its projectiles)
     std::uint64_t userData = 0;
+    bool isSensor = false; ///< a trigger: reports the bodies that overlap it (World::sensorEvents) and
+                           ///< has no contact response at all (see "Sensors" below). Fixed at creation
 };
 
 /// A read-only view of one body's state.
@@ -140,6 +144,7 @@ struct BodyState
     std::uint8_t layer = 0;  ///< collision layer (BodyDesc::layer)
     std::uint32_t group = 0; ///< collision group (BodyDesc::group)
     std::uint64_t userData = 0;
+    bool isSensor = false; ///< BodyDesc::isSensor
 };
 
 /// Every tunable of the world, with defaults for metre-sized objects at 60 Hz.
@@ -196,6 +201,12 @@ struct WorldConfig
                                         ///< in a step (and that was pushed apart) reports a hit
     std::uint32_t maxContactEvents = 0; ///< events of each kind (begin, end, hit) a step can report; 0:
                                         ///< maxContacts. Beyond it they are dropped and counted
+
+    // Sensor events (World::sensorEvents). Sensors track their overlaps either way (World::sensorOverlaps).
+    bool enableSensorEvents = true;    ///< false: no sensor events are gathered
+    std::uint32_t maxSensorEvents = 0; ///< sensor events of each kind (begin, end) a step can report; 0:
+                                       ///< maxContacts. Beyond it they are dropped and counted. Reserved
+                                       ///< when the first sensor is created
 };
 
 enum class WorldStatus : std::uint8_t
@@ -233,6 +244,7 @@ enum class StepFlag : std::uint32_t
     InvalidTimeStep = 1u << 0,             ///< dt was not finite and > 0: nothing was simulated
     ContactCapacityReached = 1u << 1,      ///< some new body pairs got no contact (WorldConfig::maxContacts)
     ContactEventCapacityReached = 1u << 3, ///< some contact events were dropped (maxContactEvents)
+    SensorEventCapacityReached = 1u << 4,  ///< some sensor events were dropped (maxSensorEvents)
     NonFiniteBodyState = 1u << 2, ///< a body's state became NaN/inf or left kWorldBoundMeters (bad forces?)
                                   ///< and was stopped at its last good pose
 };
@@ -265,7 +277,7 @@ struct StepStats
 {
     std::uint32_t awakeBodies = 0; ///< dynamic and kinematic bodies simulated
     std::uint32_t sleepingBodies = 0;
-    std::uint32_t contacts = 0;         ///< body pairs with overlapping fat boxes
+    std::uint32_t contacts = 0;         ///< body pairs with overlapping fat boxes (sensor pairs included)
     std::uint32_t touchingContacts = 0; ///< contacts with at least one manifold point (solved)
     std::uint32_t contactPoints = 0;    ///< manifold points solved
     std::uint32_t islands = 0;          ///< awake islands
@@ -273,6 +285,8 @@ struct StepStats
     std::uint32_t raisedBodies = 0; ///< bodies solved with more than WorldConfig::substeps (loaded islands)
     std::uint32_t mostSubsteps = 0; ///< the most substeps any island was solved with
     std::uint32_t droppedContactEvents = 0; ///< events of the step beyond WorldConfig::maxContactEvents
+    std::uint32_t sensorOverlaps = 0;       ///< (sensor, visitor) pairs overlapping after the step
+    std::uint32_t droppedSensorEvents = 0;  ///< sensor events of the step beyond WorldConfig::maxSensorEvents
 };
 
 // ---- Contact events (World::contactEvents) --------------------------------------------------------------
@@ -326,6 +340,54 @@ struct ContactEvents
     std::span<const ContactHitEvent> hit;
 };
 
+// ---- Sensors (world_sensors.cpp) ------------------------------------------------------------------------
+// A sensor (BodyDesc::isSensor) is a body of any type that reports which other bodies overlap it, as Box2D
+// v3's sensor shapes and Jolt's sensor bodies do, and takes no part in contact response: it makes no
+// constraint, pushes and is pushed by nothing, joins no island, wakes or keeps awake nothing, and has no
+// contact events. A static or kinematic sensor is the usual trigger volume; a dynamic one moves under
+// gravity, velocities and forces like any dynamic body and passes through everything.
+//  - What a sensor detects ("visitors"): bodies that are not sensors, whose shapes overlap or touch its
+//    shape (the narrowphase manifold has a point of separation <= 0; the speculative margin plays no part),
+//    and that the collision filters (layers, groups) let meet it. A static sensor detects dynamic and
+//    kinematic bodies, a kinematic one dynamic and kinematic bodies, a dynamic one every body, static ones
+//    included. Sensors never detect sensors.
+//  - When: at the end of each step, at the poses the step ended with (after the solve and sleep), as in
+//    Box2D v3.1: an overlap seen after step() is reported by that step. A pair is evaluated again whenever
+//    the two bodies' relative pose changed since it was last evaluated, whatever moved them (velocities,
+//    setTransform, either body awake or not) and is otherwise kept, so a visitor that falls asleep inside a
+//    sensor stays inside (no end), and a kinematic sensor sweeping over sleeping bodies detects them without
+//    waking them. A sensor created between steps reports its first overlaps at the end of the next step.
+//  - Ends are also reported when the pair goes away for any other reason: a body was destroyed (reported
+//    with the next step's events, ahead of that step's own), the filters no longer let the pair meet, or
+//    a teleport took the bodies apart.
+//  - Order: ends of pairs removed since the last step first, then the step's changes in contact key order
+//    (the pair's lower body slot, then the higher), the same for any thread count. Snapshots carry each
+//    pair's overlap, so a restore reports no begin for visitors already inside.
+// Sensor pairs are contacts of the pair machinery without a manifold, so they count against
+// WorldConfig::maxContacts. World queries leave sensors out unless QueryFilter::includeSensors is set.
+
+/// A body started overlapping a sensor in the step.
+struct SensorBeginEvent
+{
+    BodyId sensor{};
+    BodyId visitor{};
+};
+
+/// A body stopped overlapping a sensor in the step (or their pair was removed since the last step). Either
+/// id may name a body destroyed since (destroyBody), so check isValid before using it.
+struct SensorEndEvent
+{
+    BodyId sensor{};
+    BodyId visitor{};
+};
+
+/// The last step's sensor events; the spans stay valid until the next step, restoreState or the world's end.
+struct SensorEvents
+{
+    std::span<const SensorBeginEvent> begin;
+    std::span<const SensorEndEvent> end;
+};
+
 // ---- World queries (world_queries.cpp) ------------------------------------------------------------------
 // Rays, shape casts, overlaps and distances against every body (planes included), between steps. Each
 // query is const and touches no shared scratch, so several threads may query one world at once (but not
@@ -340,13 +402,14 @@ inline constexpr std::uint8_t kQueryAllBodyTypes = kQueryStatic | kQueryKinemati
 
 /// Which bodies a query sees. Every test must pass: cheap fields first, the callback last. The default sees
 /// every body. To query as a body on layer L in group G would collide, use layerMask = world.layerMask(L)
-/// and ignoreGroup = G. (No sensors exist yet; when they do, they will be left out unless asked for.)
+/// and ignoreGroup = G. Sensors are left out unless includeSensors is set.
 struct QueryFilter
 {
     std::uint32_t layerMask = 0xFFFFFFFFu;       ///< bit l set: bodies on layer l are seen
     std::uint32_t ignoreGroup = 0;               ///< non-zero: bodies in this group are skipped
     BodyId ignoreBody{};                         ///< not null: this body is skipped (the caster itself)
     std::uint8_t bodyTypes = kQueryAllBodyTypes; ///< kQuery* bits: the body types seen
+    bool includeSensors = false;                 ///< true: sensor bodies are seen too
     /// Optional, called last for a body that passed the rest: false skips it. Called on the querying
     /// thread, possibly for bodies the query then finds no hit on; it must not change the world. A
     /// FunctionRef refers to the callable without copying it: assign a named lambda that outlives the
@@ -506,6 +569,14 @@ class World
     /// The last step's contact events (see ContactEvents above); empty when
     /// WorldConfig::enableContactEvents is false.
     ContactEvents contactEvents() const { return {m_beginEvents, m_endEvents, m_hitEvents}; }
+    /// The last step's sensor events (see "Sensors" above); empty when WorldConfig::enableSensorEvents is
+    /// false.
+    SensorEvents sensorEvents() const { return {m_sensorBeginEvents, m_sensorEndEvents}; }
+    /// Calls onVisitor for each body overlapping `sensor` as of the last step (see "Sensors" above), in
+    /// ascending slot order, until it returns false. A visitor destroyed since is no longer listed; a sensor
+    /// created since lists nothing yet. Visits every contact of the world: O(contacts). StaleBodyId, or
+    /// WrongBodyType when the body is not a sensor.
+    WorldStatus sensorOverlaps(BodyId sensor, BodyCallback onVisitor) const;
 
     // ---- Queries (world_queries.cpp; see QueryFilter above). Invalid input (NaN or infinite numbers, a
     // negative maxFraction, a shape that is not valid for this world's hull catalogue) reports nothing.
@@ -564,6 +635,7 @@ class World
         BodyType type = BodyType::Dynamic;
         bool sleeping = false;
         bool allowSleep = true;
+        bool sensor = false;           ///< BodyDesc::isSensor
         bool pendingPlaneTest = false; ///< fat box changed since the last plane-pair check
         bool proxyMoved = false;       ///< fat box changed since the last broadphase pair update
         std::uint8_t allowedDofs = kDofAll;
@@ -617,9 +689,13 @@ class World
         float tangentImpulse2[kMaxManifoldPoints]{};
         float friction = 0.0f;
         float restitution = 0.0f;
-        Transform cacheRelative{}; ///< B's pose in A's frame when the manifold was made (or last reused)
-        float cacheMargin = -1.0f; ///< metres it still answers for (see reuseManifold); < 0: recompute
-        float cacheSlack = 0.0f;   ///< metres its features may still slide before it is computed again
+        Transform cacheRelative{};  ///< B's pose in A's frame when the manifold was made (or last reused)
+        float cacheMargin = -1.0f;  ///< metres it still answers for (see reuseManifold); < 0: recompute
+        float cacheSlack = 0.0f;    ///< metres its features may still slide before it is computed again
+        bool sensor = false;        ///< one body is a sensor: no manifold, no response (world_sensors.cpp);
+                                    ///< cacheRelative is then the pose sensorOverlap was found at, and
+                                    ///< cacheMargin >= 0 once it has been
+        bool sensorOverlap = false; ///< a sensor pair whose shapes overlapped at the last evaluation
     };
 
     /// Sorted index of the contacts: key = (smaller slot << 32) | larger slot.
@@ -726,6 +802,22 @@ class World
     /// The hit events of the contacts solve() solved, in key order.
     void gatherHitEvents();
 
+    // Sensors (world_sensors.cpp).
+    /// Whether a sensor pair (exactly one of a, b a sensor) may become a contact: see "Sensors" above.
+    bool sensorPairEligible(std::uint32_t a, std::uint32_t b) const;
+    /// Reserves the sensor scratch and event buffers (once, when the first sensor appears).
+    void reserveSensorBuffers();
+    /// The sensor and the visitor of sensor pair c.
+    std::uint32_t sensorOf(const Contact& c) const { return m_bodies[c.bodyA].sensor ? c.bodyA : c.bodyB; }
+    std::uint32_t visitorOf(const Contact& c) const { return m_bodies[c.bodyA].sensor ? c.bodyB : c.bodyA; }
+    /// Appends an end event for contact c to `out` (m_sensorEndEvents or m_pendingSensorEndEvents) when
+    /// sensor events are on and c is a sensor pair that overlapped; counts it as dropped when `out` is full.
+    void reportSensorEnd(const Contact& c, std::vector<SensorEndEvent>& out);
+    /// Clears the last step's sensor events and moves the pending ends in (at the start of a step).
+    void beginSensorStep();
+    /// Evaluates every sensor pair at the poses the step ended with and reports what changed, in key order.
+    void updateSensors();
+
     WorldConfig m_config;
     std::vector<ConvexHull> m_hulls;
     std::vector<CompoundShape> m_compounds;
@@ -813,6 +905,17 @@ class World
     std::vector<ContactHitEvent> m_hitEvents;        ///< the last step's
     std::vector<ContactEndEvent> m_pendingEndEvents; ///< contacts removed since the last step
     std::vector<std::uint32_t> m_contactConstraint;  ///< per pool entry: its m_constraintContacts index
+
+    // Sensors (capacity reserved when the first sensor is created, see reserveSensorBuffers).
+    std::uint32_t m_sensorCount = 0;                   ///< live sensor bodies
+    bool m_sensorBuffersReserved = false;              ///< reserveSensorBuffers has run
+    std::uint32_t m_sensorEventCapacity = 0;           ///< of each sensor event kind
+    std::uint32_t m_droppedPendingSensorEvents = 0;    ///< pending sensor ends dropped since the last step
+    std::vector<std::uint32_t> m_sensorList;           ///< this step's sensor pairs (pool indices), key order
+    std::vector<std::uint8_t> m_sensorChange;          ///< per m_sensorList entry: 0 same, 1 began, 2 ended
+    std::vector<SensorBeginEvent> m_sensorBeginEvents; ///< the last step's
+    std::vector<SensorEndEvent> m_sensorEndEvents;     ///< the last step's
+    std::vector<SensorEndEvent> m_pendingSensorEndEvents; ///< sensor pairs removed since the last step
 };
 
 } // namespace polytope::physics
