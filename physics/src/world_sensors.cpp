@@ -135,7 +135,7 @@ void World::updateSensors()
     // Each pair reads the poses and writes only itself: on any thread.
     m_sensorChange.resize(m_sensorList.size());
     forRange(static_cast<std::uint32_t>(m_sensorList.size()), kSensorGrain,
-             [&](std::uint32_t begin, std::uint32_t end, int)
+             [&](std::uint32_t begin, std::uint32_t end, int thread)
              {
                  for (std::uint32_t k = begin; k < end; ++k)
                  {
@@ -146,8 +146,9 @@ void World::updateSensors()
                      if (c.cacheMargin < 0.0f || !samePose(relative, c.cacheRelative))
                      {
                          // Margin 0: points of separation <= 0 only, so any point means overlap or touch.
-                         const ContactManifold manifold = collideShapesLocal(
-                             m_shapes[c.bodyA], m_shapes[c.bodyB], relative, 0.0f, m_hulls);
+                         const ContactManifold manifold =
+                             collideAnyShapes(m_shapes[c.bodyA], m_shapes[c.bodyB], relative, 0.0f,
+                                              catalogue(), m_pieceScratch[static_cast<std::size_t>(thread)]);
                          bool overlap = false;
                          for (int p = 0; p < manifold.pointCount; ++p)
                          {
