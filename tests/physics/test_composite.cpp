@@ -463,3 +463,68 @@ TEST_CASE("worlds with meshes, heightfields and compounds restore bit-exactly an
     other.addHeightField(flatHeightField(13, 13));
     CHECK(other.restoreState(saved) == RestoreStatus::HullCatalogMismatch);
 }
+
+TEST_CASE("sensors see compounds, and a mesh sensor sees what crosses its surface", "[composite][sensors]")
+{
+    World world;
+    const std::uint32_t table = world.addCompound(tableCompound()).index;
+    BodyDesc floor;
+    floor.type = BodyType::Static;
+    floor.shape = Shape::makeCatalogued(ShapeType::Mesh, world.addMesh(flatGridMesh(10, 10)).index);
+    floor.transform.p = {-5.0f, 0.0f, -5.0f};
+    const BodyId ground = world.createBody(floor).id;
+    // A trigger sheet: a mesh sensor 2 m up, and a box sensor around the floor's middle.
+    BodyDesc sheet = floor;
+    sheet.shape = Shape::makeCatalogued(ShapeType::Mesh, world.addMesh(flatGridMesh(4, 4)).index);
+    sheet.transform.p = {-2.0f, 2.0f, -2.0f};
+    sheet.isSensor = true;
+    const BodyId sheetSensor = world.createBody(sheet).id;
+    BodyDesc zone;
+    zone.type = BodyType::Static;
+    zone.shape = Shape::makeBox({1.5f, 0.5f, 1.5f});
+    zone.transform.p = {0.0f, 0.5f, 0.0f};
+    zone.isSensor = true;
+    const BodyId zoneSensor = world.createBody(zone).id;
+    BodyDesc desc;
+    desc.shape = Shape::makeCatalogued(ShapeType::Compound, table);
+    desc.transform.p = {0.0f, 4.0f, 0.0f};
+    const BodyId falling = world.createBody(desc).id;
+    REQUIRE_FALSE(ground.isNull());
+    REQUIRE_FALSE(sheetSensor.isNull());
+    REQUIRE_FALSE(zoneSensor.isNull());
+    REQUIRE_FALSE(falling.isNull());
+    bool sheetBegan = false;
+    bool sheetEnded = false;
+    bool zoneBegan = false;
+    for (int i = 0; i < 240; ++i)
+    {
+        world.step(kDt);
+        for (const SensorBeginEvent& e : world.sensorEvents().begin)
+        {
+            CHECK(e.visitor == falling);
+            sheetBegan = sheetBegan || e.sensor == sheetSensor;
+            zoneBegan = zoneBegan || e.sensor == zoneSensor;
+        }
+        for (const SensorEndEvent& e : world.sensorEvents().end)
+        {
+            CHECK(e.visitor == falling);
+            sheetEnded = sheetEnded || e.sensor == sheetSensor;
+            CHECK(e.sensor != zoneSensor);
+        }
+    }
+    CHECK(sheetBegan);
+    CHECK(sheetEnded);
+    CHECK(zoneBegan);
+    // It came to rest on the floor, inside the zone, having passed through the sheet.
+    BodyState state;
+    REQUIRE(world.getBody(falling, state));
+    CHECK(std::fabs(state.transform.p.y - 0.85f) < 5e-3f);
+    int visitors = 0;
+    world.sensorOverlaps(zoneSensor,
+                         [&](BodyId id)
+                         {
+                             visitors += id == falling ? 1 : 0;
+                             return true;
+                         });
+    CHECK(visitors == 1);
+}
