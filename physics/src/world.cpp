@@ -1018,7 +1018,7 @@ void World::mergeNewPairs(StepStatus& status)
         c.sensor = m_bodies[lo].sensor || m_bodies[hi].sensor;
         c.friction = std::sqrt(m_materials[lo].friction * m_materials[hi].friction);
         c.restitution = std::max(m_materials[lo].restitution, m_materials[hi].restitution);
-        m_contactKeysMerge.push_back({key, index});
+        m_contactKeysMerge.push_back({key, index, kKeyClear});
     }
     m_contactKeys.swap(m_contactKeysMerge);
 }
@@ -1107,6 +1107,26 @@ bool World::reuseManifold(Contact& contact, const Transform& relative, float mar
     return true;
 }
 
+bool World::tightBoxesApart(std::uint32_t a, std::uint32_t b) const
+{
+    // Most pairs of a pile are fat-box neighbours that do not touch. When the tight boxes are apart by more
+    // than the margin a manifold is computed with (margin + kManifoldReuseSlack, as updateContact), no
+    // point of the shapes is within it. Planes have no tight box (no proxy).
+    if (m_bodies[a].proxy == kNullProxy || m_bodies[b].proxy == kNullProxy)
+    {
+        return false;
+    }
+    const float reach = std::min(m_reach[a] + m_reach[b], m_config.maxSpeculativeDistance);
+    const float limit = m_config.speculativeDistance + reach + kManifoldReuseSlack;
+    const Aabb& boxA = m_tightBoxes[a];
+    const Aabb& boxB = m_tightBoxes[b];
+    const Vec3 gapLow = boxB.min - boxA.max;
+    const Vec3 gapHigh = boxA.min - boxB.max;
+    const float gap = std::max(std::max(std::max(gapLow.x, gapHigh.x), std::max(gapLow.y, gapHigh.y)),
+                               std::max(gapLow.z, gapHigh.z));
+    return gap > limit;
+}
+
 bool World::updateContact(Contact& contact, int thread)
 {
     if (contact.sensor)
@@ -1117,6 +1137,22 @@ bool World::updateContact(Contact& contact, int thread)
     const std::uint32_t b = contact.bodyB;
     const float reach = std::min(m_reach[a] + m_reach[b], m_config.maxSpeculativeDistance);
     const float margin = m_config.speculativeDistance + reach;
+    if (tightBoxesApart(a, b))
+    {
+        // Nothing within the margin: an empty manifold, without a narrowphase (nor a reuse check).
+        if (contact.manifold.pointCount > 0 || contact.cacheMargin >= 0.0f)
+        {
+            contact.manifold.pointCount = 0;
+            contact.cacheMargin = -1.0f;
+            for (int i = 0; i < kMaxManifoldPoints; ++i)
+            {
+                contact.normalImpulse[i] = 0.0f;
+                contact.tangentImpulse1[i] = 0.0f;
+                contact.tangentImpulse2[i] = 0.0f;
+            }
+        }
+        return false;
+    }
     const Transform relative = relativeTransform(m_sims[a].transform, m_sims[b].transform);
     if (reuseManifold(contact, relative, margin))
     {
@@ -1249,27 +1285,38 @@ void World::collide()
                  {
                      for (std::uint32_t k = begin; k < end; ++k)
                      {
-                         const std::uint32_t index = m_contactKeys[k].contact;
+                         // From the key alone (the contact record is read by the narrowphase, if at all).
+                         const ContactKey& entry = m_contactKeys[k];
+                         const std::uint32_t index = entry.contact;
                          if (m_contactUpdated[index] != kContactPending)
                          {
                              continue;
                          }
-                         const Contact& c = m_contacts[index];
-                         if (!isActive(c.bodyA) && !isActive(c.bodyB))
+                         const auto lo = static_cast<std::uint32_t>(entry.key >> 32);
+                         const auto hi = static_cast<std::uint32_t>(entry.key & 0xFFFFFFFFu);
+                         if (!isActive(lo) && !isActive(hi))
                          {
                              continue;
                          }
-                         m_contactUpdated[index] =
-                             fatBoxesOverlap(c.bodyA, c.bodyB) ? kContactQueued : kContactRemove;
+                         if (!fatBoxesOverlap(lo, hi))
+                         {
+                             m_contactUpdated[index] = kContactRemove;
+                             continue;
+                         }
+                         // A clear contact whose shapes stay beyond its margin stays clear: updateContact
+                         // would find nothing (see there).
+                         const bool far = (entry.state & kKeyClear) != 0 && tightBoxesApart(lo, hi);
+                         m_contactUpdated[index] = far ? kContactUpdated : kContactQueued;
                      }
                  });
         m_collideList.clear();
-        for (const ContactKey& entry : m_contactKeys)
+        for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(m_contactKeys.size()); ++k)
         {
-            if (m_contactUpdated[entry.contact] == kContactQueued)
+            const std::uint32_t index = m_contactKeys[k].contact;
+            if (m_contactUpdated[index] == kContactQueued)
             {
-                m_contactUpdated[entry.contact] = kContactUpdated;
-                m_collideList.push_back(entry.contact);
+                m_contactUpdated[index] = kContactUpdated;
+                m_collideList.push_back(k);
             }
         }
         // The narrowphase: each contact reads the poses and writes only itself, so on any thread.
@@ -1279,10 +1326,12 @@ void World::collide()
                  {
                      for (std::uint32_t k = begin; k < end; ++k)
                      {
-                         const std::uint32_t index = m_collideList[k];
+                         ContactKey& entry = m_contactKeys[m_collideList[k]];
+                         const std::uint32_t index = entry.contact;
                          Contact& c = m_contacts[index];
                          const bool touched = c.manifold.pointCount > 0;
                          const bool touches = updateContact(c, thread);
+                         entry.state = keyStateOf(c);
                          m_collideTouching[k] = touches ? 1 : 0;
                          if (events)
                          {
@@ -1299,7 +1348,7 @@ void World::collide()
             {
                 continue;
             }
-            const Contact& c = m_contacts[m_collideList[k]];
+            const Contact& c = m_contacts[m_contactKeys[m_collideList[k]].contact];
             if (m_bodies[c.bodyA].sleeping)
             {
                 wakeIsland(c.bodyA);
@@ -1562,11 +1611,11 @@ template <class Fn> void World::linkIslands(bool unite, Fn&& touchingOther)
     }
     for (const ContactKey& entry : m_contactKeys)
     {
-        const Contact& c = m_contacts[entry.contact];
-        if (c.manifold.pointCount == 0)
+        if ((entry.state & kKeyTouching) == 0)
         {
             continue;
         }
+        const Contact& c = m_contacts[entry.contact];
         const bool a = awakeDynamic(c.bodyA);
         const bool b = awakeDynamic(c.bodyB);
         if (a && b)
@@ -1612,8 +1661,10 @@ void World::chooseSubstepLevels(float dt)
     }
     for (std::size_t k = 0; k < m_contactKeys.size() && !anyLevel; ++k)
     {
-        const Contact& c = m_contacts[m_contactKeys[k].contact];
-        anyLevel = c.manifold.pointCount > 0 && awakeDynamic(c.bodyA) && awakeDynamic(c.bodyB);
+        const ContactKey& entry = m_contactKeys[k];
+        const auto lo = static_cast<std::uint32_t>(entry.key >> 32);
+        const auto hi = static_cast<std::uint32_t>(entry.key & 0xFFFFFFFFu);
+        anyLevel = (entry.state & kKeyTouching) != 0 && awakeDynamic(lo) && awakeDynamic(hi);
     }
     if (!anyLevel)
     {
@@ -1645,8 +1696,12 @@ void World::chooseSubstepLevels(float dt)
     }
     for (const ContactKey& entry : m_contactKeys)
     {
+        if ((entry.state & kKeyTouching) == 0)
+        {
+            continue;
+        }
         const Contact& c = m_contacts[entry.contact];
-        if (c.manifold.pointCount > 0 && awakeDynamic(c.bodyA) && awakeDynamic(c.bodyB))
+        if (awakeDynamic(c.bodyA) && awakeDynamic(c.bodyB))
         {
             IslandSupport& island = m_islandSupport[m_islands.find(c.bodyA)];
             island.level = std::max(island.level, massRatioLevelOf(c));
@@ -1789,11 +1844,11 @@ void World::solve(float dt)
         }
         for (const ContactKey& entry : m_contactKeys)
         {
-            const Contact& c = m_contacts[entry.contact];
-            if (c.manifold.pointCount == 0)
+            if ((entry.state & kKeyTouching) == 0)
             {
                 continue;
             }
+            const Contact& c = m_contacts[entry.contact];
             const Body& bodyA = m_bodies[c.bodyA];
             const Body& bodyB = m_bodies[c.bodyB];
             if ((bodyA.type == BodyType::Dynamic && bodyA.sleeping) ||
@@ -2007,15 +2062,19 @@ void World::updateSleep()
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     // The islands may be built already: chooseSubstepLevels links the same contacts, and nothing between
     // them changes a contact or a body's sleep.
-    linkIslands(!m_islandsBuilt,
-                [&](std::uint32_t body, std::uint32_t other)
-                {
-                    // A moving kinematic body keeps what it touches awake.
-                    if (m_bodies[other].type == BodyType::Kinematic && m_sims[other].sleepTime == 0.0f)
+    // Without sleep the rest times are not read, only the island count: no pass when the islands are built.
+    if (m_config.enableSleep || !m_islandsBuilt)
+    {
+        linkIslands(!m_islandsBuilt,
+                    [&](std::uint32_t body, std::uint32_t other)
                     {
-                        m_sims[body].sleepTime = 0.0f;
-                    }
-                });
+                        // A moving kinematic body keeps what it touches awake.
+                        if (m_bodies[other].type == BodyType::Kinematic && m_sims[other].sleepTime == 0.0f)
+                        {
+                            m_sims[body].sleepTime = 0.0f;
+                        }
+                    });
+    }
     m_islandSleep.assign(slotCount, std::numeric_limits<float>::infinity());
     std::uint32_t islands = 0;
     for (std::uint32_t i = 0; i < slotCount; ++i)

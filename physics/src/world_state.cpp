@@ -836,7 +836,7 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         {
             return fail(RestoreStatus::Corrupt);
         }
-        keys[k] = {pairKey(c.bodyA, c.bodyB), k};
+        keys[k] = {pairKey(c.bodyA, c.bodyB), k, keyStateOf(c)};
         if (k > 0 && !(keys[k - 1].key < keys[k].key))
         {
             return fail(RestoreStatus::Corrupt);

@@ -698,12 +698,22 @@ class World
         bool sensorOverlap = false; ///< a sensor pair whose shapes overlapped at the last evaluation
     };
 
-    /// Sorted index of the contacts: key = (smaller slot << 32) | larger slot.
+    /// Sorted index of the contacts: key = (smaller slot << 32) | larger slot. `state` mirrors what the
+    /// passes over every contact ask first (kKey* bits), so that they read the contact pool only for the
+    /// contacts that matter: most pairs of a pile are fat-box neighbours that do not touch.
     struct ContactKey
     {
         std::uint64_t key = 0;
         std::uint32_t contact = 0;
+        std::uint8_t state = 0;
     };
+    static constexpr std::uint8_t kKeyTouching = 1; ///< the manifold has points
+    static constexpr std::uint8_t kKeyClear = 2;    ///< no points, no reuse cache: as a new contact
+    /// The kKey* bits of contact c.
+    static std::uint8_t keyStateOf(const Contact& c)
+    {
+        return c.manifold.pointCount > 0 ? kKeyTouching : c.cacheMargin < 0.0f ? kKeyClear : std::uint8_t{0};
+    }
 
     /// fn(begin, end, thread) over [0, count) in chunks of `grain`: on the pool's threads when there is a
     /// pool and more than one chunk, else on the caller.
@@ -778,6 +788,9 @@ class World
     void updatePairs(StepStatus& status);
     bool collectPairCandidates(); ///< false when the candidate list overflowed
     void mergeNewPairs(StepStatus& status);
+    /// Whether the tight boxes of a and b are apart by more than the margin their manifold would be
+    /// computed with (then it has no points). False when either is a plane.
+    bool tightBoxesApart(std::uint32_t a, std::uint32_t b) const;
     /// The narrowphase of one pair, with the margins m_reach holds, on thread `thread`.
     bool updateContact(Contact& contact, int thread);
     /// Moves the contact's manifold with B when the pair has moved too little since it was computed to
@@ -859,7 +872,7 @@ class World
     std::vector<std::uint8_t> m_fatBoxStale;    ///< per slot (or solver body): its fat box is to be replaced
     std::vector<Aabb> m_wantedBoxes;            ///< per slot (or solver body): by this box
     std::vector<float> m_reach; ///< per slot: |v| dt + reachBeyondVelocity over this step (set as it starts)
-    std::vector<std::uint32_t> m_collideList;    ///< contacts one round of collide() updates
+    std::vector<std::uint32_t> m_collideList;    ///< contacts one round of collide() updates (key positions)
     std::vector<std::uint8_t> m_collideTouching; ///< per m_collideList entry: the update found contact
 
     // Per-step solver arrays (capacity reserved at creation).
