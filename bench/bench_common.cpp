@@ -13,6 +13,7 @@ void runNarrowphaseSuite(Report& report, const SuiteOptions& options);
 void runScenesSuite(Report& report, const SuiteOptions& options);
 void runBandwidthSuite(Report& report, const SuiteOptions& options);
 void runBroadphaseSuite(Report& report, const SuiteOptions& options);
+void runQueriesSuite(Report& report, const SuiteOptions& options);
 
 namespace
 {
@@ -27,6 +28,10 @@ const Suite kSuites[] = {
     {"broadphase",
      "BroadphaseTree alone, 1000 and 4000 moving boxes (ms per step: move, new pairs, all pairs)",
      &runBroadphaseSuite},
+    {"queries",
+     "world rays, sphere casts, overlaps (1000 and 10000 bodies), 1M-triangle mesh and heightfield rays: "
+     "Polytope and Bullet, queries per second and agreement",
+     &runQueriesSuite},
     {"bandwidth", "snapshots of Fiedler's 900-cube scene through Server and Client at 5% loss (kbps)",
      &runBandwidthSuite},
 };
