@@ -47,7 +47,8 @@ struct SuiteOptions
     std::int64_t count = 0; ///< --count N: problem size (e.g. pairs per class for narrowphase); not scenes
     double seconds = 0.0;   ///< --seconds S: simulated seconds per scene (scenes suite), > 0
     std::uint64_t seed = 1; ///< --seed S
-    std::vector<std::string> scenes; ///< --scene NAME (repeatable): run only these scenes (scenes suite)
+    /// --scene NAME (repeatable): run only these scenes (scenes suite) or cases (queries suite)
+    std::vector<std::string> scenes;
     int substeps = 0;          ///< --substeps N: Polytope's solver substeps (scenes suite); 0: the default
     double contactHertz = 0.0; ///< --contact-hertz H: Polytope's contact stiffness (scenes suite); 0: default
 };
