@@ -360,8 +360,7 @@ std::unique_ptr<btCollisionShape> makeBulletShape(const ph::Shape& shape)
     }
     case ph::ShapeType::Capsule: // btCapsuleShape's height is the core segment's length, along y
         return std::make_unique<btCapsuleShape>(shape.capsule.radius, 2.0f * shape.capsule.halfHeight);
-    case ph::ShapeType::Hull:
-    case ph::ShapeType::Plane:
+    default: // the scattered worlds hold spheres, boxes and capsules only
         break;
     }
     return nullptr;
@@ -461,8 +460,7 @@ double signedDistance(const ScatteredBody& body, const std::array<double, 3>& po
         }
         return outside > 0.0 ? std::sqrt(outside) : std::max({d[0], d[1], d[2]});
     }
-    case ph::ShapeType::Hull:
-    case ph::ShapeType::Plane:
+    default: // the scattered worlds hold spheres, boxes and capsules only
         break;
     }
     return INFINITY;
