@@ -462,7 +462,7 @@ void BroadphaseTree::reservePairBuffers(int threads, std::size_t pairs)
     }
 }
 
-void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks)
+void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks, bool sorted)
 {
     out.clear();
     const auto findFor = [&](std::int32_t query, std::vector<BroadphasePair>& into)
@@ -525,7 +525,10 @@ void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* ta
         m_nodes[index].inMovedSet = false;
     }
     m_moved.clear();
-    std::sort(out.begin(), out.end());
+    if (sorted)
+    {
+        std::sort(out.begin(), out.end());
+    }
 }
 
 void BroadphaseTree::findAllPairs(std::vector<BroadphasePair>& out) const

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -286,6 +287,7 @@ World::World(const WorldConfig& config)
     m_planes.reserve(bodies);
     m_pairScratch.reserve(contacts);
     m_newKeys.reserve(2 * contacts);
+    m_keyScratch.reserve(2 * contacts);
     m_contactKeys.reserve(contacts);
     m_contactKeysMerge.reserve(contacts);
     m_contacts.reserve(contacts);
@@ -914,11 +916,67 @@ bool World::fatBoxesOverlap(std::uint32_t a, std::uint32_t b) const
     return m_fatBoxes[a].overlaps(m_fatBoxes[b]);
 }
 
+namespace
+{
+/// Sorts pair keys ((lower slot << 32) | higher slot, both below `slotCount`) ascending: an LSD radix sort
+/// on the bytes that slots use (4 passes below 65536 bodies), through `scratch`; std::sort for short lists.
+void sortPairKeys(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& scratch,
+                  std::uint32_t slotCount)
+{
+    constexpr std::size_t kRadixMinimum = 256;
+    if (keys.size() < kRadixMinimum)
+    {
+        std::sort(keys.begin(), keys.end());
+        return;
+    }
+    int slotBytes = 1;
+    while (slotBytes < 4 && (std::uint64_t{slotCount} >> (8 * slotBytes)) != 0)
+    {
+        ++slotBytes;
+    }
+    scratch.resize(keys.size());
+    std::uint64_t* from = keys.data();
+    std::uint64_t* to = scratch.data();
+    const std::size_t count = keys.size();
+    for (const int half : {0, 32})
+    {
+        for (int byte = 0; byte < slotBytes; ++byte)
+        {
+            const int shift = half + 8 * byte;
+            std::array<std::uint32_t, 257> start{};
+            for (std::size_t i = 0; i < count; ++i)
+            {
+                ++start[((from[i] >> shift) & 0xFFu) + 1];
+            }
+            for (std::size_t b = 1; b < start.size(); ++b)
+            {
+                start[b] += start[b - 1];
+            }
+            for (std::size_t i = 0; i < count; ++i)
+            {
+                to[start[(from[i] >> shift) & 0xFFu]++] = from[i];
+            }
+            std::swap(from, to);
+        }
+    }
+    if (from != keys.data())
+    {
+        std::copy(from, from + count, keys.data());
+    }
+}
+} // namespace
+
 bool World::collectPairCandidates()
 {
     bool complete = true;
     m_newKeys.clear();
-    m_broadphase.findNewPairs(m_pairScratch, m_tasks.get());
+    // Unsorted: the keys are sorted below by body slots. Only when the candidates could overflow the key list
+    // are the pairs sorted first, so that the same prefix is kept on any thread count.
+    m_broadphase.findNewPairs(m_pairScratch, m_tasks.get(), false);
+    if (m_pairScratch.size() > m_newKeys.capacity())
+    {
+        std::sort(m_pairScratch.begin(), m_pairScratch.end());
+    }
     for (Body& body : m_bodies)
     {
         body.proxyMoved = false;
@@ -963,7 +1021,7 @@ bool World::collectPairCandidates()
             }
         }
     }
-    std::sort(m_newKeys.begin(), m_newKeys.end());
+    sortPairKeys(m_newKeys, m_keyScratch, static_cast<std::uint32_t>(m_bodies.size()));
     m_newKeys.erase(std::unique(m_newKeys.begin(), m_newKeys.end()), m_newKeys.end());
     return complete;
 }
@@ -1230,6 +1288,17 @@ bool World::updateContact(Contact& contact, int thread)
 
 namespace
 {
+using ProfileClock = std::chrono::steady_clock;
+
+/// Milliseconds from `mark` to now, and `mark` moved to now (a lap of StepProfile).
+float millisecondsSince(ProfileClock::time_point& mark)
+{
+    const ProfileClock::time_point now = ProfileClock::now();
+    const float ms = std::chrono::duration<float, std::milli>(now - mark).count();
+    mark = now;
+    return ms;
+}
+
 /// Contacts per chunk of the parallel contact checks and constraint set-up.
 constexpr std::uint32_t kContactGrain = 128;
 /// Contacts per chunk of the parallel narrowphase (each a fraction of a microsecond to a few).
@@ -1767,7 +1836,9 @@ void World::chooseSubstepLevels(float dt)
 
 void World::solve(float dt)
 {
+    ProfileClock::time_point mark = ProfileClock::now();
     chooseSubstepLevels(dt);
+    m_stats.profile.levels = millisecondsSince(mark);
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     m_solverIndex.assign(slotCount, kStaticSolverIndex);
     m_solverSlots.clear();
@@ -1926,6 +1997,7 @@ void World::solve(float dt)
         // solver works on the bundles and the overflow set.
         m_graph.color(setups, m_solverBodies.size());
         prepareContactBundles(m_graph, setups, m_solverBodies, m_solverMasses, m_tasks.get());
+        m_stats.profile.setup += millisecondsSince(mark);
         const auto integrate = [&](auto&& body)
         {
             if (kinematicEnd > 1)
@@ -1953,6 +2025,7 @@ void World::solve(float dt)
             }
         }
         applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold, m_tasks.get());
+        m_stats.profile.solver += millisecondsSince(mark);
         readContactImpulses(m_graph, std::span<ContactImpulses>(m_constraintImpulses.data() + first, count),
                             m_tasks.get());
 
@@ -1973,6 +2046,7 @@ void World::solve(float dt)
                 c.tangentImpulse2[p] = stepImpulse(impulses.tangent2[p]);
             }
         }
+        m_stats.profile.store += millisecondsSince(mark);
     }
 }
 
@@ -2138,6 +2212,8 @@ StepStatus World::step(float dt)
         return status;
     }
     m_stats = StepStats{};
+    const ProfileClock::time_point stepStart = ProfileClock::now();
+    ProfileClock::time_point mark = stepStart;
     if (m_config.enableContactEvents)
     {
         // Ends of contacts removed since the last step (destroyBody) first.
@@ -2180,18 +2256,24 @@ StepStatus World::step(float dt)
             storeFatBox(i, m_wantedBoxes[i]);
         }
     }
+    m_stats.profile.boxes = millisecondsSince(mark);
     if (m_filtersChanged)
     {
         removeFilteredContacts();
     }
     updatePairs(status);
+    m_stats.profile.pairs = millisecondsSince(mark);
     collide();
-    solve(dt);
+    m_stats.profile.collide = millisecondsSince(mark);
+    solve(dt); // its own phases: levels, setup, solver, store
+    mark = ProfileClock::now();
     if (m_config.enableContactEvents)
     {
         gatherHitEvents(); // with the step's starting poses, where the manifolds were made
     }
+    m_stats.profile.store += millisecondsSince(mark);
     finalizeBodies(dt, status);
+    m_stats.profile.finalize = millisecondsSince(mark);
     updateSleep();
     updateSensors();
 
@@ -2210,6 +2292,8 @@ StepStatus World::step(float dt)
     {
         status.set(StepFlag::SensorEventCapacityReached);
     }
+    m_stats.profile.sleep = millisecondsSince(mark);
+    m_stats.profile.step = millisecondsSince(mark = stepStart);
     ++m_stepCount;
     return status;
 }

@@ -220,8 +220,10 @@ class BroadphaseTree
     /// Allocates only when `out` needs more capacity than it has.
     void findNewPairs(std::vector<BroadphasePair>& out);
     /// The same, with the moved proxies' queries shared out on `tasks` (null: the caller alone); the result
-    /// is the same. The threads' finds go through buffers (see reservePairBuffers).
-    void findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks);
+    /// is the same. The threads' finds go through buffers (see reservePairBuffers). With `sorted` false the
+    /// pairs are the same set in an order that depends on the threads, for a caller that sorts them its own
+    /// way (the World sorts by body slots).
+    void findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks, bool sorted = true);
     /// Room for `pairs` finds in each of `threads` per-thread buffers, so that findNewPairs on a pool of at
     /// most that many threads allocates nothing.
     void reservePairBuffers(int threads, std::size_t pairs);

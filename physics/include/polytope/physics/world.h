@@ -272,6 +272,23 @@ enum class RestoreStatus : std::uint8_t
     Corrupt,             ///< sizes, indices or numbers out of range (including NaN/inf), or trailing bytes
 };
 
+/// Where the last step's time went, in milliseconds of wall time on the calling thread (after Box2D v3's
+/// b2Profile). Phases that run on the worker threads count their whole span, so on 1 and 2 threads the
+/// figures show which phases scale.
+struct StepProfile
+{
+    float step = 0.0f;     ///< the whole step
+    float boxes = 0.0f;    ///< broadphase boxes checked and replaced (tree changes)
+    float pairs = 0.0f;    ///< new pairs found and merged
+    float collide = 0.0f;  ///< narrowphase, waking, begin/end events
+    float levels = 0.0f;   ///< islands and substep levels (chooseSubstepLevels)
+    float setup = 0.0f;    ///< solver bodies and constraints gathered, filled, coloured, prepared
+    float solver = 0.0f;   ///< substeps: integrate, warm start, solve, relax; restitution
+    float store = 0.0f;    ///< impulses stored back, hit events
+    float finalize = 0.0f; ///< poses, tight and fat boxes of the moved bodies
+    float sleep = 0.0f;    ///< islands' rest, sleep, sensors
+};
+
 /// Counters of the last step, for tests, benchmarks and metrics.
 struct StepStats
 {
@@ -285,6 +302,7 @@ struct StepStats
     std::uint32_t raisedBodies = 0; ///< bodies solved with more than WorldConfig::substeps (loaded islands)
     std::uint32_t mostSubsteps = 0; ///< the most substeps any island was solved with
     std::uint32_t droppedContactEvents = 0; ///< events of the step beyond WorldConfig::maxContactEvents
+    StepProfile profile{};                  ///< time per phase
     std::uint32_t sensorOverlaps = 0;       ///< (sensor, visitor) pairs overlapping after the step
     std::uint32_t droppedSensorEvents = 0;  ///< sensor events of the step beyond WorldConfig::maxSensorEvents
 };
@@ -864,6 +882,7 @@ class World
     BroadphaseTree m_broadphase;
     std::vector<BroadphasePair> m_pairScratch;
     std::vector<std::uint64_t> m_newKeys;       ///< candidate pair keys of this step, sorted
+    std::vector<std::uint64_t> m_keyScratch;    ///< the second buffer of m_newKeys' radix sort
     std::vector<ContactKey> m_contactKeys;      ///< sorted by key
     std::vector<ContactKey> m_contactKeysMerge; ///< scratch for the merge
     std::vector<Contact> m_contacts;            ///< pool
