@@ -36,6 +36,13 @@
 //   handed to penetrationDepth (epa.h) for the depth, normal and point.
 // - Plane targets: the moving shape first touches the half-space with its support point along the plane's
 //   inward normal, which translates with it: one division.
+// - Triangle targets (castShapeTriangle, for the World's mesh and heightfield queries): the same GJK ray
+//   cast with the triangle as a flat polytopal core of radius 0, so both faces, its edges and vertices are
+//   met alike. The target frame is the mesh's, moved to the triangle's centroid in double, so the size scale
+//   and the coordinates' magnitude are the triangle's and the moving shape's, not the mesh's extent. The
+//   cutoff serves a caller that already holds a hit (the first triangle so far): every step that advances
+//   the fraction proves a lower bound on the time of impact, so one past the cutoff ends the cast as a miss,
+//   while casts that end at or before it take exactly the steps they take without it.
 #include "polytope/physics/shape_cast.h"
 
 #include "polytope/physics/dvec3.h"
@@ -160,6 +167,25 @@ struct HullCore
     }
 };
 
+/// A triangle's three vertices, relative to a nearby origin (the triangle's centroid): a flat polytope.
+/// First of a, b, c on ties, as TriangleSupport (support.h).
+struct TriangleCore
+{
+    DVec3 v[3];
+
+    DVec3 support(const DVec3& dir) const
+    {
+        const double d0 = dot(v[0], dir);
+        const double d1 = dot(v[1], dir);
+        const double d2 = dot(v[2], dir);
+        if (d1 > d0)
+        {
+            return d2 > d1 ? v[2] : v[1];
+        }
+        return d2 > d0 ? v[2] : v[0];
+    }
+};
+
 // ---- Validated shapes -------------------------------------------------------------------------------------
 
 /// A shape that passed validation, with what the cast needs to know about it.
@@ -270,6 +296,7 @@ struct CastFrame
     DVec3 start;          ///< metres: the moving shape's origin at fraction 0
     DVec3 translation;    ///< metres: its displacement at fraction 1
     double maxFraction;   ///< >= 0
+    double cutoff;        ///< >= 0, may be infinite: a hit past it is a miss (castShapeTriangle's cutoff)
     double radius;        ///< metres: the sum of the two shapes' radii
     double tolerance;     ///< metres: a separation that counts as touching at fraction 0 (and on a stall)
     double hair;          ///< metres: rounding of the coordinates
@@ -306,6 +333,12 @@ float floatBelow(double t)
 bool withinCast(double t, const CastFrame& frame)
 {
     return floatBelow(t) <= frame.maxFraction;
+}
+
+/// Whether a lower bound t on the time of impact proves the hit would be reported past the cutoff.
+bool pastCutoff(double t, const CastFrame& frame)
+{
+    return floatBelow(t) > frame.cutoff;
 }
 
 bool samePoint(const DVec3& a, const DVec3& b)
@@ -421,7 +454,7 @@ CastOutcome castCores(const TargetCore& target, const MovingCore& moving, const 
                 return out; // the ray never reaches the separating plane
             }
             const double next = fraction + (lowerBound - frame.radius) / closing;
-            if (!withinCast(next, frame))
+            if (!withinCast(next, frame) || pastCutoff(next, frame))
             {
                 return out; // it does, too late
             }
@@ -465,6 +498,10 @@ CastOutcome castCores(const TargetCore& target, const MovingCore& moving, const 
         const double closing = -dot(out.normal, frame.translation);
         if (converged && gap > 0.0 && closing > 0.0 && withinCast(fraction + gap / closing, frame))
         {
+            if (pastCutoff(fraction + gap / closing, frame))
+            {
+                return CastOutcome{}; // a miss: the hit lies past the cutoff
+            }
             // A last advance, to the converged separating plane: the Newton step on the distance, which by
             // convexity cannot pass the time of impact.
             fraction += gap / closing;
@@ -527,10 +564,103 @@ bool validPose(const Transform& t)
     return isFinite(t.p) && isFinite(t.q) && dot(t.q, t.q) > 1e-12f;
 }
 
-/// The moving shape's pose at fraction 0 in the target's frame, in float, for penetrationDepth.
-Transform movingInTarget(const CastFrame& frame, const Transform& targetTransform, const Transform& start)
+/// The cast's frame in a target frame whose origin is `localOrigin` (metres, in the frame of the target's
+/// transform: 0 for a shape, the centroid for a triangle) and whose axes are `targetRotation`'s.
+CastFrame frameOf(const ShapeCastInput& moving, const ShapeView& movingView, const DMat3& targetRotation,
+                  const Vec3& targetPosition, const DVec3& localOrigin, double targetRadius,
+                  double targetBound, double cutoff)
 {
-    return {toFloat(frame.start), normalize(conjugate(targetTransform.q) * start.q)};
+    CastFrame frame;
+    frame.movingRotation = mulTransposed(targetRotation, rotationOf(moving.start.q));
+    frame.start =
+        mulTransposed(targetRotation, toDouble(moving.start.p) - toDouble(targetPosition)) - localOrigin;
+    frame.translation = mulTransposed(targetRotation, toDouble(moving.translation));
+    frame.maxFraction = moving.maxFraction;
+    frame.cutoff = cutoff;
+    frame.radius = movingView.radius + targetRadius;
+    const double scale = maxOf(maxOf(movingView.bound, targetBound), kMinScaleMeters);
+    frame.tolerance = double(kShapeCastRelativeTolerance) * scale;
+    // The coordinates' magnitude, independent of maxFraction up to 1 so that a cast cut short at a reported
+    // fraction repeats the same steps.
+    const double magnitude =
+        scale + length(frame.start) + length(frame.translation) * maxOf(1.0, frame.maxFraction);
+    frame.hair = kHairRelative * magnitude;
+    frame.normalFloor = kNormalFloorRelative * magnitude;
+    return frame;
+}
+
+/// A hit in the target's frame (about the frame's local origin), before it is brought to the world.
+struct LocalHit
+{
+    double fraction = 0.0;
+    DVec3 point{0.0, 0.0, 0.0};
+    DVec3 normal{0.0, 1.0, 0.0};
+    bool startPenetrating = false;
+    float depth = 0.0f;
+    int iterations = 0;
+};
+
+/// The cast against a target given by its double core, swept by `targetRadius`. Starts in contact go to
+/// `penetration(movingSupport, initialDirection)`, which runs penetrationDepth with the target's support
+/// (about the frame's origin) as A and the moving shape's support, already placed in that frame, as B.
+template <class TargetCore, class Penetration>
+bool castOnCore(const TargetCore& targetCore, double targetRadius, const ShapeView& movingView,
+                const CastFrame& frame, const Quat& movingRotationInTarget, Penetration&& penetration,
+                LocalHit& out)
+{
+    const CastOutcome outcome = withCore(movingView, [&](const auto& movingCore)
+                                         { return castCores(targetCore, movingCore, frame); });
+    out.iterations = outcome.iterations;
+    if (outcome.kind == CastKind::Miss)
+    {
+        return false;
+    }
+    if (outcome.kind == CastKind::Hit)
+    {
+        out.fraction = outcome.fraction;
+        out.normal = outcome.normal;
+        out.point = outcome.onTargetCore + out.normal * targetRadius;
+        return true;
+    }
+    // Touching or overlapping at the start: EPA's depth, normal (target toward moving) and point.
+    const Transform pose{toFloat(frame.start), movingRotationInTarget};
+    const PenetrationResult pen =
+        withSupport(movingView, [&](const auto& movingSupport)
+                    { return penetration(transformed(movingSupport, pose), pose.p); });
+    out.fraction = 0.0;
+    out.startPenetrating = pen.status != EpaStatus::NotColliding;
+    out.depth = out.startPenetrating ? pen.depth : 0.0f;
+    out.normal = toDouble(pen.normal);
+    out.point = toDouble(pen.pointOnA);
+    return true;
+}
+
+/// Brings a local hit to the world frame and fills `hit`; false when the point or normal is not finite.
+bool finishHit(const LocalHit& local, const DMat3& targetRotation, const Vec3& targetPosition,
+               const DVec3& localOrigin, ShapeCastHit& hit)
+{
+    const DVec3 worldPoint = targetRotation * (local.point + localOrigin) + toDouble(targetPosition);
+    const DVec3 worldNormal = targetRotation * local.normal;
+    const double normalLength = length(worldNormal);
+    ShapeCastHit result;
+    result.fraction = floatBelow(local.fraction);
+    result.point = toFloat(worldPoint);
+    result.normal = toFloat(worldNormal * (1.0 / normalLength));
+    result.penetrationDepth = local.depth;
+    result.startPenetrating = local.startPenetrating;
+    result.iterations = local.iterations;
+    if (!isFinite(result.point) || !isFinite(result.normal) || !(normalLength > 0.0))
+    {
+        return false;
+    }
+    hit = result;
+    return true;
+}
+
+bool validMotion(const ShapeCastInput& moving)
+{
+    return validPose(moving.start) && isFinite(moving.translation) && std::isfinite(moving.maxFraction) &&
+           moving.maxFraction >= 0.0f;
 }
 
 } // namespace
@@ -538,8 +668,7 @@ Transform movingInTarget(const CastFrame& frame, const Transform& targetTransfor
 bool castShape(const ShapeCastInput& moving, const Shape& target, const Transform& targetTransform,
                std::span<const ConvexHull> hulls, ShapeCastHit& hit)
 {
-    if (!validPose(moving.start) || !validPose(targetTransform) || !isFinite(moving.translation) ||
-        !std::isfinite(moving.maxFraction) || !(moving.maxFraction >= 0.0f))
+    if (!validMotion(moving) || !validPose(targetTransform))
     {
         return false;
     }
@@ -552,88 +681,71 @@ bool castShape(const ShapeCastInput& moving, const Shape& target, const Transfor
     }
 
     const DMat3 targetRotation = rotationOf(targetTransform.q);
-    CastFrame frame;
-    frame.movingRotation = mulTransposed(targetRotation, rotationOf(moving.start.q));
-    frame.start = mulTransposed(targetRotation, toDouble(moving.start.p) - toDouble(targetTransform.p));
-    frame.translation = mulTransposed(targetRotation, toDouble(moving.translation));
-    frame.maxFraction = moving.maxFraction;
-    frame.radius = movingView.radius + targetView.radius;
-    const double scale = maxOf(maxOf(movingView.bound, targetView.bound), kMinScaleMeters);
-    frame.tolerance = double(kShapeCastRelativeTolerance) * scale;
-    // The coordinates' magnitude, independent of maxFraction up to 1 so that a cast cut short at a reported
-    // fraction repeats the same steps.
-    const double magnitude =
-        scale + length(frame.start) + length(frame.translation) * maxOf(1.0, frame.maxFraction);
-    frame.hair = kHairRelative * magnitude;
-    frame.normalFloor = kNormalFloorRelative * magnitude;
-
-    ShapeCastHit result;
-    double fraction = 0.0;
-    DVec3 point{0.0, 0.0, 0.0};
-    DVec3 normal{0.0, 1.0, 0.0};
+    const DVec3 origin{0.0, 0.0, 0.0};
+    const CastFrame frame = frameOf(moving, movingView, targetRotation, targetTransform.p, origin,
+                                    targetView.radius, targetView.bound, moving.maxFraction);
+    LocalHit local;
     if (target.type == ShapeType::Plane)
     {
         double depth = 0.0;
-        if (!castAgainstPlane(movingView, target.plane, frame, fraction, point, normal,
-                              result.startPenetrating, depth))
+        if (!castAgainstPlane(movingView, target.plane, frame, local.fraction, local.point, local.normal,
+                              local.startPenetrating, depth))
         {
             return false;
         }
-        result.penetrationDepth = float(depth);
+        local.depth = float(depth);
     }
     else
     {
-        const CastOutcome outcome =
-            withCore(targetView,
-                     [&](const auto& targetCore)
-                     {
-                         return withCore(movingView, [&](const auto& movingCore)
-                                         { return castCores(targetCore, movingCore, frame); });
-                     });
-        result.iterations = outcome.iterations;
-        if (outcome.kind == CastKind::Miss)
+        const auto penetration = [&](const auto& movingSupport, const Vec3& initialDirection)
+        {
+            return withSupport(targetView, [&](const auto& targetSupport)
+                               { return penetrationDepth(targetSupport, movingSupport, initialDirection); });
+        };
+        const Quat relative = normalize(conjugate(targetTransform.q) * moving.start.q);
+        const bool found = withCore(targetView,
+                                    [&](const auto& targetCore) {
+                                        return castOnCore(targetCore, targetView.radius, movingView, frame,
+                                                          relative, penetration, local);
+                                    });
+        if (!found)
         {
             return false;
         }
-        if (outcome.kind == CastKind::Hit)
-        {
-            fraction = outcome.fraction;
-            normal = outcome.normal;
-            point = outcome.onTargetCore + normal * targetView.radius;
-        }
-        else
-        {
-            // Touching or overlapping at the start: EPA's depth, normal (target toward moving) and point.
-            const Transform pose = movingInTarget(frame, targetTransform, moving.start);
-            const PenetrationResult pen = withSupport(
-                targetView,
-                [&](const auto& targetSupport)
-                {
-                    return withSupport(movingView,
-                                       [&](const auto& movingSupport) {
-                                           return penetrationDepth(targetSupport,
-                                                                   transformed(movingSupport, pose), pose.p);
-                                       });
-                });
-            result.startPenetrating = pen.status != EpaStatus::NotColliding;
-            result.penetrationDepth = result.startPenetrating ? pen.depth : 0.0f;
-            normal = toDouble(pen.normal);
-            point = toDouble(pen.pointOnA);
-        }
     }
+    return finishHit(local, targetRotation, targetTransform.p, origin, hit);
+}
 
-    const DVec3 worldPoint = targetRotation * point + toDouble(targetTransform.p);
-    const DVec3 worldNormal = targetRotation * normal;
-    const double normalLength = length(worldNormal);
-    result.fraction = floatBelow(fraction);
-    result.point = toFloat(worldPoint);
-    result.normal = toFloat(worldNormal * (1.0 / normalLength));
-    if (!isFinite(result.point) || !isFinite(result.normal) || !(normalLength > 0.0))
+bool castShapeTriangle(const ShapeCastInput& moving, const Triangle& triangle,
+                       const Transform& triangleTransform, std::span<const ConvexHull> hulls,
+                       ShapeCastHit& hit, float cutoffFraction)
+{
+    ShapeView movingView;
+    if (!validMotion(moving) || !validPose(triangleTransform) || !isFinite(triangle.a) ||
+        !isFinite(triangle.b) || !isFinite(triangle.c) || !(cutoffFraction >= 0.0f) ||
+        moving.shape.type == ShapeType::Plane || !viewOf(moving.shape, hulls, movingView))
     {
         return false;
     }
-    hit = result;
-    return true;
+    // The cast runs about the centroid, in double: the core's vertices are then as small as the triangle.
+    const DVec3 a = toDouble(triangle.a);
+    const DVec3 b = toDouble(triangle.b);
+    const DVec3 c = toDouble(triangle.c);
+    const DVec3 centroid = (a + b + c) * (1.0 / 3.0);
+    const TriangleCore core{{a - centroid, b - centroid, c - centroid}};
+    const double bound =
+        std::sqrt(maxOf(lengthSquared(core.v[0]), maxOf(lengthSquared(core.v[1]), lengthSquared(core.v[2]))));
+
+    const DMat3 rotation = rotationOf(triangleTransform.q);
+    const CastFrame frame = frameOf(moving, movingView, rotation, triangleTransform.p, centroid, 0.0, bound,
+                                    double(cutoffFraction));
+    const TriangleSupport support{toFloat(core.v[0]), toFloat(core.v[1]), toFloat(core.v[2])};
+    const auto penetration = [&](const auto& movingSupport, const Vec3& initialDirection)
+    { return penetrationDepth(support, movingSupport, initialDirection); };
+    const Quat relative = normalize(conjugate(triangleTransform.q) * moving.start.q);
+    LocalHit local;
+    return castOnCore(core, 0.0, movingView, frame, relative, penetration, local) &&
+           finishHit(local, rotation, triangleTransform.p, centroid, hit);
 }
 
 } // namespace polytope::physics

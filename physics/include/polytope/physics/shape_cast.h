@@ -2,8 +2,9 @@
 //
 // A cast moves a convex shape (sphere, capsule, box or hull) without rotation from its start pose along a
 // translation, and asks for the smallest fraction in [0, maxFraction] at which it touches a target shape
-// (sphere, capsule, box, hull or plane) held still. It is a pure function of the two shapes and their
-// poses, like the narrowphase; the world's sweep queries and continuous collision build on it.
+// (sphere, capsule, box, hull or plane; or a triangle, castShapeTriangle) held still. It is a pure function
+// of the two shapes and their poses, like the narrowphase; the world's sweep queries and continuous collision
+// build on it.
 //
 // Conventions (compare raycast.h, of which this is the generalisation to shapes):
 // - Solids are closed sets: touching counts. A hit reports the fraction, a contact point on the target's
@@ -46,8 +47,10 @@
 #pragma once
 
 #include "polytope/physics/math.h"
+#include "polytope/physics/raycast.h"
 #include "polytope/physics/shapes.h"
 
+#include <limits>
 #include <span>
 
 namespace polytope::physics
@@ -84,5 +87,24 @@ struct ShapeCastHit
 /// input, leaving `hit` untouched.
 bool castShape(const ShapeCastInput& moving, const Shape& target, const Transform& targetTransform,
                std::span<const ConvexHull> hulls, ShapeCastHit& hit);
+
+/// Casts `moving` against one triangle (a mesh's or heightfield's; see triangle_mesh.h, heightfield.h),
+/// both faces: the triangle is a flat convex set with no inside, as rayTriangle (raycast.h) sees it, and
+/// the normal of a hit on its face points toward the side the moving shape comes from. `triangle` is given
+/// in the frame that `triangleTransform` places in the world (the mesh's or heightfield's body transform).
+/// Conventions and accuracy are castShape's, with the triangle's bounding radius taken about its centroid
+/// and the cast run in a frame centred there, so triangles far from their mesh's origin are cast as
+/// precisely as near ones. A start touching or overlapping the triangle gets EPA's depth and normal: the
+/// shortest way out, through either face or past an edge. A zero-area triangle is cast as the segment or
+/// point it is.
+/// `cutoffFraction` (>= 0, may be infinite): a caller that already holds a hit at some fraction passes it
+/// here, and the cast gives up as soon as it is proven to touch no earlier: a hit whose fraction would
+/// exceed the cutoff is a miss, and every other hit is exactly the one the cast without the cutoff reports
+/// (lowering maxFraction instead would change the tolerances of casts with maxFraction above 1).
+/// Returns false on a miss or invalid input (castShape's, plus a NaN or infinite vertex or a NaN or
+/// negative cutoff), leaving `hit` untouched.
+bool castShapeTriangle(const ShapeCastInput& moving, const Triangle& triangle,
+                       const Transform& triangleTransform, std::span<const ConvexHull> hulls,
+                       ShapeCastHit& hit, float cutoffFraction = std::numeric_limits<float>::infinity());
 
 } // namespace polytope::physics

@@ -85,6 +85,27 @@ struct HullSupport
     }
 };
 
+/// A triangle, a flat convex set with two faces (how queries see a mesh or heightfield triangle), in the
+/// local frame: support is the vertex of greatest dot product (first of a, b, c on ties).
+struct TriangleSupport
+{
+    Vec3 a{}; ///< metres
+    Vec3 b{}; ///< metres
+    Vec3 c{}; ///< metres
+
+    Vec3 support(const Vec3& dir) const
+    {
+        const float da = dot(a, dir);
+        const float db = dot(b, dir);
+        const float dc = dot(c, dir);
+        if (db > da)
+        {
+            return dc > db ? c : b;
+        }
+        return dc > da ? c : a;
+    }
+};
+
 /// A polytopal core swept by a sphere of `radius` metres: the shape is {core} + ball(radius).
 /// `support` gives the support of the whole rounded shape, for callers that need it as a plain convex
 /// set; GJK and EPA instead recognise this wrapper and run on `core`, then add `radius` exactly.
