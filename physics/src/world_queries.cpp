@@ -11,6 +11,14 @@
 //   the world frame. The tree's boxes are fat (the broadphase margin around each shape), so its float slab
 //   and box tests never drop a body the exact test would hit; only with WorldConfig::broadphaseMargin 0
 //   could a hit that grazes a body's bounding box within float rounding be missed.
+// - Compounds are tested child by child, meshes and heightfields triangle by triangle, in the body's frame:
+//   the triangles whose boxes meet the query's box (for a cast, the start box swept to the walk's clip)
+//   come from the mesh's tree or the heightfield's grid, and each is tested as a two-sided flat convex set
+//   (castShapeTriangle; GJK and EPA on TriangleSupport about the triangle's first vertex, where coordinates
+//   are as small as the triangle). A cast skips the triangles its box enters only past the first hit so far
+//   (a slab test on the boxes) and hands that hit's fraction to the next cast as its cutoff; a distance query
+//   skips the triangles whose box lies farther than the nearest so far. Neither changes what is found: the
+//   first (or nearest) triangle, ties to the lower triangle index, exactly as a test of every triangle.
 // - The closest query compares (fraction, body index): a tie goes to the lower index, whatever order the
 //   tree visits the bodies in, so results are the same on every run and every thread. A hit at fraction 0
 //   does not stop the walk (0 would mean "stop" to the tree): the walk is clipped to the smallest positive
@@ -20,8 +28,10 @@
 //   on several threads at once between steps.
 #include "polytope/physics/epa.h"
 #include "polytope/physics/gjk.h"
+#include "polytope/physics/heightfield.h"
 #include "polytope/physics/mass.h"
 #include "polytope/physics/support.h"
+#include "polytope/physics/triangle_mesh.h"
 #include "polytope/physics/world.h"
 
 #include <algorithm>
@@ -102,9 +112,173 @@ float deepestTowardPlane(const Shape& shape, const Transform& shapeInPlane, cons
     return dot(plane.normal, deepest) - plane.offset;
 }
 
+// ---- Triangles of meshes and heightfields
+// ------------------------------------------------------------------
+
+bool isTriangleShape(ShapeType type)
+{
+    return type == ShapeType::Mesh || type == ShapeType::HeightField;
+}
+
+/// Calls fn(std::uint32_t triangle, const Triangle&) -> bool for each triangle of a mesh or heightfield
+/// shape whose box meets `box` (the shape's local frame), until fn returns false. Holes have no triangles.
+template <class Fn>
+void forEachTriangle(const Shape& shape, const ShapeCatalogue& catalogue, const Aabb& box, Fn&& fn)
+{
+    if (shape.type == ShapeType::Mesh)
+    {
+        catalogue.meshes[shape.catalogueIndex]->forEachTriangleOverlapping(box, fn);
+    }
+    else
+    {
+        catalogue.heightFields[shape.catalogueIndex]->forEachTriangleOverlapping(box, fn);
+    }
+}
+
+Aabb boxOf(const Triangle& t)
+{
+    return {minPerElem(t.a, minPerElem(t.b, t.c)), maxPerElem(t.a, maxPerElem(t.b, t.c))};
+}
+
+/// The triangle moved so that its vertex a is the origin: overlap and distance queries test a triangle in
+/// that frame, where coordinates are as small as the triangle and the query shape, not the mesh.
+TriangleSupport aboutFirstVertex(const Triangle& t)
+{
+    return {Vec3{}, t.b - t.a, t.c - t.a};
+}
+
+/// The first fraction t >= 0 at which `box` moved by t * `step` meets `target` (closed boxes), or +infinity
+/// when it never does: a lower bound on the time of impact of any shape inside `box` on anything inside
+/// `target`, given that `box` holds its shape with room for rounding.
+float boxSweepEntry(const Aabb& box, const Vec3& step, const Aabb& target)
+{
+    constexpr float kNever = std::numeric_limits<float>::infinity();
+    float enter = 0.0f;
+    float exit = kNever;
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        // The boxes overlap along this axis while low <= t * step <= high.
+        const float low = target.min[axis] - box.max[axis];
+        const float high = target.max[axis] - box.min[axis];
+        const float s = step[axis];
+        if (s == 0.0f)
+        {
+            if (low > 0.0f || high < 0.0f)
+            {
+                return kNever;
+            }
+            continue;
+        }
+        const float t0 = low / s;
+        const float t1 = high / s;
+        enter = std::max(enter, std::min(t0, t1));
+        exit = std::min(exit, std::max(t0, t1));
+    }
+    return enter <= exit ? enter : kNever;
+}
+
+/// The distance between two closed boxes (0 when they meet): no point of one is nearer the other.
+float boxGap(const Aabb& a, const Aabb& b)
+{
+    const Vec3 gap = maxPerElem(maxPerElem(a.min - b.max, b.min - a.max), Vec3{});
+    return length(gap);
+}
+
+/// The first triangle of a mesh or heightfield body at `xf` that `cast` touches (smallest fraction, ties to
+/// the lower triangle index), by castShapeTriangle on each triangle whose box the cast's swept box meets,
+/// up to `clip`; each hit cuts the sweep short for the triangles after it. False when none is touched.
+bool castOnTriangles(const ShapeCastInput& cast, const Shape& body, const Transform& xf,
+                     const ShapeCatalogue& catalogue, float clip, ShapeCastHit& hit, std::uint32_t& triangle)
+{
+    const Transform startInBody = relativeTransform(xf, cast.start);
+    const Vec3 step = inverseRotate(xf.q, cast.translation);
+    const Aabb startBox = queryBox(cast.shape, startInBody, catalogue.hulls, 0.0f);
+    float best = std::min(cast.maxFraction, clip);
+    const Vec3 reach = step * best;
+    const float pad = 1e-5f * maxAbs(reach);
+    const Vec3 padding{pad, pad, pad};
+    const Aabb swept{minPerElem(startBox.min, startBox.min + reach) - padding,
+                     maxPerElem(startBox.max, startBox.max + reach) + padding};
+    bool found = false;
+    forEachTriangle(body, catalogue, swept,
+                    [&](std::uint32_t t, const Triangle& candidate)
+                    {
+                        ShapeCastHit candidateHit;
+                        if (boxSweepEntry(startBox, step, boxOf(candidate)) <= best &&
+                            castShapeTriangle(cast, candidate, xf, catalogue.hulls, candidateHit, best) &&
+                            (!found || candidateHit.fraction < hit.fraction ||
+                             (candidateHit.fraction == hit.fraction && t < triangle)))
+                        {
+                            found = true;
+                            hit = candidateHit;
+                            triangle = t;
+                            best = candidateHit.fraction;
+                        }
+                        return true;
+                    });
+    return found;
+}
+
+/// Whether `shape` at `shapeInBody` (the mesh's or heightfield's frame) overlaps or touches `triangle`
+/// (GJK, in the triangle's frame).
+bool overlapsTriangle(const Shape& shape, const Transform& shapeInBody, const Triangle& triangle,
+                      std::span<const ConvexHull> hulls)
+{
+    const Transform shapeInTriangle{shapeInBody.p - triangle.a, shapeInBody.q};
+    const TriangleSupport support = aboutFirstVertex(triangle);
+    return withSupport(
+        shape, hulls,
+        [&](const auto& query)
+        { return gjkIntersect(support, transformed(query, shapeInTriangle), shapeInTriangle.p); });
+}
+
+/// The triangle of a mesh or heightfield body at `xf` nearest `shape` at `pose` (both in the world frame)
+/// within `maxDistance` (ties to the lower triangle index), by GJK and EPA in each triangle's frame. Fills
+/// every field of `result` but the body; false when no triangle is that near.
+bool nearestTriangle(const Shape& shape, const Transform& pose, const Shape& body, const Transform& xf,
+                     const ShapeCatalogue& catalogue, float maxDistance, DistanceQueryResult& result)
+{
+    const Transform shapeInBody = relativeTransform(xf, pose);
+    const Aabb shapeBox = queryBox(shape, shapeInBody, catalogue.hulls, 0.0f);
+    bool found = false;
+    forEachTriangle(
+        body, catalogue, queryBox(shape, shapeInBody, catalogue.hulls, maxDistance),
+        [&](std::uint32_t t, const Triangle& triangle)
+        {
+            if (found && boxGap(shapeBox, boxOf(triangle)) > std::max(result.distance, 0.0f))
+            {
+                return true; // apart by more than the nearest so far (a gap bounds distances, not depths)
+            }
+            // The triangle is A, the query shape B: EPA's normal points from the triangle toward the shape.
+            const Transform shapeInTriangle{shapeInBody.p - triangle.a, shapeInBody.q};
+            const TriangleSupport support = aboutFirstVertex(triangle);
+            const PenetrationResult pen = withSupport(
+                shape, catalogue.hulls,
+                [&](const auto& query) {
+                    return penetrationDepth(support, transformed(query, shapeInTriangle), shapeInTriangle.p);
+                });
+            const float distance = pen.distance > 0.0f ? pen.distance : -pen.depth;
+            if (!(distance <= maxDistance) ||
+                (found &&
+                 !(distance < result.distance || (distance == result.distance && t < result.subShape))))
+            {
+                return true;
+            }
+            found = true;
+            result.distance = distance;
+            result.pointOnBody = transformPoint(xf, pen.pointOnA + triangle.a);
+            result.pointOnShape = transformPoint(xf, pen.pointOnB + triangle.a);
+            result.normal = rotate(xf.q, pen.normal);
+            result.subShape = t;
+            return true;
+        });
+    return found;
+}
+
 /// The hits of a cast (a ray or a shape) as castRayAll reports them: the planes first, then the bodies the
 /// tree walk meets, each through onHit(const Hit&) -> float, whose value clips the walk (0 stops it).
-/// hitOn(index, hit) is the filtered exact test of one body; walkTree(clip, visit) walks the tree up to
+/// hitOn(index, clip, hit) is the filtered exact test of one body, which may skip hits past `clip` (the
+/// walk's current clip); walkTree(clip, visit) walks the tree up to
 /// fraction `clip`, calling visit(body index, current clip) -> float for each body it meets.
 template <class Hit, class HitOn, class WalkTree, class OnHit>
 void everyHit(std::span<const std::uint32_t> planes, float maxFraction, HitOn&& hitOn, WalkTree&& walkTree,
@@ -114,7 +288,7 @@ void everyHit(std::span<const std::uint32_t> planes, float maxFraction, HitOn&& 
     for (const std::uint32_t plane : planes)
     {
         Hit candidate;
-        if (hitOn(plane, candidate) && candidate.fraction <= clip)
+        if (hitOn(plane, clip, candidate) && candidate.fraction <= clip)
         {
             const float value = onHit(candidate);
             if (value == 0.0f)
@@ -131,7 +305,7 @@ void everyHit(std::span<const std::uint32_t> planes, float maxFraction, HitOn&& 
              [&](std::uint32_t index, float current)
              {
                  Hit candidate;
-                 if (hitOn(index, candidate) && candidate.fraction <= current)
+                 if (hitOn(index, current, candidate) && candidate.fraction <= current)
                  {
                      return onHit(candidate);
                  }
@@ -273,7 +447,7 @@ bool World::castRayClosest(const RayCastInput& ray, const QueryFilter& filter, R
     return validRay(ray) &&
            closestHit(
                m_planes, ray.maxFraction,
-               [&](std::uint32_t index, RayQueryHit& candidate)
+               [&](std::uint32_t index, float, RayQueryHit& candidate)
                { return queryAccepts(filter, index) && rayOnBody(ray, index, candidate); },
                [&](float clip, auto&& visit) { walkRay(m_broadphase, ray, clip, visit); }, hit);
 }
@@ -310,7 +484,7 @@ void World::castRayAll(const RayCastInput& ray, const QueryFilter& filter, RayHi
     }
     everyHit<RayQueryHit>(
         m_planes, ray.maxFraction,
-        [&](std::uint32_t index, RayQueryHit& candidate)
+        [&](std::uint32_t index, float, RayQueryHit& candidate)
         { return queryAccepts(filter, index) && rayOnBody(ray, index, candidate); },
         [&](float clip, auto&& visit) { walkRay(m_broadphase, ray, clip, visit); }, onHit);
 }
@@ -318,12 +492,19 @@ void World::castRayAll(const RayCastInput& ray, const QueryFilter& filter, RayHi
 // ---- Shape casts
 // --------------------------------------------------------------------------------------------
 
-bool World::castOnBody(const ShapeCastInput& cast, std::uint32_t index, ShapeQueryHit& hit) const
+bool World::castOnBody(const ShapeCastInput& cast, std::uint32_t index, float clip, ShapeQueryHit& hit) const
 {
     const Shape& shape = m_shapes[index];
     ShapeCastHit bodyHit;
     std::uint32_t subShape = 0;
-    if (shape.type == ShapeType::Compound)
+    if (isTriangleShape(shape.type))
+    {
+        if (!castOnTriangles(cast, shape, m_sims[index].transform, catalogue(), clip, bodyHit, subShape))
+        {
+            return false;
+        }
+    }
+    else if (shape.type == ShapeType::Compound)
     {
         // The first child touched (ties to the lower child index).
         const CompoundShape& compound = m_compounds[shape.catalogueIndex];
@@ -347,7 +528,7 @@ bool World::castOnBody(const ShapeCastInput& cast, std::uint32_t index, ShapeQue
     }
     else if (!castShape(cast, shape, m_sims[index].transform, m_hulls, bodyHit))
     {
-        return false; // also meshes and heightfields, which shape casts do not reach yet
+        return false;
     }
     hit.subShape = subShape;
     hit.body = {index, m_bodies[index].generation};
@@ -373,8 +554,8 @@ bool World::castShapeClosest(const ShapeCastInput& cast, const QueryFilter& filt
     return validCast(cast, m_hulls) &&
            closestHit(
                m_planes, cast.maxFraction,
-               [&](std::uint32_t index, ShapeQueryHit& candidate)
-               { return queryAccepts(filter, index) && castOnBody(cast, index, candidate); },
+               [&](std::uint32_t index, float clip, ShapeQueryHit& candidate)
+               { return queryAccepts(filter, index) && castOnBody(cast, index, clip, candidate); },
                [&](float clip, auto&& visit) { walkCast(m_broadphase, cast, m_hulls, clip, visit); }, hit);
 }
 
@@ -386,8 +567,8 @@ void World::castShapeAll(const ShapeCastInput& cast, const QueryFilter& filter, 
     }
     everyHit<ShapeQueryHit>(
         m_planes, cast.maxFraction,
-        [&](std::uint32_t index, ShapeQueryHit& candidate)
-        { return queryAccepts(filter, index) && castOnBody(cast, index, candidate); },
+        [&](std::uint32_t index, float clip, ShapeQueryHit& candidate)
+        { return queryAccepts(filter, index) && castOnBody(cast, index, clip, candidate); },
         [&](float clip, auto&& visit) { walkCast(m_broadphase, cast, m_hulls, clip, visit); }, onHit);
 }
 
@@ -423,9 +604,22 @@ void World::overlapShape(const Shape& shape, const Transform& transform, const Q
             {
                 return true;
             }
-            // In each convex piece's frame, with the query shape moved into it.
             bool overlaps = false;
-            forEachConvexPiece(m_shapes[index], catalogue(),
+            const Shape& bodyShape = m_shapes[index];
+            if (isTriangleShape(bodyShape.type))
+            {
+                // Each triangle whose box meets the shape's, in the mesh's frame, until one overlaps.
+                const Transform shapeInBody = relativeTransform(m_sims[index].transform, pose);
+                forEachTriangle(bodyShape, catalogue(), queryBox(shape, shapeInBody, m_hulls, 0.0f),
+                                [&](std::uint32_t, const Triangle& triangle)
+                                {
+                                    overlaps = overlapsTriangle(shape, shapeInBody, triangle, m_hulls);
+                                    return !overlaps;
+                                });
+                return !overlaps || onBody({index, m_bodies[index].generation});
+            }
+            // In each convex piece's frame, with the query shape moved into it.
+            forEachConvexPiece(bodyShape, catalogue(),
                                [&](const Shape& piece, const Transform& pieceInBody, std::uint32_t)
                                {
                                    if (overlaps)
@@ -526,6 +720,13 @@ void World::closestPoints(const Shape& shape, const Transform& transform, float 
             // (ties to the lower index) stands for the body.
             bool found = false;
             DistanceQueryResult result;
+            result.body = {index, m_bodies[index].generation};
+            if (isTriangleShape(m_shapes[index].type))
+            {
+                found = nearestTriangle(shape, pose, m_shapes[index], m_sims[index].transform, catalogue(),
+                                        maxDistance, result);
+                return !found || onBody(result);
+            }
             forEachConvexPiece(m_shapes[index], catalogue(),
                                [&](const Shape& piece, const Transform& pieceInBody, std::uint32_t pieceIndex)
                                {

@@ -411,6 +411,14 @@ struct SensorEvents
 // query is const and touches no shared scratch, so several threads may query one world at once (but not
 // while it steps or changes); none allocates. Results are in the world frame. Queries see the bodies where
 // the last step (or createBody, setTransform, restoreState) left them; sleeping bodies count.
+// Compounds, meshes and heightfields are queried piece by piece: each compound child, each mesh or
+// heightfield triangle (heightfield holes have none), and the first piece hit, or the nearest, stands for
+// the body, with its index in `subShape` (ties to the lower index). Triangles are two-sided for queries, as
+// for rays (rayTriangle in raycast.h): flat convex sets with no inside, met from either face, at their
+// edges and at their vertices, so a shape under a floor touches it as one above does, and a start in
+// contact reports the shortest way out of that triangle, through either face or past an edge. (Contacts
+// treat triangles as one-sided; see collide_triangle.h.) A shape cast moving in a triangle's plane hits its
+// edge; a ray there does not (rays are edge-on within about 1e-6 rad).
 
 /// Bits of QueryFilter::bodyTypes.
 inline constexpr std::uint8_t kQueryStatic = 1u << 0;
@@ -610,15 +618,19 @@ class World
 
     /// The first body a translating shape (sphere, capsule, box or hull; see shape_cast.h) touches: the
     /// smallest fraction. Bodies it starts in contact with have fraction 0, so among them the lowest index
-    /// wins, not the deepest (castShapeAll reports each with its depth). False on a miss.
+    /// wins, not the deepest (castShapeAll reports each with its depth). The same holds for the pieces of
+    /// a body: on a mesh, the first triangle touched, and at the start the lowest-indexed triangle in
+    /// contact, with its own depth. Mesh and heightfield triangles are cast by castShapeTriangle, with its
+    /// accuracy (shape_cast.h). False on a miss.
     bool castShapeClosest(const ShapeCastInput& cast, const QueryFilter& filter, ShapeQueryHit& hit) const;
     /// Every body a translating shape touches, each once with its first contact, in no particular order
     /// (planes first), through `onHit` (see ShapeHitCallback: it may clip the cast or stop).
     void castShapeAll(const ShapeCastInput& cast, const QueryFilter& filter, ShapeHitCallback onHit) const;
 
     /// Every body that overlaps or touches `shape` (sphere, capsule, box or hull) placed at `transform`:
-    /// exact, by GJK on the two shapes (closed form for planes), touching within GJK's tolerance (1e-6 of
-    /// the shapes' size) counting. Bodies in no particular order (planes first).
+    /// exact, by GJK on the two shapes (closed form for planes; each child of a compound, each triangle of
+    /// a mesh or heightfield, not its box), touching within GJK's tolerance (1e-6 of the shapes' size)
+    /// counting. Bodies in no particular order (planes first).
     void overlapShape(const Shape& shape, const Transform& transform, const QueryFilter& filter,
                       BodyCallback onBody) const;
     /// Every body whose tight box (the shape's box at its pose) overlaps or touches `box` (world frame,
@@ -627,7 +639,10 @@ class World
     void overlapAabb(const Aabb& box, const QueryFilter& filter, BodyCallback onBody) const;
     /// Every body within `maxDistance` metres (>= 0) of `shape` placed at `transform`, with the signed
     /// distance and the closest points (GJK; overlapping bodies, distance < 0, get EPA's penetration depth
-    /// and deepest points). In no particular order (planes first).
+    /// and deepest points). A compound, mesh or heightfield reports its nearest piece (the deepest, when
+    /// overlapping): each triangle is measured alone, so a shape sunk deep into a mesh gets the depth of
+    /// the triangle it leaves most slowly, which may be sideways, off it. In no particular order (planes
+    /// first).
     void closestPoints(const Shape& shape, const Transform& transform, float maxDistance,
                        const QueryFilter& filter, DistanceCallback onBody) const;
 
@@ -762,9 +777,10 @@ class World
     void removeFilteredContacts();
     /// Whether body `index` passes the query filter.
     bool queryAccepts(const QueryFilter& filter, std::uint32_t index) const;
-    /// The hits of the ray or cast on body `index` in the world frame: false on a miss.
+    /// The hits of the ray or cast on body `index` in the world frame: false on a miss. A cast may skip
+    /// mesh and heightfield triangles it would touch only past `clip` (the query's best so far).
     bool rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit& hit) const;
-    bool castOnBody(const ShapeCastInput& cast, std::uint32_t index, ShapeQueryHit& hit) const;
+    bool castOnBody(const ShapeCastInput& cast, std::uint32_t index, float clip, ShapeQueryHit& hit) const;
     /// The solver's records of body slot i (awake, not static) at the start of a step.
     void fillSolverBody(std::uint32_t i, SolverBody& state, SolverBodyMass& mass,
                         SolverBodyMotion& motion) const;
