@@ -43,6 +43,7 @@
 
 #include "physics/convex_minimum.h"
 #include "physics/random_shapes.h"
+#include "physics/signed_distance_oracle.h"
 
 #include <catch2/catch.hpp>
 
@@ -56,6 +57,7 @@
 using namespace polytope::physics;
 using physics_test::ConvexMinimum;
 using physics_test::minimiseConvex;
+using physics_test::oracleDistance;
 using physics_test::randomRotation;
 using physics_test::uniform;
 
@@ -220,34 +222,6 @@ Vec3 toTargetFrame(const CastCase& c, const Vec3& world)
 {
     return toFloat(
         rotateDouble(conjugate(c.targetTransform.q), toDouble(world) - toDouble(c.targetTransform.p)));
-}
-
-/// Signed distance (negative: penetration depth) of two shapes given in one frame, with the normal from
-/// a toward b: GJK while the cores are apart (exact for rounded shapes even when they overlap), EPA once
-/// they intersect. Tolerances 1e-9, far tighter than the engine's defaults (1e-6), so that the oracle's own
-/// tolerance does not swamp the errors it measures.
-template <class A, class B> double oracleDistance(const A& a, const B& b, const Vec3& guess, Vec3* normal)
-{
-    GjkSettings gjk;
-    gjk.relativeTolerance = 1e-9f;
-    gjk.maxIterations = 128;
-    const GjkResult g = gjkClosestPoints(a, b, guess, gjk);
-    if (g.coreDistance > 0.0f || g.status == GjkStatus::Separated)
-    {
-        if (normal != nullptr)
-        {
-            *normal = g.normal;
-        }
-        return g.distance;
-    }
-    EpaSettings epa;
-    epa.relativeTolerance = 1e-9f;
-    const PenetrationResult r = penetrationDepth(a, b, guess, epa, gjk);
-    if (normal != nullptr)
-    {
-        *normal = r.normal;
-    }
-    return r.status == EpaStatus::NotColliding ? double(r.distance) : -double(r.depth);
 }
 
 /// Signed distance between the shapes at fraction t (negative: penetration depth); `normal` (optional) gets
