@@ -554,6 +554,15 @@ void BroadphaseTree::findAllPairs(std::vector<BroadphasePair>& out) const
     std::sort(out.begin(), out.end());
 }
 
+void BroadphaseTree::forgetMoved()
+{
+    for (const std::int32_t index : m_moved)
+    {
+        m_nodes[index].inMovedSet = false;
+    }
+    m_moved.clear();
+}
+
 std::int32_t BroadphaseTree::movedProxyCount() const
 {
     std::int32_t count = 0;

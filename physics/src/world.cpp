@@ -239,6 +239,14 @@ World::World(const WorldConfig& config)
               bp.initialProxyCapacity =
                   static_cast<std::int32_t>(std::min<std::uint32_t>(config.maxBodies, 1024u));
               return bp;
+          }()),
+      m_staticTree(
+          [&]
+          {
+              BroadphaseConfig bp;
+              bp.initialProxyCapacity =
+                  static_cast<std::int32_t>(std::min<std::uint32_t>(config.maxBodies, 64u));
+              return bp;
           }())
 {
     m_config.substeps = std::clamp(m_config.substeps, 1, 64);
@@ -287,6 +295,12 @@ World::World(const WorldConfig& config)
     m_planes.reserve(bodies);
     m_pairScratch.reserve(contacts);
     m_newKeys.reserve(2 * contacts);
+    m_movedScratch.reserve(bodies);
+    m_threadKeys.resize(static_cast<std::size_t>(m_config.threads));
+    for (std::vector<std::uint64_t>& keys : m_threadKeys)
+    {
+        keys.reserve(std::min<std::size_t>(contacts, 65536));
+    }
     m_keyScratch.reserve(2 * contacts);
     m_contactKeys.reserve(contacts);
     m_contactKeysMerge.reserve(contacts);
@@ -528,7 +542,7 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     {
         m_tightBoxes[index] = computeTightBox(index);
         m_fatBoxes[index] = m_fatBoxPolicy.fatBox(m_tightBoxes[index], predictedDisplacement(index, 0.0f));
-        body.proxy = m_broadphase.createProxy(m_fatBoxes[index], index);
+        body.proxy = treeOf(index).createProxy(m_fatBoxes[index], index);
         body.pendingPlaneTest = true;
         body.proxyMoved = true;
     }
@@ -573,7 +587,7 @@ WorldStatus World::destroyBody(BodyId id)
     Body& body = m_bodies[index];
     if (body.proxy != kNullProxy)
     {
-        m_broadphase.destroyProxy(body.proxy);
+        treeOf(index).destroyProxy(body.proxy);
     }
     if (m_shapes[index].type == ShapeType::Plane)
     {
@@ -876,7 +890,7 @@ void World::storeFatBox(std::uint32_t index, const Aabb& wanted)
 {
     Body& body = m_bodies[index];
     m_fatBoxes[index] = wanted;
-    if (m_broadphase.moveProxy(body.proxy, wanted))
+    if (treeOf(index).moveProxy(body.proxy, wanted))
     {
         body.proxyMoved = true;
     }
@@ -918,6 +932,9 @@ bool World::fatBoxesOverlap(std::uint32_t a, std::uint32_t b) const
 
 namespace
 {
+/// Moved proxies per chunk of the parallel static-tree queries.
+constexpr std::uint32_t kStaticQueryGrain = 64;
+
 /// Sorts pair keys ((lower slot << 32) | higher slot, both below `slotCount`) ascending: an LSD radix sort
 /// on the bytes that slots use (4 passes below 65536 bodies), through `scratch`; std::sort for short lists.
 void sortPairKeys(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& scratch,
@@ -968,15 +985,65 @@ void sortPairKeys(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& 
 
 bool World::collectPairCandidates()
 {
-    bool complete = true;
+    // Every find goes in as a slot key, in whatever order; the keys are sorted by body slots below, so the
+    // order of finds (and of threads) does not matter. Moving proxies that moved query the static tree
+    // (before findNewPairs forgets them), static proxies that moved (new, teleported, or touched by a filter
+    // change) query the moving tree, then the moving tree finds its own pairs.
     m_newKeys.clear();
-    // Unsorted: the keys are sorted below by body slots. Only when the candidates could overflow the key list
-    // are the pairs sorted first, so that the same prefix is kept on any thread count.
-    m_broadphase.findNewPairs(m_pairScratch, m_tasks.get(), false);
-    if (m_pairScratch.size() > m_newKeys.capacity())
+    const std::span<const std::int32_t> moved = m_broadphase.movedProxies();
+    m_movedScratch.assign(moved.begin(), moved.end());
+    for (std::vector<std::uint64_t>& keys : m_threadKeys)
     {
-        std::sort(m_pairScratch.begin(), m_pairScratch.end());
+        keys.clear();
     }
+    if (m_staticTree.proxyCount() > 0)
+    {
+        forRange(static_cast<std::uint32_t>(m_movedScratch.size()), kStaticQueryGrain,
+                 [&](std::uint32_t begin, std::uint32_t end, int thread)
+                 {
+                     std::vector<std::uint64_t>& keys = m_threadKeys[static_cast<std::size_t>(thread)];
+                     for (std::uint32_t k = begin; k < end; ++k)
+                     {
+                         const std::int32_t proxy = m_movedScratch[k];
+                         if (!m_broadphase.isProxy(proxy))
+                         {
+                             continue; // destroyed after it moved
+                         }
+                         const auto a = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
+                         m_staticTree.queryAabb(m_fatBoxes[a],
+                                                [&](std::int32_t other)
+                                                {
+                                                    const auto b = static_cast<std::uint32_t>(
+                                                        m_staticTree.userData(other));
+                                                    if (pairEligible(a, b))
+                                                    {
+                                                        keys.push_back(pairKey(a, b));
+                                                    }
+                                                    return true;
+                                                });
+                     }
+                 });
+    }
+    for (const std::int32_t proxy : m_staticTree.movedProxies())
+    {
+        if (!m_staticTree.isProxy(proxy))
+        {
+            continue;
+        }
+        const auto a = static_cast<std::uint32_t>(m_staticTree.userData(proxy));
+        m_broadphase.queryAabb(m_fatBoxes[a],
+                               [&](std::int32_t other)
+                               {
+                                   const auto b = static_cast<std::uint32_t>(m_broadphase.userData(other));
+                                   if (pairEligible(a, b))
+                                   {
+                                       m_newKeys.push_back(pairKey(a, b));
+                                   }
+                                   return true;
+                               });
+    }
+    m_staticTree.forgetMoved();
+    m_broadphase.findNewPairs(m_pairScratch, m_tasks.get(), false);
     for (Body& body : m_bodies)
     {
         body.proxyMoved = false;
@@ -987,13 +1054,12 @@ bool World::collectPairCandidates()
         const auto b = static_cast<std::uint32_t>(m_broadphase.userData(pair.proxyB));
         if (pairEligible(a, b))
         {
-            if (m_newKeys.size() == m_newKeys.capacity())
-            {
-                complete = false; // more candidates than contacts could ever hold
-                break;
-            }
             m_newKeys.push_back(pairKey(a, b));
         }
+    }
+    for (const std::vector<std::uint64_t>& keys : m_threadKeys)
+    {
+        m_newKeys.insert(m_newKeys.end(), keys.begin(), keys.end());
     }
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     for (std::uint32_t i = 0; i < slotCount; ++i)
@@ -1012,18 +1078,21 @@ bool World::collectPairCandidates()
         {
             if (pairEligible(i, plane) && fatBoxesOverlap(i, plane))
             {
-                if (m_newKeys.size() == m_newKeys.capacity())
-                {
-                    complete = false;
-                    break;
-                }
                 m_newKeys.push_back(pairKey(i, plane));
             }
         }
     }
-    sortPairKeys(m_newKeys, m_keyScratch, static_cast<std::uint32_t>(m_bodies.size()));
+    sortPairKeys(m_newKeys, m_keyScratch, slotCount);
     m_newKeys.erase(std::unique(m_newKeys.begin(), m_newKeys.end()), m_newKeys.end());
-    return complete;
+    // More candidates than contacts could ever hold (the lists grew past their reserve for this step): the
+    // same lowest keys are kept on any thread count.
+    const std::size_t limit = 2 * static_cast<std::size_t>(m_config.maxContacts);
+    if (m_newKeys.size() > limit)
+    {
+        m_newKeys.resize(limit);
+        return false;
+    }
+    return true;
 }
 
 void World::mergeNewPairs(StepStatus& status)

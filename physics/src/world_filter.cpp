@@ -48,7 +48,7 @@ void World::requeryPairs(std::uint32_t index)
     Body& body = m_bodies[index];
     if (body.proxy != kNullProxy)
     {
-        m_broadphase.touchProxy(body.proxy);
+        treeOf(index).touchProxy(body.proxy);
         body.proxyMoved = true;
         body.pendingPlaneTest = true;
         return;
@@ -123,12 +123,12 @@ WorldStatus World::setLayersCollide(std::uint32_t a, std::uint32_t b, bool colli
             }
             continue;
         }
-        m_broadphase.queryAabb(m_fatBoxes[i],
-                               [&](std::int32_t proxy)
-                               {
-                                   wakeIfNewPair(i, static_cast<std::uint32_t>(m_broadphase.userData(proxy)));
-                                   return true;
-                               });
+        queryTrees(m_fatBoxes[i],
+                   [&](std::uint32_t j)
+                   {
+                       wakeIfNewPair(i, j);
+                       return true;
+                   });
         for (const std::uint32_t plane : m_planes)
         {
             if (boxReachesPlane(m_shapes[plane], m_sims[plane].transform, m_fatBoxes[i]))
@@ -177,16 +177,15 @@ WorldStatus World::setBodyFilter(BodyId id, std::uint8_t layer, std::uint32_t gr
         }
         return WorldStatus::Ok;
     }
-    m_broadphase.queryAabb(m_fatBoxes[index],
-                           [&](std::int32_t proxy)
-                           {
-                               const auto j = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
-                               if (pairEligible(index, j) && !body.sensor && !m_bodies[j].sensor)
-                               {
-                                   wakeIsland(j);
-                               }
-                               return true;
-                           });
+    queryTrees(m_fatBoxes[index],
+               [&](std::uint32_t j)
+               {
+                   if (pairEligible(index, j) && !body.sensor && !m_bodies[j].sensor)
+                   {
+                       wakeIsland(j);
+                   }
+                   return true;
+               });
     return WorldStatus::Ok;
 }
 

@@ -340,22 +340,59 @@ bool closestHit(std::span<const std::uint32_t> planes, float maxFraction, HitOn&
 }
 
 /// The tree walk of a ray: visit(body index, current clip) -> float for every body whose fat box it meets.
-template <class Visit>
-void walkRay(const BroadphaseTree& tree, const RayCastInput& ray, float clip, Visit&& visit)
+/// Walks `walkOne(tree, clip, wrapped)` over the static tree, then the moving one, carrying the clip across:
+/// the second walk starts from the best hit of the first, and a stop (0) ends both.
+template <class WalkOne, class Visit>
+void walkTrees(const BroadphaseTree& staticTree, const BroadphaseTree& movingTree, float clip,
+               WalkOne&& walkOne, Visit&& visit)
 {
-    tree.rayCast(ray.origin, ray.translation, clip,
-                 [&](std::int32_t proxy, float current)
-                 { return visit(static_cast<std::uint32_t>(tree.userData(proxy)), current); });
+    bool stopped = false;
+    const auto wrapped = [&](const BroadphaseTree& tree)
+    {
+        return [&](std::int32_t proxy, float current)
+        {
+            const float value = visit(static_cast<std::uint32_t>(tree.userData(proxy)), current);
+            if (value == 0.0f)
+            {
+                stopped = true;
+            }
+            else if (value > 0.0f && value < clip)
+            {
+                clip = value;
+            }
+            return value;
+        };
+    };
+    walkOne(staticTree, clip, wrapped(staticTree));
+    if (!stopped)
+    {
+        walkOne(movingTree, clip, wrapped(movingTree));
+    }
+}
+
+/// The tree walk of a ray: visit(body index, current clip) -> float for every body whose fat box it meets.
+template <class Visit>
+void walkRay(const BroadphaseTree& staticTree, const BroadphaseTree& movingTree, const RayCastInput& ray,
+             float clip, Visit&& visit)
+{
+    walkTrees(
+        staticTree, movingTree, clip,
+        [&](const BroadphaseTree& tree, float from, auto&& fn)
+        { tree.rayCast(ray.origin, ray.translation, from, fn); },
+        visit);
 }
 
 /// The tree walk of a shape cast, sweeping the shape's padded box; as walkRay.
 template <class Visit>
-void walkCast(const BroadphaseTree& tree, const ShapeCastInput& cast, std::span<const ConvexHull> hulls,
-              float clip, Visit&& visit)
+void walkCast(const BroadphaseTree& staticTree, const BroadphaseTree& movingTree, const ShapeCastInput& cast,
+              std::span<const ConvexHull> hulls, float clip, Visit&& visit)
 {
-    tree.boxCast(queryBox(cast.shape, cast.start, hulls, 0.0f), cast.translation, clip,
-                 [&](std::int32_t proxy, float current)
-                 { return visit(static_cast<std::uint32_t>(tree.userData(proxy)), current); });
+    const Aabb box = queryBox(cast.shape, cast.start, hulls, 0.0f);
+    walkTrees(
+        staticTree, movingTree, clip,
+        [&](const BroadphaseTree& tree, float from, auto&& fn)
+        { tree.boxCast(box, cast.translation, from, fn); },
+        visit);
 }
 
 } // namespace
@@ -449,7 +486,7 @@ bool World::castRayClosest(const RayCastInput& ray, const QueryFilter& filter, R
                m_planes, ray.maxFraction,
                [&](std::uint32_t index, float, RayQueryHit& candidate)
                { return queryAccepts(filter, index) && rayOnBody(ray, index, candidate); },
-               [&](float clip, auto&& visit) { walkRay(m_broadphase, ray, clip, visit); }, hit);
+               [&](float clip, auto&& visit) { walkRay(m_staticTree, m_broadphase, ray, clip, visit); }, hit);
 }
 
 bool World::castRayAny(const RayCastInput& ray, const QueryFilter& filter, RayQueryHit& hit) const
@@ -466,13 +503,12 @@ bool World::castRayAny(const RayCastInput& ray, const QueryFilter& filter, RayQu
         }
     }
     bool found = false;
-    m_broadphase.rayCast(ray.origin, ray.translation, ray.maxFraction,
-                         [&](std::int32_t proxy, float)
-                         {
-                             const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
-                             found = queryAccepts(filter, index) && rayOnBody(ray, index, hit);
-                             return found ? 0.0f : -1.0f;
-                         });
+    walkRay(m_staticTree, m_broadphase, ray, ray.maxFraction,
+            [&](std::uint32_t index, float)
+            {
+                found = queryAccepts(filter, index) && rayOnBody(ray, index, hit);
+                return found ? 0.0f : -1.0f;
+            });
     return found;
 }
 
@@ -486,7 +522,7 @@ void World::castRayAll(const RayCastInput& ray, const QueryFilter& filter, RayHi
         m_planes, ray.maxFraction,
         [&](std::uint32_t index, float, RayQueryHit& candidate)
         { return queryAccepts(filter, index) && rayOnBody(ray, index, candidate); },
-        [&](float clip, auto&& visit) { walkRay(m_broadphase, ray, clip, visit); }, onHit);
+        [&](float clip, auto&& visit) { walkRay(m_staticTree, m_broadphase, ray, clip, visit); }, onHit);
 }
 
 // ---- Shape casts
@@ -556,7 +592,9 @@ bool World::castShapeClosest(const ShapeCastInput& cast, const QueryFilter& filt
                m_planes, cast.maxFraction,
                [&](std::uint32_t index, float clip, ShapeQueryHit& candidate)
                { return queryAccepts(filter, index) && castOnBody(cast, index, clip, candidate); },
-               [&](float clip, auto&& visit) { walkCast(m_broadphase, cast, m_hulls, clip, visit); }, hit);
+               [&](float clip, auto&& visit)
+               { walkCast(m_staticTree, m_broadphase, cast, m_hulls, clip, visit); },
+               hit);
 }
 
 void World::castShapeAll(const ShapeCastInput& cast, const QueryFilter& filter, ShapeHitCallback onHit) const
@@ -569,7 +607,8 @@ void World::castShapeAll(const ShapeCastInput& cast, const QueryFilter& filter, 
         m_planes, cast.maxFraction,
         [&](std::uint32_t index, float clip, ShapeQueryHit& candidate)
         { return queryAccepts(filter, index) && castOnBody(cast, index, clip, candidate); },
-        [&](float clip, auto&& visit) { walkCast(m_broadphase, cast, m_hulls, clip, visit); }, onHit);
+        [&](float clip, auto&& visit) { walkCast(m_staticTree, m_broadphase, cast, m_hulls, clip, visit); },
+        onHit);
 }
 
 // ---- Overlaps and distances
@@ -595,53 +634,52 @@ void World::overlapShape(const Shape& shape, const Transform& transform, const Q
             return;
         }
     }
-    m_broadphase.queryAabb(
-        queryBox(shape, pose, m_hulls, 0.0f),
-        [&](std::int32_t proxy)
-        {
-            const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
-            if (!queryAccepts(filter, index))
-            {
-                return true;
-            }
-            bool overlaps = false;
-            const Shape& bodyShape = m_shapes[index];
-            if (isTriangleShape(bodyShape.type))
-            {
-                // Each triangle whose box meets the shape's, in the mesh's frame, until one overlaps.
-                const Transform shapeInBody = relativeTransform(m_sims[index].transform, pose);
-                forEachTriangle(bodyShape, catalogue(), queryBox(shape, shapeInBody, m_hulls, 0.0f),
-                                [&](std::uint32_t, const Triangle& triangle)
-                                {
-                                    overlaps = overlapsTriangle(shape, shapeInBody, triangle, m_hulls);
-                                    return !overlaps;
-                                });
-                return !overlaps || onBody({index, m_bodies[index].generation});
-            }
-            // In each convex piece's frame, with the query shape moved into it.
-            forEachConvexPiece(bodyShape, catalogue(),
-                               [&](const Shape& piece, const Transform& pieceInBody, std::uint32_t)
-                               {
-                                   if (overlaps)
-                                   {
-                                       return;
-                                   }
-                                   const Transform shapeInPiece =
-                                       relativeTransform(m_sims[index].transform * pieceInBody, pose);
-                                   overlaps = withSupport(
-                                       piece, m_hulls,
-                                       [&](const auto& body)
+    queryTrees(queryBox(shape, pose, m_hulls, 0.0f),
+               [&](std::uint32_t index)
+               {
+                   if (!queryAccepts(filter, index))
+                   {
+                       return true;
+                   }
+                   bool overlaps = false;
+                   const Shape& bodyShape = m_shapes[index];
+                   if (isTriangleShape(bodyShape.type))
+                   {
+                       // Each triangle whose box meets the shape's, in the mesh's frame, until one overlaps.
+                       const Transform shapeInBody = relativeTransform(m_sims[index].transform, pose);
+                       forEachTriangle(bodyShape, catalogue(), queryBox(shape, shapeInBody, m_hulls, 0.0f),
+                                       [&](std::uint32_t, const Triangle& triangle)
                                        {
-                                           return withSupport(shape, m_hulls,
-                                                              [&](const auto& query) {
-                                                                  return gjkIntersect(
-                                                                      body, transformed(query, shapeInPiece),
-                                                                      shapeInPiece.p);
-                                                              });
+                                           overlaps = overlapsTriangle(shape, shapeInBody, triangle, m_hulls);
+                                           return !overlaps;
                                        });
-                               });
-            return !overlaps || onBody({index, m_bodies[index].generation});
-        });
+                       return !overlaps || onBody({index, m_bodies[index].generation});
+                   }
+                   // In each convex piece's frame, with the query shape moved into it.
+                   forEachConvexPiece(bodyShape, catalogue(),
+                                      [&](const Shape& piece, const Transform& pieceInBody, std::uint32_t)
+                                      {
+                                          if (overlaps)
+                                          {
+                                              return;
+                                          }
+                                          const Transform shapeInPiece =
+                                              relativeTransform(m_sims[index].transform * pieceInBody, pose);
+                                          overlaps = withSupport(
+                                              piece, m_hulls,
+                                              [&](const auto& body)
+                                              {
+                                                  return withSupport(shape, m_hulls,
+                                                                     [&](const auto& query) {
+                                                                         return gjkIntersect(
+                                                                             body,
+                                                                             transformed(query, shapeInPiece),
+                                                                             shapeInPiece.p);
+                                                                     });
+                                              });
+                                      });
+                   return !overlaps || onBody({index, m_bodies[index].generation});
+               });
 }
 
 void World::overlapAabb(const Aabb& box, const QueryFilter& filter, BodyCallback onBody) const
@@ -663,13 +701,12 @@ void World::overlapAabb(const Aabb& box, const QueryFilter& filter, BodyCallback
             return;
         }
     }
-    m_broadphase.queryAabb(box,
-                           [&](std::int32_t proxy)
-                           {
-                               const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
-                               return !m_tightBoxes[index].overlaps(box) || !queryAccepts(filter, index) ||
-                                      onBody({index, m_bodies[index].generation});
-                           });
+    queryTrees(box,
+               [&](std::uint32_t index)
+               {
+                   return !m_tightBoxes[index].overlaps(box) || !queryAccepts(filter, index) ||
+                          onBody({index, m_bodies[index].generation});
+               });
 }
 
 void World::closestPoints(const Shape& shape, const Transform& transform, float maxDistance,
@@ -706,60 +743,59 @@ void World::closestPoints(const Shape& shape, const Transform& transform, float 
             return;
         }
     }
-    m_broadphase.queryAabb(
-        queryBox(shape, pose, m_hulls, maxDistance),
-        [&](std::int32_t proxy)
-        {
-            const auto index = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
-            if (!queryAccepts(filter, index))
-            {
-                return true;
-            }
-            // In each convex piece's frame (A), with the query shape (B) moved into it: EPA's normal then
-            // points from the piece toward the shape, and pointOnA is the piece's point. The nearest piece
-            // (ties to the lower index) stands for the body.
-            bool found = false;
-            DistanceQueryResult result;
-            result.body = {index, m_bodies[index].generation};
-            if (isTriangleShape(m_shapes[index].type))
-            {
-                found = nearestTriangle(shape, pose, m_shapes[index], m_sims[index].transform, catalogue(),
-                                        maxDistance, result);
-                return !found || onBody(result);
-            }
-            forEachConvexPiece(m_shapes[index], catalogue(),
-                               [&](const Shape& piece, const Transform& pieceInBody, std::uint32_t pieceIndex)
+    queryTrees(queryBox(shape, pose, m_hulls, maxDistance),
+               [&](std::uint32_t index)
+               {
+                   if (!queryAccepts(filter, index))
+                   {
+                       return true;
+                   }
+                   // In each convex piece's frame (A), with the query shape (B) moved into it: EPA's normal
+                   // then points from the piece toward the shape, and pointOnA is the piece's point. The
+                   // nearest piece (ties to the lower index) stands for the body.
+                   bool found = false;
+                   DistanceQueryResult result;
+                   result.body = {index, m_bodies[index].generation};
+                   if (isTriangleShape(m_shapes[index].type))
+                   {
+                       found = nearestTriangle(shape, pose, m_shapes[index], m_sims[index].transform,
+                                               catalogue(), maxDistance, result);
+                       return !found || onBody(result);
+                   }
+                   forEachConvexPiece(
+                       m_shapes[index], catalogue(),
+                       [&](const Shape& piece, const Transform& pieceInBody, std::uint32_t pieceIndex)
+                       {
+                           const Transform xf = m_sims[index].transform * pieceInBody;
+                           const Transform shapeInPiece = relativeTransform(xf, pose);
+                           const PenetrationResult pen = withSupport(
+                               piece, m_hulls,
+                               [&](const auto& body)
                                {
-                                   const Transform xf = m_sims[index].transform * pieceInBody;
-                                   const Transform shapeInPiece = relativeTransform(xf, pose);
-                                   const PenetrationResult pen = withSupport(
-                                       piece, m_hulls,
-                                       [&](const auto& body)
-                                       {
-                                           return withSupport(shape, m_hulls,
-                                                              [&](const auto& query) {
-                                                                  return penetrationDepth(
-                                                                      body, transformed(query, shapeInPiece),
-                                                                      shapeInPiece.p);
-                                                              });
-                                       });
-                                   // The cores-apart branch fills distance (or depth, when the rounded shapes
-                                   // overlap), EPA depth.
-                                   const float distance = pen.distance > 0.0f ? pen.distance : -pen.depth;
-                                   if (!(distance <= maxDistance) || (found && !(distance < result.distance)))
-                                   {
-                                       return;
-                                   }
-                                   found = true;
-                                   result.body = {index, m_bodies[index].generation};
-                                   result.distance = distance;
-                                   result.pointOnBody = transformPoint(xf, pen.pointOnA);
-                                   result.pointOnShape = transformPoint(xf, pen.pointOnB);
-                                   result.normal = rotate(xf.q, pen.normal);
-                                   result.subShape = pieceIndex;
+                                   return withSupport(shape, m_hulls,
+                                                      [&](const auto& query) {
+                                                          return penetrationDepth(
+                                                              body, transformed(query, shapeInPiece),
+                                                              shapeInPiece.p);
+                                                      });
                                });
-            return !found || onBody(result);
-        });
+                           // The cores-apart branch fills distance (or depth, when the rounded shapes
+                           // overlap), EPA depth.
+                           const float distance = pen.distance > 0.0f ? pen.distance : -pen.depth;
+                           if (!(distance <= maxDistance) || (found && !(distance < result.distance)))
+                           {
+                               return;
+                           }
+                           found = true;
+                           result.body = {index, m_bodies[index].generation};
+                           result.distance = distance;
+                           result.pointOnBody = transformPoint(xf, pen.pointOnA);
+                           result.pointOnShape = transformPoint(xf, pen.pointOnB);
+                           result.normal = rotate(xf.q, pen.normal);
+                           result.subShape = pieceIndex;
+                       });
+                   return !found || onBody(result);
+               });
 }
 
 } // namespace polytope::physics

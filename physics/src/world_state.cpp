@@ -910,24 +910,26 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
 
 void World::rebuildBroadphase()
 {
-    BroadphaseConfig config = m_broadphase.config();
-    m_broadphase = BroadphaseTree(config);
+    m_broadphase = BroadphaseTree(m_broadphase.config());
+    m_staticTree = BroadphaseTree(m_staticTree.config());
     for (std::uint32_t i = 0; i < m_bodies.size(); ++i)
     {
         Body& body = m_bodies[i];
         body.proxy = kNullProxy;
         if (body.alive && m_shapes[i].type != ShapeType::Plane)
         {
-            body.proxy = m_broadphase.createProxy(m_fatBoxes[i], i);
+            body.proxy = treeOf(i).createProxy(m_fatBoxes[i], i);
         }
     }
     // Forget the creations, then mark moved what had moved in the original.
-    m_broadphase.findNewPairs(m_pairScratch);
-    for (const Body& body : m_bodies)
+    m_broadphase.forgetMoved();
+    m_staticTree.forgetMoved();
+    for (std::uint32_t i = 0; i < m_bodies.size(); ++i)
     {
+        const Body& body = m_bodies[i];
         if (body.alive && body.proxyMoved && body.proxy != kNullProxy)
         {
-            m_broadphase.touchProxy(body.proxy);
+            treeOf(i).touchProxy(body.proxy);
         }
     }
 }

@@ -42,6 +42,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace polytope::physics
@@ -234,6 +235,11 @@ class BroadphaseTree
 
     /// Proxies currently marked as moved (pending for findNewPairs).
     std::int32_t movedProxyCount() const;
+    /// The moved set itself, in the order the proxies were marked; may name proxies destroyed since (check
+    /// isProxy). For an owner that queries another tree with them before findNewPairs forgets them.
+    std::span<const std::int32_t> movedProxies() const { return m_moved; }
+    /// Forgets the moved set without looking for pairs (an owner that found them itself).
+    void forgetMoved();
 
     /// Height of the tree: 0 for an empty tree or a single leaf, else 1 + the height of the taller child.
     int height() const { return m_root == kNullProxy ? 0 : m_nodes[m_root].height; }

@@ -839,7 +839,25 @@ class World
     void updateSleep();
     float reachBeyondVelocity(std::uint32_t index, float dt) const; ///< metres: turning and acceleration
     Mat3 inverseInertiaWorld(std::uint32_t index) const;
-    void rebuildBroadphase(); ///< recreates the tree from m_fatBoxes and the proxyMoved flags
+    void rebuildBroadphase(); ///< recreates the trees from m_fatBoxes and the proxyMoved flags
+    /// The tree that holds body `index`'s proxy: m_staticTree for static bodies, else m_broadphase.
+    BroadphaseTree& treeOf(std::uint32_t index)
+    {
+        return m_bodies[index].type == BodyType::Static ? m_staticTree : m_broadphase;
+    }
+    /// Calls fn(body slot) -> bool (false stops) for every body whose fat box overlaps `box`, both trees
+    /// (planes not included).
+    template <class Fn> void queryTrees(const Aabb& box, Fn&& fn) const
+    {
+        bool go = true;
+        m_staticTree.queryAabb(box, [&](std::int32_t proxy)
+                               { return go = fn(static_cast<std::uint32_t>(m_staticTree.userData(proxy))); });
+        if (go)
+        {
+            m_broadphase.queryAabb(box, [&](std::int32_t proxy)
+                                   { return fn(static_cast<std::uint32_t>(m_broadphase.userData(proxy))); });
+        }
+    }
     BodyId idOf(std::uint32_t index) const { return {index, m_bodies[index].generation}; }
     /// Appends an end event for contact c to `out` (m_endEvents or m_pendingEndEvents) when events are on
     /// and c touches; counts it as dropped when `out` is full.
@@ -895,7 +913,11 @@ class World
     bool m_filtersChanged = false; ///< contacts may have become filtered since the last step
 
     FatBoxPolicy m_fatBoxPolicy; ///< the broadphase margin, from m_config (see fatBoxStale)
-    BroadphaseTree m_broadphase;
+    BroadphaseTree m_broadphase; ///< kinematic and dynamic bodies (planes have no proxy)
+    BroadphaseTree m_staticTree; ///< static bodies: never moved by a step, so never queried for pairs;
+                                 ///< moving bodies that moved query it (Box2D v3 and Jolt keep them apart)
+    std::vector<std::int32_t> m_movedScratch;             ///< m_broadphase's moved proxies of this step
+    std::vector<std::vector<std::uint64_t>> m_threadKeys; ///< per thread: pair keys found in m_staticTree
     std::vector<BroadphasePair> m_pairScratch;
     std::vector<std::uint64_t> m_newKeys;       ///< candidate pair keys of this step, sorted
     std::vector<std::uint64_t> m_keyScratch;    ///< the second buffer of m_newKeys' radix sort
