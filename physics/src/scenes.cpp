@@ -1,11 +1,16 @@
 #include "polytope/physics/scenes.h"
 
+#include "polytope/physics/heightfield.h"
 #include "polytope/physics/hull.h"
+#include "polytope/physics/triangle_mesh.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <memory>
 #include <system_error>
+#include <vector>
 
 namespace polytope::physics
 {
@@ -161,6 +166,15 @@ constexpr std::array kScenes{
     SceneInfo{"mixed", "spheres, capsules, boxes and convex hulls falling in a heap", &buildMixed},
     SceneInfo{"ramp", "a cube resting on a 20 degree incline", &buildRampDefault},
     SceneInfo{"planar", "2D boxes (planar motion in xy) falling onto rotated slopes", &buildPlanar},
+    SceneInfo{
+        "terrain",
+        "a 129 x 129-sample heightfield of hills in a basin with spheres, boxes, capsules and compounds "
+        "dropped on it",
+        &buildTerrain},
+    SceneInfo{"convex_vs_mesh",
+              "a triangle-mesh bowl with a staircase and a ramp, and a pile of convex shapes and compounds "
+              "falling into it",
+              &buildConvexVsMesh},
 };
 
 } // namespace
@@ -435,6 +449,347 @@ bool buildPlanar(World& world)
         box.allowedDofs = planarDofs(2);
         box.friction = 0.4f;
         if (!add(world, box))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+namespace
+{
+
+// ---- Composite-shape scenes (terrain, convex_vs_mesh) ---------------------------------------------------
+
+/// The compounds both scenes drop: a dumbbell (two spheres on a bar along x) and a table (a top on four
+/// legs). Children are laid out so that each compound's centre of mass is near its origin.
+CompoundShape dumbbellCompound()
+{
+    CompoundShape dumbbell;
+    const Quat alongX = quatFromAxisAngle({0.0f, 0.0f, 1.0f}, 0.5f * kPi); // a capsule's axis is local y
+    dumbbell.children.push_back({Shape::makeSphere(0.3f), {{-0.6f, 0.0f, 0.0f}, Quat{}}});
+    dumbbell.children.push_back({Shape::makeSphere(0.3f), {{0.6f, 0.0f, 0.0f}, Quat{}}});
+    dumbbell.children.push_back({Shape::makeCapsule(0.45f, 0.1f), {{0.0f, 0.0f, 0.0f}, alongX}});
+    return dumbbell;
+}
+
+CompoundShape tableCompound()
+{
+    CompoundShape table;
+    table.children.push_back({Shape::makeBox({0.6f, 0.06f, 0.4f}), {{0.0f, 0.2f, 0.0f}, Quat{}}});
+    for (const float x : {-0.5f, 0.5f})
+    {
+        for (const float z : {-0.3f, 0.3f})
+        {
+            table.children.push_back({Shape::makeBox({0.05f, 0.2f, 0.05f}), {{x, -0.06f, z}, Quat{}}});
+        }
+    }
+    return table;
+}
+
+/// An arrow: a box shaft along x with a square pyramid (a hull, catalogue index `headHull`) as its head.
+CompoundShape arrowCompound(std::uint32_t headHull)
+{
+    CompoundShape arrow;
+    arrow.children.push_back({Shape::makeBox({0.45f, 0.08f, 0.08f}), {{-0.2f, 0.0f, 0.0f}, Quat{}}});
+    arrow.children.push_back({Shape::makeHull(headHull), {{0.25f, 0.0f, 0.0f}, Quat{}}});
+    return arrow;
+}
+
+bool addCompoundOf(World& world, const CompoundShape& compound, std::uint32_t& index)
+{
+    const AddShapeResult added = world.addCompound(compound);
+    index = added.index;
+    return added.status == WorldStatus::Ok;
+}
+
+/// The terrain's height over world (x, z), metres: a basin (rising 0.0006 r^2) with two sine hills over it.
+float terrainHeightAt(float x, float z)
+{
+    return 0.0006f * (x * x + z * z) + 1.2f * std::sin(0.15f * x) * std::cos(0.12f * z) +
+           0.6f * std::sin(0.07f * x + 0.11f * z);
+}
+
+/// Triangles put together in code, each wound so that its front faces a given direction.
+struct MeshBuilder
+{
+    std::vector<Vec3> vertices;
+    std::vector<std::uint32_t> indices;
+
+    std::uint32_t vertex(const Vec3& v)
+    {
+        vertices.push_back(v);
+        return static_cast<std::uint32_t>(vertices.size() - 1);
+    }
+    /// The triangle a, b, c, wound counter-clockwise seen from the side `outward` points to.
+    void triangle(std::uint32_t a, std::uint32_t b, std::uint32_t c, const Vec3& outward)
+    {
+        const Vec3 normal = cross(vertices[b] - vertices[a], vertices[c] - vertices[a]);
+        if (dot(normal, outward) < 0.0f)
+        {
+            std::swap(b, c);
+        }
+        indices.insert(indices.end(), {a, b, c});
+    }
+    /// The planar quad a, b, c, d (corners in order around it), as two triangles facing `outward`.
+    void quad(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d, const Vec3& outward)
+    {
+        const std::uint32_t ia = vertex(a), ib = vertex(b), ic = vertex(c), id = vertex(d);
+        triangle(ia, ib, ic, outward);
+        triangle(ia, ic, id, outward);
+    }
+};
+
+/// The bowl's height at radius r (metres): a flat floor out to kBowlFloorRadius, then a parabolic wall.
+constexpr float kBowlFloorRadius = 9.0f;
+constexpr float kBowlRadius = 16.0f; // at the rim the wall is 4.9 m high
+float bowlHeight(float r)
+{
+    const float out = std::max(0.0f, r - kBowlFloorRadius);
+    return 0.1f * out * out;
+}
+
+/// The convex_vs_mesh level: a round bowl (rings one metre apart out to kBowlRadius, 40 segments), a
+/// staircase of four 0.3 m steps climbing toward -z and a ramp rising toward +z to the same height, both
+/// standing on the floor and closed on their sides and backs.
+std::shared_ptr<const TriangleMesh> bowlLevelMesh()
+{
+    constexpr int kRings = static_cast<int>(kBowlRadius);
+    constexpr int kSegments = 40;
+    MeshBuilder mesh;
+    const Vec3 up{0.0f, 1.0f, 0.0f};
+    const std::uint32_t centre = mesh.vertex({0.0f, 0.0f, 0.0f});
+    const auto ringVertex = [&](int ring, int segment)
+    { return centre + 1 + static_cast<std::uint32_t>((ring - 1) * kSegments + segment % kSegments); };
+    for (int ring = 1; ring <= kRings; ++ring)
+    {
+        const float r = static_cast<float>(ring);
+        for (int segment = 0; segment < kSegments; ++segment)
+        {
+            const float angle = 2.0f * kPi * static_cast<float>(segment) / kSegments;
+            mesh.vertex({r * std::cos(angle), bowlHeight(r), r * std::sin(angle)});
+        }
+    }
+    for (int segment = 0; segment < kSegments; ++segment)
+    {
+        mesh.triangle(centre, ringVertex(1, segment), ringVertex(1, segment + 1), up);
+        for (int ring = 1; ring < kRings; ++ring)
+        {
+            const std::uint32_t a = ringVertex(ring, segment), b = ringVertex(ring, segment + 1);
+            const std::uint32_t c = ringVertex(ring + 1, segment + 1), d = ringVertex(ring + 1, segment);
+            mesh.triangle(a, b, c, up);
+            mesh.triangle(a, c, d, up);
+        }
+    }
+
+    // The staircase: x in [-2, 2], step i's riser at z = -2 - i, its top 0.3 (i + 1) m high.
+    constexpr int kSteps = 4;
+    constexpr float kRise = 0.3f;
+    constexpr float kHalfWidth = 2.0f;
+    for (int i = 0; i < kSteps; ++i)
+    {
+        const float front = -2.0f - static_cast<float>(i);
+        const float back = front - 1.0f;
+        const float low = kRise * static_cast<float>(i);
+        const float top = low + kRise;
+        mesh.quad({-kHalfWidth, low, front}, {kHalfWidth, low, front}, {kHalfWidth, top, front},
+                  {-kHalfWidth, top, front}, {0.0f, 0.0f, 1.0f});
+        mesh.quad({-kHalfWidth, top, front}, {kHalfWidth, top, front}, {kHalfWidth, top, back},
+                  {-kHalfWidth, top, back}, up);
+        for (const float side : {-1.0f, 1.0f})
+        {
+            const float x = side * kHalfWidth;
+            mesh.quad({x, 0.0f, front}, {x, top, front}, {x, top, back}, {x, 0.0f, back}, {side, 0.0f, 0.0f});
+        }
+    }
+    const float stairsBack = -2.0f - kSteps;
+    const float stairsTop = kRise * kSteps;
+    mesh.quad({-kHalfWidth, 0.0f, stairsBack}, {kHalfWidth, 0.0f, stairsBack},
+              {kHalfWidth, stairsTop, stairsBack}, {-kHalfWidth, stairsTop, stairsBack}, {0.0f, 0.0f, -1.0f});
+
+    // The ramp: from the floor at z = 2 up to the stairs' height at z = 6.
+    constexpr float kRampFoot = 2.0f;
+    constexpr float kRampHead = 6.0f;
+    mesh.quad({-kHalfWidth, 0.0f, kRampFoot}, {kHalfWidth, 0.0f, kRampFoot},
+              {kHalfWidth, stairsTop, kRampHead}, {-kHalfWidth, stairsTop, kRampHead}, {0.0f, 1.0f, -0.3f});
+    mesh.quad({-kHalfWidth, 0.0f, kRampHead}, {kHalfWidth, 0.0f, kRampHead},
+              {kHalfWidth, stairsTop, kRampHead}, {-kHalfWidth, stairsTop, kRampHead}, {0.0f, 0.0f, 1.0f});
+    for (const float side : {-1.0f, 1.0f})
+    {
+        const float x = side * kHalfWidth;
+        const std::uint32_t a = mesh.vertex({x, 0.0f, kRampFoot});
+        const std::uint32_t b = mesh.vertex({x, 0.0f, kRampHead});
+        const std::uint32_t c = mesh.vertex({x, stairsTop, kRampHead});
+        mesh.triangle(a, b, c, {side, 0.0f, 0.0f});
+    }
+
+    TriangleMeshBuildResult built = buildTriangleMesh(mesh.vertices, mesh.indices);
+    if (!built.ok())
+    {
+        return nullptr;
+    }
+    return std::make_shared<const TriangleMesh>(std::move(built.mesh));
+}
+
+} // namespace
+
+bool buildTerrain(World& world)
+{
+    std::vector<float> heights(std::size_t{kTerrainSamples} * kTerrainSamples);
+    const float half = 0.5f * kTerrainCellMeters * static_cast<float>(kTerrainSamples - 1);
+    for (std::uint32_t iz = 0; iz < kTerrainSamples; ++iz)
+    {
+        for (std::uint32_t ix = 0; ix < kTerrainSamples; ++ix)
+        {
+            heights[std::size_t{iz} * kTerrainSamples + ix] =
+                terrainHeightAt(kTerrainCellMeters * static_cast<float>(ix) - half,
+                                kTerrainCellMeters * static_cast<float>(iz) - half);
+        }
+    }
+    HeightFieldDesc fieldDesc;
+    fieldDesc.sampleCountX = kTerrainSamples;
+    fieldDesc.sampleCountZ = kTerrainSamples;
+    fieldDesc.cellSizeX = kTerrainCellMeters;
+    fieldDesc.cellSizeZ = kTerrainCellMeters;
+    fieldDesc.heights = heights;
+    HeightFieldBuildResult built = buildHeightField(fieldDesc);
+    if (!built.ok())
+    {
+        return false;
+    }
+    const AddShapeResult field =
+        world.addHeightField(std::make_shared<const HeightField>(std::move(built.heightField)));
+    std::uint32_t dumbbell = 0;
+    std::uint32_t table = 0;
+    if (field.status != WorldStatus::Ok || !addCompoundOf(world, dumbbellCompound(), dumbbell) ||
+        !addCompoundOf(world, tableCompound(), table))
+    {
+        return false;
+    }
+    BodyDesc ground;
+    ground.type = BodyType::Static;
+    ground.shape = Shape::makeCatalogued(ShapeType::HeightField, field.index);
+    ground.transform.p = {-half, 0.0f, -half}; // the field's corner: its middle is at the origin
+    if (!add(world, ground))
+    {
+        return false;
+    }
+
+    // 36 bodies on a 6 x 6 grid 3 m apart, each dropped from 2.5 to 3.5 m above the ground under it.
+    constexpr int kSide = 6;
+    constexpr float kSpacing = 3.0f;
+    for (int i = 0; i < kSide * kSide; ++i)
+    {
+        const float x = (static_cast<float>(i % kSide) - 0.5f * (kSide - 1)) * kSpacing;
+        const float z = (static_cast<float>(i / kSide) - 0.5f * (kSide - 1)) * kSpacing;
+        BodyDesc desc;
+        // Damped, so that what rolls (spheres, capsules, dumbbells) settles in a valley instead of rocking
+        // across the hills for ever.
+        desc.linearDamping = 0.1f;
+        desc.angularDamping = 0.5f;
+        switch (i % 4)
+        {
+        case 0:
+            desc.shape = Shape::makeSphere(0.5f);
+            break;
+        case 1:
+            desc.shape = Shape::makeBox({0.5f, 0.4f, 0.6f});
+            break;
+        case 2:
+            desc.shape = Shape::makeCapsule(0.4f, 0.3f);
+            break;
+        default:
+            desc.shape = Shape::makeCatalogued(ShapeType::Compound, (i / 4) % 2 == 0 ? dumbbell : table);
+            break;
+        }
+        desc.transform.p = {x, terrainHeightAt(x, z) + 2.5f + 0.5f * static_cast<float>(i % 3), z};
+        desc.transform.q = quatFromAxisAngle(normalize(Vec3{0.3f, 1.0f, static_cast<float>(i % 3) - 1.0f}),
+                                             0.4f * static_cast<float>(i % 5));
+        if (!add(world, desc))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool buildConvexVsMesh(World& world)
+{
+    const AddShapeResult mesh = world.addMesh(bowlLevelMesh());
+    if (mesh.status != WorldStatus::Ok)
+    {
+        return false;
+    }
+    const Vec3 octahedron[] = {{0.5f, 0.0f, 0.0f},  {-0.5f, 0.0f, 0.0f}, {0.0f, 0.5f, 0.0f},
+                               {0.0f, -0.5f, 0.0f}, {0.0f, 0.0f, 0.5f},  {0.0f, 0.0f, -0.5f}};
+    const Vec3 pyramid[] = {{-0.15f, -0.2f, -0.2f},
+                            {-0.15f, 0.2f, -0.2f},
+                            {-0.15f, -0.2f, 0.2f},
+                            {-0.15f, 0.2f, 0.2f},
+                            {0.25f, 0.0f, 0.0f}};
+    std::uint32_t octahedronHull = 0;
+    std::uint32_t pyramidHull = 0;
+    std::uint32_t dumbbell = 0;
+    std::uint32_t table = 0;
+    std::uint32_t arrow = 0;
+    if (!addHullOf(world, octahedron, octahedronHull) || !addHullOf(world, pyramid, pyramidHull) ||
+        !addCompoundOf(world, dumbbellCompound(), dumbbell) ||
+        !addCompoundOf(world, tableCompound(), table) ||
+        !addCompoundOf(world, arrowCompound(pyramidHull), arrow))
+    {
+        return false;
+    }
+    BodyDesc level;
+    level.type = BodyType::Static;
+    level.shape = Shape::makeCatalogued(ShapeType::Mesh, mesh.index);
+    if (!add(world, level))
+    {
+        return false;
+    }
+
+    // 64 bodies in 4 layers of a 4 x 4 grid 2 m apart, over the floor between the stairs and the ramp.
+    constexpr int kSide = 4;
+    constexpr int kLayers = 4;
+    constexpr float kSpacing = 2.0f;
+    for (int i = 0; i < kSide * kSide * kLayers; ++i)
+    {
+        const int layer = i / (kSide * kSide);
+        BodyDesc desc;
+        desc.linearDamping = 0.1f; // so that what rolls comes to rest on the floor
+        desc.angularDamping = 0.5f;
+        switch (i % 7)
+        {
+        case 0:
+            desc.shape = Shape::makeSphere(0.4f);
+            desc.restitution = 0.3f;
+            break;
+        case 1:
+            desc.shape = Shape::makeBox({0.4f, 0.3f, 0.35f});
+            break;
+        case 2:
+            desc.shape = Shape::makeCapsule(0.35f, 0.25f);
+            break;
+        case 3:
+            desc.shape = Shape::makeHull(octahedronHull);
+            break;
+        case 4:
+            desc.shape = Shape::makeCatalogued(ShapeType::Compound, dumbbell);
+            break;
+        case 5:
+            desc.shape = Shape::makeCatalogued(ShapeType::Compound, table);
+            break;
+        default:
+            desc.shape = Shape::makeCatalogued(ShapeType::Compound, arrow);
+            break;
+        }
+        desc.transform.p = {(static_cast<float>(i % kSide) - 0.5f * (kSide - 1)) * kSpacing +
+                                0.2f * static_cast<float>(layer % 2),
+                            3.0f + 1.8f * static_cast<float>(layer),
+                            (static_cast<float>((i / kSide) % kSide) - 0.5f * (kSide - 1)) * kSpacing};
+        desc.transform.q = quatFromAxisAngle(normalize(Vec3{1.0f, static_cast<float>(i % 3), 0.5f}),
+                                             0.35f * static_cast<float>(i % 5));
+        desc.angularVelocity = {0.0f, 0.3f * static_cast<float>(i % 4), 0.0f};
+        if (!add(world, desc))
         {
             return false;
         }

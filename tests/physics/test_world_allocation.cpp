@@ -12,7 +12,8 @@ using namespace polytope::physics;
 TEST_CASE("warm steps allocate nothing, in every built-in scene and through sleep and wake", "[allocation]")
 {
     // Two threads as well: the task pool hands out work without allocating.
-    for (const char* name : {"default", "mixed", "pyramid20", "planar", "ramp", "stack10", "pile1000"})
+    for (const char* name : {"default", "mixed", "pyramid20", "planar", "ramp", "stack10", "pile1000",
+                             "terrain", "convex_vs_mesh"})
     {
         WorldConfig config;
         config.maxBodies = 4096;

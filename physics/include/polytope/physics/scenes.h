@@ -2,8 +2,8 @@
 // built-in scenes and the viewer.
 //
 // Units: metres, kilograms, seconds; gravity along -y; the ground is the plane y = 0 (jolt_pyramid: a static
-// box whose top face is y = 0). Benchmark scenes use unit cubes (1 m, density 1000 kg/m^3) with friction 0.6;
-// jolt_pyramid uses Jolt's boxes and friction.
+// box whose top face is y = 0; terrain: a heightfield; convex_vs_mesh: a triangle mesh). Benchmark scenes use
+// unit cubes (1 m, density 1000 kg/m^3) with friction 0.6; jolt_pyramid uses Jolt's boxes and friction.
 #pragma once
 
 #include "polytope/physics/world.h"
@@ -118,5 +118,25 @@ bool buildRamp(World& world, float angleRadians = 0.35f, float friction = kScene
 /// A 2D scene in the xy plane: boxes with planar degrees of freedom (planarDofs(2)) falling onto three
 /// slopes turned about z, with the ground below.
 bool buildPlanar(World& world);
+
+/// Samples per side of the terrain scene's heightfield, and metres between them: a 128 m square centred on
+/// the origin.
+inline constexpr std::uint32_t kTerrainSamples = 129;
+inline constexpr float kTerrainCellMeters = 1.0f;
+
+/// Hills in a basin: a heightfield of kTerrainSamples x kTerrainSamples samples (generated in code, heights
+/// from about -1.6 m in the valleys to 5.5 m at the corners, slopes under 15 degrees near the middle) with 36
+/// dynamic bodies dropped 2.5 to 3.5 m above it on a 6 x 6 grid 3 m apart: spheres, boxes, capsules and two
+/// compounds (a dumbbell, a table on four legs). No ground plane: the heightfield is the ground. Adds one
+/// heightfield and two compounds to the catalogues.
+bool buildTerrain(World& world);
+
+/// A static triangle-mesh level built in code: a round bowl 32 m across (a flat floor of radius 9 m at
+/// y = 0, then a parabolic wall 4.9 m high at the rim), with a staircase of four 0.3 m steps and a ramp up to
+/// the same 1.2 m, both standing on the floor and closed at their sides; 64 bodies fall into it from a 4 x 4
+/// grid in 4 layers (spheres, boxes, capsules, octahedral hulls, and three compounds: a dumbbell, a table
+/// and an arrow whose head is a hull). No ground plane: the mesh is the ground. Adds one mesh, two hulls and
+/// three compounds to the catalogues.
+bool buildConvexVsMesh(World& world);
 
 } // namespace polytope::physics
