@@ -37,11 +37,12 @@ constexpr float kGoldenAngle = 2.39996323f; // radians
 constexpr std::size_t kMaxQuotedErrorBytes = 200;
 
 /// A scene's identity in checkpoints (Room::saveState): BLAKE2b-256 of World::saveState right after the scene
-/// was built. It covers everything the scene puts in the world (every body, shape, hull and the gravity),
-/// whichever way it was named (stack10 and stack:10 are one scene; a scene file reformatted is the same
-/// scene), and is deterministic: building is (physics/world.h), and so is saveState's byte layout. Player
-/// rules of a scene file (template, spawn points, limits) are not in the world; after a restore they come
-/// from the file as it is now, as they would after a reset.
+/// was built. It covers everything the scene puts in the world (every body, shape, hull and the gravity, the
+/// layer table, and the fingerprints of its compounds, meshes and heightfields: a geometry file changed since
+/// the checkpoint makes another scene), whichever way it was named (stack10 and stack:10 are one scene; a
+/// scene file reformatted is the same scene), and is deterministic: building is (physics/world.h), and so
+/// is saveState's byte layout. Player rules of a scene file (template, spawn points, limits) are not in the
+/// world; after a restore they come from the file as it is now, as they would after a reset.
 std::array<std::uint8_t, 32> sceneDigest(const physics::World& built)
 {
     std::vector<std::uint8_t> state;
@@ -49,6 +50,17 @@ std::array<std::uint8_t, 32> sceneDigest(const physics::World& built)
     std::array<std::uint8_t, 32> digest{};
     crypto_generichash(digest.data(), digest.size(), state.data(), state.size(), nullptr, 0);
     return digest;
+}
+
+/// What loading a scene file's geometry skipped without refusing it (degenerate triangles dropped, OBJ lines
+/// ignored), for the operator.
+void logSceneWarnings(const std::string& scene, const SceneDescription& description)
+{
+    for (const std::string& warning : description.warnings)
+    {
+        spdlog::warn("scene '{}': {}", printableExcerpt(scene, kMaxQuotedErrorBytes),
+                     printableExcerpt(warning, kMaxQuotedErrorBytes));
+    }
 }
 
 bool spawnDefaultPlayer(physics::World& world, std::uint32_t spawnIndex, const physics::Vec3* at,
@@ -101,6 +113,7 @@ bool Room::buildWorld(const RoomConfig& config, physics::World& world, std::stri
             error = printableExcerpt(error, 2 * kMaxQuotedErrorBytes); // the path, then the parser's words
             return false;
         }
+        logSceneWarnings(config.scene, *description);
         file = std::move(description);
         return true;
     }
@@ -137,6 +150,7 @@ bool Room::buildWorld(const RoomConfig& config, physics::World& world, std::stri
         error = "scene '" + config.scene + "': " + printableExcerpt(error, kMaxQuotedErrorBytes);
         return false;
     }
+    logSceneWarnings(config.scene, *description);
     file = std::move(description);
     return true;
 }

@@ -4,23 +4,30 @@
 // numeric enum values; hulls) and converts to plain structs. The first failure ends the parse with the
 // field's path.
 // Longer than 600 lines on purpose: it is one check per field of scene.fbs, read top to bottom in the
-// schema's order, and splitting it would scatter the schema's rules over files.
+// schema's order, and splitting it would scatter the schema's rules over files. Reading the geometry files a
+// scene names is scene_geometry.cpp; building a World from the result is scene_build.cpp.
 #include "polytope/server/scene_file.h"
+
+#include "scene_file_detail.h"
 
 #include "polytope/physics/hull.h"
 #include "polytope/physics/mass.h"
 #include "polytope/physics/scenes.h"
 #include "polytope/scene/scene_generated.h"
+#include "polytope/server/geometry_files.h"
 
 #include <flatbuffers/idl.h>
 
+#include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <span>
+#include <tuple>
+#include <utility>
 
 namespace polytope::server
 {
@@ -35,6 +42,9 @@ namespace
 {
 
 namespace fbs = polytope::scene;
+using detail::fail;
+using detail::kMaxQuotedBytes;
+using detail::number;
 using physics::Vec3;
 
 // Ranges of the values a file may hold (docs/SCENES.md lists them).
@@ -48,20 +58,6 @@ constexpr float kMaxEulerDegrees = 360.0f;
 constexpr std::size_t kMaxNameBytes = 1024;
 constexpr std::uint32_t kMaxBodiesPerClient = 100000;
 constexpr float kDegreesToRadians = 0.017453292519943295f;
-
-/// The shortest text that reads back as the same float ("0.001", "-1", "nan", "inf").
-std::string number(float v)
-{
-    char text[48];
-    const std::to_chars_result result = std::to_chars(text, text + sizeof text, v);
-    return std::string(text, result.ptr);
-}
-
-bool fail(std::string& error, const std::string& path, const std::string& what)
-{
-    error = path + ": " + what;
-    return false;
-}
 
 /// v finite and in [lo, hi].
 bool checkRange(const std::string& path, float v, float lo, float hi, std::string& error)
@@ -121,7 +117,457 @@ bool readPositiveVec3(const std::string& path, const fbs::Vec3& v, float hi, Vec
            checkPositive(path + ".z", out.z, hi, error);
 }
 
-bool readShape(const fbs::Body& body, const std::string& path, SceneBody& out, std::string& error)
+/// Longest geometry file path a scene may give, bytes.
+constexpr std::size_t kMaxGeometryPathBytes = 1024;
+
+bool readSphere(const fbs::Sphere& sphere, const std::string& shapePath, physics::Shape& shape,
+                std::string& error)
+{
+    float radius = 0.0f;
+    if (!checkOptionalPositive(shapePath + ".radius", sphere.radius(), kMaxSizeMeters, radius, error))
+    {
+        return false;
+    }
+    shape = physics::Shape::makeSphere(radius);
+    return true;
+}
+
+bool readCapsule(const fbs::Capsule& capsule, const std::string& shapePath, physics::Shape& shape,
+                 std::string& error)
+{
+    float radius = 0.0f;
+    float halfHeight = 0.0f;
+    if (!checkOptionalPositive(shapePath + ".radius", capsule.radius(), kMaxSizeMeters, radius, error) ||
+        !checkOptionalPositive(shapePath + ".half_height", capsule.half_height(), kMaxSizeMeters, halfHeight,
+                               error))
+    {
+        return false;
+    }
+    shape = physics::Shape::makeCapsule(halfHeight, radius);
+    return true;
+}
+
+bool readBox(const fbs::Box& box, const std::string& shapePath, physics::Shape& shape, std::string& error)
+{
+    Vec3 halfExtents;
+    if (!readPositiveVec3(shapePath + ".half_extents", *box.half_extents(), kMaxSizeMeters, halfExtents,
+                          error))
+    {
+        return false;
+    }
+    shape = physics::Shape::makeBox(halfExtents);
+    return true;
+}
+
+/// The convex hull of the points; shape gets type Hull and index `hullIndex`.
+bool readHull(const fbs::Hull& hull, const std::string& shapePath, std::uint32_t hullIndex,
+              physics::Shape& shape, physics::ConvexHull& out, std::string& error)
+{
+    const auto& points = *hull.points();
+    if (points.size() < 4 || points.size() > kMaxSceneHullPoints)
+    {
+        return fail(error, shapePath + ".points",
+                    "must list 4 to " + std::to_string(kMaxSceneHullPoints) + " points (got " +
+                        std::to_string(points.size()) + ")");
+    }
+    std::vector<Vec3> cloud(points.size());
+    for (flatbuffers::uoffset_t i = 0; i < points.size(); ++i)
+    {
+        if (!readVec3(shapePath + ".points[" + std::to_string(i) + "]", *points.Get(i), -kMaxSizeMeters,
+                      kMaxSizeMeters, cloud[i], error))
+        {
+            return false;
+        }
+    }
+    physics::HullResult built = physics::buildConvexHull(cloud);
+    if (!built.ok())
+    {
+        return fail(error, shapePath + ".points",
+                    std::string("no convex hull: ") + physics::toString(built.error) + " (" + built.message +
+                        ")");
+    }
+    out = std::move(built.hull);
+    shape = physics::Shape::makeHull(hullIndex);
+    return true;
+}
+
+/// A body's or a compound child's rotation: `orientation` (normalised) or `euler_degrees`, at most one of
+/// them; identity when neither is given. `path` is the body's or the child's.
+bool readOrientation(const std::string& path, const fbs::Quat* orientation, const fbs::Vec3* euler,
+                     physics::Quat& out, std::string& error)
+{
+    if (orientation != nullptr && euler != nullptr)
+    {
+        return fail(error, path + ".orientation", "give orientation or euler_degrees, not both");
+    }
+    if (orientation != nullptr)
+    {
+        const fbs::Quat& q = *orientation;
+        const std::string qPath = path + ".orientation";
+        if (!checkRange(qPath + ".x", q.x(), -1.0e6f, 1.0e6f, error) ||
+            !checkRange(qPath + ".y", q.y(), -1.0e6f, 1.0e6f, error) ||
+            !checkRange(qPath + ".z", q.z(), -1.0e6f, 1.0e6f, error) ||
+            !checkRange(qPath + ".w", q.w(), -1.0e6f, 1.0e6f, error))
+        {
+            return false;
+        }
+        const double x = q.x(), y = q.y(), z = q.z(), w = q.w();
+        const double length = std::sqrt(x * x + y * y + z * z + w * w);
+        if (!(length > 1e-6))
+        {
+            return fail(error, qPath,
+                        "must not be zero (identity is {\"x\": 0, \"y\": 0, \"z\": 0, \"w\": 1})");
+        }
+        out = {static_cast<float>(x / length), static_cast<float>(y / length), static_cast<float>(z / length),
+               static_cast<float>(w / length)};
+    }
+    if (euler != nullptr)
+    {
+        Vec3 degrees;
+        if (!readVec3(path + ".euler_degrees", *euler, -kMaxEulerDegrees, kMaxEulerDegrees, degrees, error))
+        {
+            return false;
+        }
+        // Extrinsic x, then y, then z (about the fixed world axes): q = qz * qy * qx.
+        const physics::Quat qx =
+            physics::quatFromAxisAngle({1.0f, 0.0f, 0.0f}, degrees.x * kDegreesToRadians);
+        const physics::Quat qy =
+            physics::quatFromAxisAngle({0.0f, 1.0f, 0.0f}, degrees.y * kDegreesToRadians);
+        const physics::Quat qz =
+            physics::quatFromAxisAngle({0.0f, 0.0f, 1.0f}, degrees.z * kDegreesToRadians);
+        out = physics::normalize(qz * (qy * qx));
+    }
+    return true;
+}
+
+bool readCompound(const fbs::Compound& compound, const std::string& shapePath, SceneBody& out,
+                  std::string& error)
+{
+    const std::string childrenPath = shapePath + ".children";
+    if (compound.children() == nullptr) // required in the schema
+    {
+        return fail(error, childrenPath, "missing (required)");
+    }
+    const auto& children = *compound.children();
+    if (children.size() < 1 || children.size() > physics::kMaxCompoundChildren)
+    {
+        return fail(error, childrenPath,
+                    "must list 1 to " + std::to_string(physics::kMaxCompoundChildren) + " children (got " +
+                        std::to_string(children.size()) + ")");
+    }
+    out.compound.children.resize(children.size());
+    for (flatbuffers::uoffset_t i = 0; i < children.size(); ++i)
+    {
+        const fbs::CompoundChild& child = *children.Get(i);
+        const std::string childPath = childrenPath + "[" + std::to_string(i) + "]";
+        physics::CompoundChild& part = out.compound.children[i];
+        if (child.shape() == nullptr) // required in the schema
+        {
+            return fail(error, childPath + ".shape", "missing (required)");
+        }
+        bool read = false;
+        switch (child.shape_type())
+        {
+        case fbs::ChildShape::Sphere:
+            read = readSphere(*child.shape_as_Sphere(), childPath + ".shape", part.shape, error);
+            break;
+        case fbs::ChildShape::Capsule:
+            read = readCapsule(*child.shape_as_Capsule(), childPath + ".shape", part.shape, error);
+            break;
+        case fbs::ChildShape::Box:
+            read = readBox(*child.shape_as_Box(), childPath + ".shape", part.shape, error);
+            break;
+        case fbs::ChildShape::Hull:
+        {
+            physics::ConvexHull hull;
+            read = readHull(*child.shape_as_Hull(), childPath + ".shape",
+                            static_cast<std::uint32_t>(out.childHulls.size()), part.shape, hull, error);
+            out.childHulls.push_back(std::move(hull));
+            break;
+        }
+        default:
+            return fail(error, childPath + ".shape_type",
+                        "unknown child shape type " + std::to_string(static_cast<int>(child.shape_type())) +
+                            " (Sphere, Capsule, Box or Hull)");
+        }
+        if (!read ||
+            (child.position() != nullptr &&
+             !readVec3(childPath + ".position", *child.position(), -kMaxSizeMeters, kMaxSizeMeters,
+                       part.transform.p, error)) ||
+            !readOrientation(childPath, child.orientation(), child.euler_degrees(), part.transform.q, error))
+        {
+            return false;
+        }
+    }
+    // The engine's own check (each child's numbers, hull indices, unit rotations), as a last guard.
+    const physics::ShapeValidation valid = physics::validateCompound(out.compound, out.childHulls);
+    if (!valid.ok())
+    {
+        return fail(error, shapePath, valid.message);
+    }
+    out.desc.shape = physics::Shape::makeCatalogued(physics::ShapeType::Compound, 0);
+    return true;
+}
+
+/// The lower-case extension of a path named in a scene (".obj").
+std::string lowerExtension(const std::string& path)
+{
+    std::string extension = std::filesystem::path(path).extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return extension;
+}
+
+/// A geometry file's path as a scene names it: relative, inside the scene file's folder (on the path's
+/// text), normalised ("./a/../level.obj" is "level.obj").
+bool readGeometryPath(const flatbuffers::String* file, const std::string& filePath, std::string& normalized,
+                      std::string& error)
+{
+    if (file == nullptr)
+    {
+        return fail(error, filePath, "missing (required)");
+    }
+    if (file->size() > kMaxGeometryPathBytes)
+    {
+        return fail(error, filePath, "longer than " + std::to_string(kMaxGeometryPathBytes) + " bytes");
+    }
+    std::string why;
+    if (!resolveScenePath(std::string(), file->str(), normalized, why, ScenePathRules{false, false}))
+    {
+        return fail(error, filePath, why);
+    }
+    return true;
+}
+
+/// The meshes and heightfields of a scene being parsed; a file named again with the same parameters is the
+/// same entry.
+class GeometryRegistry
+{
+  public:
+    explicit GeometryRegistry(std::vector<SceneGeometry>& entries) : m_entries(entries) {}
+
+    /// Adds `geometry` (or finds the entry of the same `key`; an empty key is never shared) and sets `index`.
+    bool add(const std::string& key, SceneGeometry&& geometry, const std::string& shapePath,
+             std::uint32_t& index, std::string& error)
+    {
+        if (!key.empty())
+        {
+            if (const auto known = m_byKey.find(key); known != m_byKey.end())
+            {
+                index = known->second;
+                return true;
+            }
+        }
+        if (m_entries.size() >= kMaxSceneGeometry)
+        {
+            return fail(error, shapePath,
+                        "too many meshes and heightfields (at most " + std::to_string(kMaxSceneGeometry) +
+                            " different ones in a scene)");
+        }
+        index = static_cast<std::uint32_t>(m_entries.size());
+        m_entries.push_back(std::move(geometry));
+        if (!key.empty())
+        {
+            m_byKey.emplace(key, index);
+        }
+        return true;
+    }
+
+  private:
+    std::vector<SceneGeometry>& m_entries;
+    std::map<std::string, std::uint32_t> m_byKey;
+};
+
+bool readMesh(const fbs::Mesh& mesh, const std::string& shapePath, SceneBody& out, GeometryRegistry& registry,
+              std::string& error)
+{
+    SceneGeometry geometry;
+    geometry.type = physics::ShapeType::Mesh;
+    geometry.field = shapePath + ".file";
+    if (!readGeometryPath(mesh.file(), geometry.field, geometry.file, error))
+    {
+        return false;
+    }
+    const std::string extension = lowerExtension(geometry.file);
+    if (extension != ".obj" && extension != ".gltf" && extension != ".glb")
+    {
+        return fail(error, geometry.field,
+                    "not a mesh file: '" + printableExcerpt(geometry.file, kMaxQuotedBytes) +
+                        "' (a mesh file is .obj, .gltf or .glb)");
+    }
+    if (mesh.scale() != nullptr &&
+        !readPositiveVec3(shapePath + ".scale", *mesh.scale(), kMaxSizeMeters, geometry.scale, error))
+    {
+        return false;
+    }
+    const Vec3& s = geometry.scale;
+    const std::string key =
+        "mesh " + number(s.x) + " " + number(s.y) + " " + number(s.z) + " " + geometry.file;
+    out.desc.shape = physics::Shape::makeCatalogued(physics::ShapeType::Mesh, 0);
+    return registry.add(key, std::move(geometry), shapePath, out.geometry, error);
+}
+
+/// An optional setting of a heightfield that only a file has.
+template <class T>
+bool refuseForInline(const std::string& path, const flatbuffers::Optional<T>& value, std::string& error)
+{
+    return !value.has_value() || fail(error, path, "only for a heightfield file (inline heights are metres)");
+}
+
+bool readSampleCount(const std::string& path, const flatbuffers::Optional<std::uint32_t>& value,
+                     const char* needs, std::uint32_t& out, std::string& error)
+{
+    if (!value.has_value())
+    {
+        return fail(error, path, std::string("missing (required ") + needs + ")");
+    }
+    out = *value;
+    if (out < physics::kMinHeightFieldSamplesPerSide || out > physics::kMaxHeightFieldSamplesPerSide)
+    {
+        return fail(error, path,
+                    "must be in [" + std::to_string(physics::kMinHeightFieldSamplesPerSide) + ", " +
+                        std::to_string(physics::kMaxHeightFieldSamplesPerSide) + "] (got " +
+                        std::to_string(out) + ")");
+    }
+    return true;
+}
+
+bool readHeightField(const fbs::HeightField& field, const std::string& shapePath, SceneBody& out,
+                     GeometryRegistry& registry, std::string& error)
+{
+    SceneGeometry geometry;
+    geometry.type = physics::ShapeType::HeightField;
+    const bool hasFile = field.file() != nullptr;
+    const bool hasHeights = field.heights() != nullptr;
+    if (hasFile == hasHeights)
+    {
+        return fail(error, shapePath,
+                    hasFile ? "give file or heights, not both"
+                            : "give file (a heightfield file) or heights (inline), one of them");
+    }
+    geometry.cellSizeX = field.cell_size_x();
+    geometry.cellSizeZ = field.cell_size_z();
+    if (!checkPositive(shapePath + ".cell_size_x", geometry.cellSizeX, kMaxSizeMeters, error) ||
+        !checkPositive(shapePath + ".cell_size_z", geometry.cellSizeZ, kMaxSizeMeters, error))
+    {
+        return false;
+    }
+    out.desc.shape = physics::Shape::makeCatalogued(physics::ShapeType::HeightField, 0);
+
+    if (hasHeights)
+    {
+        geometry.field = shapePath + ".heights";
+        const auto& heights = *field.heights();
+        if (!refuseForInline(shapePath + ".height_scale", field.height_scale(), error) ||
+            !refuseForInline(shapePath + ".height_offset", field.height_offset(), error) ||
+            !refuseForInline(shapePath + ".hole_sample", field.hole_sample(), error))
+        {
+            return false;
+        }
+        if (heights.size() > kMaxSceneInlineHeights)
+        {
+            return fail(error, geometry.field,
+                        "too many (" + std::to_string(heights.size()) + ", at most " +
+                            std::to_string(kMaxSceneInlineHeights) + "; put a larger field in a file)");
+        }
+        std::uint32_t samplesX = 0;
+        std::uint32_t samplesZ = 0;
+        if (!readSampleCount(shapePath + ".samples_x", field.samples_x(), "with heights", samplesX, error) ||
+            !readSampleCount(shapePath + ".samples_z", field.samples_z(), "with heights", samplesZ, error))
+        {
+            return false;
+        }
+        const std::uint64_t expected = std::uint64_t{samplesX} * samplesZ;
+        if (heights.size() != expected)
+        {
+            return fail(error, geometry.field,
+                        "must hold samples_x * samples_z = " + std::to_string(expected) + " heights (got " +
+                            std::to_string(heights.size()) + ")");
+        }
+        std::vector<float> values(heights.size());
+        for (flatbuffers::uoffset_t i = 0; i < heights.size(); ++i)
+        {
+            values[i] = heights.Get(i);
+            if (!checkRange(geometry.field + "[" + std::to_string(i) + "]", values[i],
+                            -physics::kMaxHeightFieldExtentMeters, physics::kMaxHeightFieldExtentMeters,
+                            error))
+            {
+                return false;
+            }
+        }
+        physics::HeightFieldDesc desc;
+        desc.sampleCountX = samplesX;
+        desc.sampleCountZ = samplesZ;
+        desc.cellSizeX = geometry.cellSizeX;
+        desc.cellSizeZ = geometry.cellSizeZ;
+        desc.heights = values;
+        physics::HeightFieldBuildResult built = physics::buildHeightField(desc);
+        if (!built.ok())
+        {
+            return fail(error, shapePath,
+                        std::string("no heightfield: ") + physics::toString(built.error) + " (" +
+                            built.message + ")");
+        }
+        geometry.heightField = std::make_shared<const physics::HeightField>(std::move(built.heightField));
+        return registry.add(std::string(), std::move(geometry), shapePath, out.geometry, error);
+    }
+
+    geometry.field = shapePath + ".file";
+    if (!readGeometryPath(field.file(), geometry.field, geometry.file, error))
+    {
+        return false;
+    }
+    const std::string extension = lowerExtension(geometry.file);
+    const bool raw = extension == ".raw" || extension == ".r16";
+    if (!raw && extension != ".png")
+    {
+        return fail(error, geometry.field,
+                    "not a heightfield file: '" + printableExcerpt(geometry.file, kMaxQuotedBytes) +
+                        "' (a heightfield file is .png, .raw or .r16)");
+    }
+    if (raw)
+    {
+        if (!readSampleCount(shapePath + ".samples_x", field.samples_x(), "for a raw file",
+                             geometry.rawSamplesX, error) ||
+            !readSampleCount(shapePath + ".samples_z", field.samples_z(), "for a raw file",
+                             geometry.rawSamplesZ, error))
+        {
+            return false;
+        }
+    }
+    else if (field.samples_x().has_value() || field.samples_z().has_value())
+    {
+        return fail(error, shapePath + (field.samples_x().has_value() ? ".samples_x" : ".samples_z"),
+                    "only for a raw file or inline heights (a PNG's size is its image's)");
+    }
+    geometry.heightScale = field.height_scale().value_or(1.0f);
+    geometry.heightOffset = field.height_offset().value_or(0.0f);
+    if (!checkPositive(shapePath + ".height_scale", geometry.heightScale, kMaxSizeMeters, error) ||
+        !checkRange(shapePath + ".height_offset", geometry.heightOffset,
+                    -physics::kMaxHeightFieldExtentMeters, physics::kMaxHeightFieldExtentMeters, error))
+    {
+        return false;
+    }
+    if (field.hole_sample().has_value())
+    {
+        const std::int32_t hole = *field.hole_sample();
+        if (hole < 0 || hole > 65535)
+        {
+            return fail(error, shapePath + ".hole_sample",
+                        "must be in [0, 65535] (got " + std::to_string(hole) + ")");
+        }
+        geometry.holeSample = static_cast<std::uint16_t>(hole);
+    }
+    const std::string key =
+        "heightfield " + std::to_string(geometry.rawSamplesX) + " " + std::to_string(geometry.rawSamplesZ) +
+        " " + number(geometry.cellSizeX) + " " + number(geometry.cellSizeZ) + " " +
+        number(geometry.heightScale) + " " + number(geometry.heightOffset) + " " +
+        (geometry.holeSample ? std::to_string(*geometry.holeSample) : std::string("-")) + " " + geometry.file;
+    return registry.add(key, std::move(geometry), shapePath, out.geometry, error);
+}
+
+bool readShape(const fbs::Body& body, const std::string& path, SceneBody& out, GeometryRegistry& registry,
+               std::string& error)
 {
     physics::Shape& shape = out.desc.shape;
     const std::string shapePath = path + ".shape";
@@ -129,74 +575,39 @@ bool readShape(const fbs::Body& body, const std::string& path, SceneBody& out, s
     {
         return fail(error, shapePath, "missing (required)");
     }
+    const auto needsStaticOrKinematic = [&](const char* what)
+    {
+        return out.desc.type != physics::BodyType::Dynamic ||
+               fail(error, path + ".motion",
+                    std::string("a ") + what + " shape needs motion Static or Kinematic (got Dynamic)");
+    };
     switch (body.shape_type())
     {
     case fbs::Shape::Sphere:
-    {
-        float radius = 0.0f;
-        if (!checkOptionalPositive(shapePath + ".radius", body.shape_as_Sphere()->radius(), kMaxSizeMeters,
-                                   radius, error))
+        if (!readSphere(*body.shape_as_Sphere(), shapePath, shape, error))
         {
             return false;
         }
-        shape = physics::Shape::makeSphere(radius);
         break;
-    }
     case fbs::Shape::Capsule:
-    {
-        const fbs::Capsule& capsule = *body.shape_as_Capsule();
-        float radius = 0.0f;
-        float halfHeight = 0.0f;
-        if (!checkOptionalPositive(shapePath + ".radius", capsule.radius(), kMaxSizeMeters, radius, error) ||
-            !checkOptionalPositive(shapePath + ".half_height", capsule.half_height(), kMaxSizeMeters,
-                                   halfHeight, error))
+        if (!readCapsule(*body.shape_as_Capsule(), shapePath, shape, error))
         {
             return false;
         }
-        shape = physics::Shape::makeCapsule(halfHeight, radius);
         break;
-    }
     case fbs::Shape::Box:
-    {
-        Vec3 halfExtents;
-        if (!readPositiveVec3(shapePath + ".half_extents", *body.shape_as_Box()->half_extents(),
-                              kMaxSizeMeters, halfExtents, error))
+        if (!readBox(*body.shape_as_Box(), shapePath, shape, error))
         {
             return false;
         }
-        shape = physics::Shape::makeBox(halfExtents);
         break;
-    }
     case fbs::Shape::Hull:
-    {
-        const auto& points = *body.shape_as_Hull()->points();
-        if (points.size() < 4 || points.size() > kMaxSceneHullPoints)
+        // The hull's own index in the one-hull span below; set again by buildScene.
+        if (!readHull(*body.shape_as_Hull(), shapePath, 0, shape, out.hull, error))
         {
-            return fail(error, shapePath + ".points",
-                        "must list 4 to " + std::to_string(kMaxSceneHullPoints) + " points (got " +
-                            std::to_string(points.size()) + ")");
+            return false;
         }
-        std::vector<Vec3> cloud(points.size());
-        for (flatbuffers::uoffset_t i = 0; i < points.size(); ++i)
-        {
-            if (!readVec3(shapePath + ".points[" + std::to_string(i) + "]", *points.Get(i), -kMaxSizeMeters,
-                          kMaxSizeMeters, cloud[i], error))
-            {
-                return false;
-            }
-        }
-        physics::HullResult built = physics::buildConvexHull(cloud);
-        if (!built.ok())
-        {
-            return fail(error, shapePath + ".points",
-                        std::string("no convex hull: ") + physics::toString(built.error) + " (" +
-                            built.message + ")");
-        }
-        out.hull = std::move(built.hull);
-        shape.type = physics::ShapeType::Hull;
-        shape.hullIndex = 0; // the hull's own index in the one-hull span below; set again by buildScene
         break;
-    }
     case fbs::Shape::Plane:
     {
         const fbs::Plane& plane = *body.shape_as_Plane();
@@ -223,12 +634,38 @@ bool readShape(const fbs::Body& body, const std::string& path, SceneBody& out, s
         shape = physics::Shape::makePlane(normal, plane.offset());
         break;
     }
+    case fbs::Shape::Compound:
+        if (!readCompound(*body.shape_as_Compound(), shapePath, out, error))
+        {
+            return false;
+        }
+        break;
+    case fbs::Shape::Mesh:
+        return needsStaticOrKinematic("Mesh") &&
+               readMesh(*body.shape_as_Mesh(), shapePath, out, registry, error);
+    case fbs::Shape::HeightField:
+        return needsStaticOrKinematic("HeightField") &&
+               readHeightField(*body.shape_as_HeightField(), shapePath, out, registry, error);
     default:
         return fail(error, path + ".shape_type",
                     "unknown shape type " + std::to_string(static_cast<int>(body.shape_type())) +
-                        " (Sphere, Capsule, Box, Hull or Plane)");
+                        " (Sphere, Capsule, Box, Hull, Plane, Compound, Mesh or HeightField)");
     }
 
+    if (shape.type == physics::ShapeType::Compound)
+    {
+        if (out.desc.type == physics::BodyType::Dynamic)
+        {
+            const physics::MassProperties mass =
+                physics::computeMassProperties(out.compound, out.desc.density, out.childHulls);
+            if (!std::isfinite(mass.mass) || !(mass.mass > 0.0f))
+            {
+                return fail(error, path + ".density",
+                            "gives a mass that is not positive and finite (" + number(mass.mass) + " kg)");
+            }
+        }
+        return true;
+    }
     // The engine's own check, as a last guard (the hull, if any, is index 0 of a one-hull catalogue).
     const std::span<const physics::ConvexHull> hulls =
         shape.type == physics::ShapeType::Hull ? std::span<const physics::ConvexHull>(&out.hull, 1)
@@ -250,7 +687,8 @@ bool readShape(const fbs::Body& body, const std::string& path, SceneBody& out, s
     return true;
 }
 
-bool readBody(const fbs::Body& body, const std::string& path, SceneBody& out, std::string& error)
+bool readBody(const fbs::Body& body, const std::string& path, SceneBody& out, GeometryRegistry& registry,
+              std::string& error)
 {
     physics::BodyDesc& desc = out.desc;
     switch (body.motion())
@@ -275,7 +713,7 @@ bool readBody(const fbs::Body& body, const std::string& path, SceneBody& out, st
     {
         return false;
     }
-    if (!readShape(body, path, out, error))
+    if (!readShape(body, path, out, registry, error))
     {
         return false;
     }
@@ -286,47 +724,9 @@ bool readBody(const fbs::Body& body, const std::string& path, SceneBody& out, st
     {
         return false;
     }
-    if (body.orientation() != nullptr && body.euler_degrees() != nullptr)
+    if (!readOrientation(path, body.orientation(), body.euler_degrees(), desc.transform.q, error))
     {
-        return fail(error, path + ".orientation", "give orientation or euler_degrees, not both");
-    }
-    if (body.orientation() != nullptr)
-    {
-        const fbs::Quat& q = *body.orientation();
-        const std::string qPath = path + ".orientation";
-        if (!checkRange(qPath + ".x", q.x(), -1.0e6f, 1.0e6f, error) ||
-            !checkRange(qPath + ".y", q.y(), -1.0e6f, 1.0e6f, error) ||
-            !checkRange(qPath + ".z", q.z(), -1.0e6f, 1.0e6f, error) ||
-            !checkRange(qPath + ".w", q.w(), -1.0e6f, 1.0e6f, error))
-        {
-            return false;
-        }
-        const double x = q.x(), y = q.y(), z = q.z(), w = q.w();
-        const double length = std::sqrt(x * x + y * y + z * z + w * w);
-        if (!(length > 1e-6))
-        {
-            return fail(error, qPath,
-                        "must not be zero (identity is {\"x\": 0, \"y\": 0, \"z\": 0, \"w\": 1})");
-        }
-        desc.transform.q = {static_cast<float>(x / length), static_cast<float>(y / length),
-                            static_cast<float>(z / length), static_cast<float>(w / length)};
-    }
-    if (body.euler_degrees() != nullptr)
-    {
-        Vec3 degrees;
-        if (!readVec3(path + ".euler_degrees", *body.euler_degrees(), -kMaxEulerDegrees, kMaxEulerDegrees,
-                      degrees, error))
-        {
-            return false;
-        }
-        // Extrinsic x, then y, then z (about the fixed world axes): q = qz * qy * qx.
-        const physics::Quat qx =
-            physics::quatFromAxisAngle({1.0f, 0.0f, 0.0f}, degrees.x * kDegreesToRadians);
-        const physics::Quat qy =
-            physics::quatFromAxisAngle({0.0f, 1.0f, 0.0f}, degrees.y * kDegreesToRadians);
-        const physics::Quat qz =
-            physics::quatFromAxisAngle({0.0f, 0.0f, 1.0f}, degrees.z * kDegreesToRadians);
-        desc.transform.q = physics::normalize(qz * (qy * qx));
+        return false;
     }
     if (body.linear_velocity() != nullptr && !readVec3(path + ".linear_velocity", *body.linear_velocity(),
                                                        -kMaxSpeed, kMaxSpeed, desc.linearVelocity, error))
@@ -373,6 +773,15 @@ bool readBody(const fbs::Body& body, const std::string& path, SceneBody& out, st
                         " (None, X, Y or Z)");
     }
     desc.allowSleep = body.allow_sleep();
+    if (body.layer() >= physics::kMaxCollisionLayers)
+    {
+        return fail(error, path + ".layer",
+                    "must be in [0, " + std::to_string(physics::kMaxCollisionLayers - 1) + "] (got " +
+                        std::to_string(body.layer()) + ")");
+    }
+    desc.layer = static_cast<std::uint8_t>(body.layer());
+    desc.group = body.group();
+    desc.isSensor = body.is_sensor();
     return true;
 }
 
@@ -429,6 +838,7 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
     const fbs::Scene& scene = *fbs::GetScene(parser.builder_.GetBufferPointer());
 
     out = SceneDescription{};
+    GeometryRegistry registry(out.geometry);
     if (scene.name() != nullptr)
     {
         if (scene.name()->size() > kMaxNameBytes)
@@ -465,7 +875,8 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
         out.bodies.resize(bodies.size());
         for (flatbuffers::uoffset_t i = 0; i < bodies.size(); ++i)
         {
-            if (!readBody(*bodies.Get(i), "bodies[" + std::to_string(i) + "]", out.bodies[i], error))
+            if (!readBody(*bodies.Get(i), "bodies[" + std::to_string(i) + "]", out.bodies[i], registry,
+                          error))
             {
                 return false;
             }
@@ -473,8 +884,15 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
     }
     if (scene.player() != nullptr)
     {
+        const fbs::Shape playerShape = scene.player()->shape_type();
+        if (playerShape == fbs::Shape::Mesh || playerShape == fbs::Shape::HeightField)
+        {
+            return fail(error, "player.shape_type",
+                        std::string("must be Sphere, Capsule, Box, Hull or Compound (got ") +
+                            fbs::EnumNameShape(playerShape) + ")");
+        }
         SceneBody player;
-        if (!readBody(*scene.player(), "player", player, error))
+        if (!readBody(*scene.player(), "player", player, registry, error))
         {
             return false;
         }
@@ -512,108 +930,49 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
                     "must be at most " + std::to_string(kMaxBodiesPerClient) + " (got " +
                         std::to_string(out.maxBodiesPerClient) + ")");
     }
+    if (scene.layer_pairs() != nullptr)
+    {
+        const auto& pairs = *scene.layer_pairs();
+        std::map<std::pair<std::uint32_t, std::uint32_t>, flatbuffers::uoffset_t> given;
+        for (flatbuffers::uoffset_t i = 0; i < pairs.size(); ++i)
+        {
+            const fbs::LayerPair& pair = *pairs.Get(i);
+            const std::string path = "layer_pairs[" + std::to_string(i) + "]";
+            SceneLayerPair entry;
+            for (const auto& [name, value, layer] :
+                 {std::tuple{".a", pair.a(), &entry.a}, std::tuple{".b", pair.b(), &entry.b}})
+            {
+                if (!value.has_value())
+                {
+                    return fail(error, path + name, "missing (required)");
+                }
+                if (*value >= physics::kMaxCollisionLayers)
+                {
+                    return fail(error, path + name,
+                                "must be in [0, " + std::to_string(physics::kMaxCollisionLayers - 1) +
+                                    "] (got " + std::to_string(*value) + ")");
+                }
+                *layer = *value;
+            }
+            if (!pair.collide().has_value())
+            {
+                return fail(error, path + ".collide", "missing (required)");
+            }
+            entry.collide = *pair.collide();
+            const std::pair<std::uint32_t, std::uint32_t> key{std::min(entry.a, entry.b),
+                                                              std::max(entry.a, entry.b)};
+            if (const auto earlier = given.find(key); earlier != given.end())
+            {
+                return fail(error, path,
+                            "layers " + std::to_string(key.first) + " and " + std::to_string(key.second) +
+                                " are already given by layer_pairs[" + std::to_string(earlier->second) + "]");
+            }
+            given.emplace(key, i);
+            out.layerPairs.push_back(entry);
+        }
+    }
     return true;
 }
-
-const char* statusName(physics::WorldStatus status)
-{
-    switch (status)
-    {
-    case physics::WorldStatus::Ok:
-        return "Ok";
-    case physics::WorldStatus::BodyCapacityReached:
-        return "BodyCapacityReached";
-    case physics::WorldStatus::InvalidBodyDesc:
-        return "InvalidBodyDesc";
-    case physics::WorldStatus::StaleBodyId:
-        return "StaleBodyId";
-    case physics::WorldStatus::HullCapacityReached:
-        return "HullCapacityReached";
-    case physics::WorldStatus::InvalidHull:
-        return "InvalidHull";
-    case physics::WorldStatus::WrongBodyType:
-        return "WrongBodyType";
-    case physics::WorldStatus::CatalogueFull:
-        return "CatalogueFull";
-    case physics::WorldStatus::InvalidShape:
-        return "InvalidShape";
-    }
-    return "unknown";
-}
-
-bool sameHull(const physics::ConvexHull& a, const physics::ConvexHull& b)
-{
-    return a.vertices == b.vertices && a.faceVertices == b.faceVertices;
-}
-
-/// The catalogue index of a hull equal to `hull` in `world`, adding it if there is none.
-bool findOrAddHull(physics::World& world, const physics::ConvexHull& hull, std::uint32_t& index,
-                   std::string& error)
-{
-    const std::span<const physics::ConvexHull> hulls = world.hulls();
-    for (std::size_t i = 0; i < hulls.size(); ++i)
-    {
-        if (sameHull(hulls[i], hull))
-        {
-            index = static_cast<std::uint32_t>(i);
-            return true;
-        }
-    }
-    const physics::AddHullResult added = world.addHull(hull);
-    if (added.status != physics::WorldStatus::Ok)
-    {
-        error = std::string("the world refused the hull (") + statusName(added.status) + ")";
-        return false;
-    }
-    index = added.index;
-    return true;
-}
-
-/// findOrAddHull with a map from vertex coordinates to catalogue index, for scenes with many hull bodies.
-class HullCatalogue
-{
-  public:
-    explicit HullCatalogue(physics::World& world) : m_world(world)
-    {
-        const std::span<const physics::ConvexHull> hulls = world.hulls();
-        for (std::size_t i = 0; i < hulls.size(); ++i)
-        {
-            m_known.emplace(keyOf(hulls[i]), static_cast<std::uint32_t>(i));
-        }
-    }
-
-    bool indexOf(const physics::ConvexHull& hull, std::uint32_t& index, std::string& error)
-    {
-        std::vector<float> key = keyOf(hull);
-        if (const auto it = m_known.find(key);
-            it != m_known.end() && sameHull(m_world.hulls()[it->second], hull))
-        {
-            index = it->second;
-            return true;
-        }
-        if (!findOrAddHull(m_world, hull, index, error))
-        {
-            return false;
-        }
-        m_known.emplace(std::move(key), index);
-        return true;
-    }
-
-  private:
-    static std::vector<float> keyOf(const physics::ConvexHull& hull)
-    {
-        std::vector<float> key;
-        key.reserve(hull.vertices.size() * 3);
-        for (const Vec3& v : hull.vertices)
-        {
-            key.insert(key.end(), {v.x, v.y, v.z});
-        }
-        return key;
-    }
-
-    physics::World& m_world;
-    std::map<std::vector<float>, std::uint32_t> m_known;
-};
 
 } // namespace
 
@@ -635,7 +994,13 @@ bool loadSceneFile(const std::string& path, const FileRules& rules, SceneDescrip
 {
     std::string text;
     status = readRegularFile(path, rules, text, error);
-    return status == FileStatus::Ok && parseSceneJson(text, out, error);
+    if (status != FileStatus::Ok || !parseSceneJson(text, out, error))
+    {
+        return false;
+    }
+    SceneGeometryRules geometryRules;
+    geometryRules.followSymlinks = rules.followSymlinks;
+    return loadSceneGeometry(out, path, geometryRules, error);
 }
 
 bool loadSceneFile(const std::string& path, SceneDescription& out, std::string& error)
@@ -687,93 +1052,6 @@ std::string sceneFileFor(const std::string& directory, std::string_view name)
         path += '/';
     }
     return path + std::string(name) + ".json";
-}
-
-bool buildScene(const SceneDescription& scene, physics::World& world, std::string& error)
-{
-    try
-    {
-        world.setGravity(scene.gravity);
-        if (!scene.builtin.empty())
-        {
-            physics::SceneName name;
-            std::string why;
-            if (!physics::parseSceneName(scene.builtin, name, why))
-            {
-                return fail(error, "builtin", "unknown built-in scene \"" + scene.builtin + "\"");
-            }
-            if (!physics::buildScene(world, name))
-            {
-                return fail(error, "builtin",
-                            "the world refused a body of built-in scene \"" + scene.builtin +
-                                "\" (capacity?)");
-            }
-        }
-        HullCatalogue catalogue(world);
-        std::string why;
-        for (std::size_t i = 0; i < scene.bodies.size(); ++i)
-        {
-            const SceneBody& body = scene.bodies[i];
-            const std::string path = "bodies[" + std::to_string(i) + "]";
-            physics::BodyDesc desc = body.desc;
-            if (desc.shape.type == physics::ShapeType::Hull &&
-                !catalogue.indexOf(body.hull, desc.shape.hullIndex, why))
-            {
-                return fail(error, path, why);
-            }
-            const physics::CreateBodyResult created = world.createBody(desc);
-            if (created.status != physics::WorldStatus::Ok)
-            {
-                return fail(error, path,
-                            std::string("the world refused the body (") + statusName(created.status) + ")");
-            }
-        }
-        std::uint32_t playerHull = 0;
-        if (scene.player && scene.player->desc.shape.type == physics::ShapeType::Hull &&
-            !catalogue.indexOf(scene.player->hull, playerHull, why))
-        {
-            return fail(error, "player", why);
-        }
-        return true;
-    }
-    catch (const std::exception& e)
-    {
-        error = std::string("scene: could not be built: ") + e.what();
-        return false;
-    }
-}
-
-bool makePlayerBody(const SceneDescription& scene, long long spawnIndex, physics::World& world,
-                    physics::BodyDesc& out, std::string& error)
-{
-    if (!scene.player)
-    {
-        error = "player: the scene has no player template";
-        return false;
-    }
-    out = scene.player->desc;
-    if (!scene.spawnPoints.empty())
-    {
-        const long long count = static_cast<long long>(scene.spawnPoints.size());
-        const long long slot = ((spawnIndex % count) + count) % count;
-        out.transform.p = scene.spawnPoints[static_cast<std::size_t>(slot)];
-    }
-    if (out.shape.type == physics::ShapeType::Hull)
-    {
-        std::string why;
-        try
-        {
-            if (!findOrAddHull(world, scene.player->hull, out.shape.hullIndex, why))
-            {
-                return fail(error, "player", why);
-            }
-        }
-        catch (const std::exception& e)
-        {
-            return fail(error, "player", e.what());
-        }
-    }
-    return true;
 }
 
 } // namespace polytope::server

@@ -1,15 +1,57 @@
 // libFuzzer target: scene files (parseSceneJson, then buildScene into a small World and a player spawn, as
-// the server does). An accepted scene must hold only finite numbers, and building it may fail only for lack
-// of capacity, never because a checked value was refused.
+// the server does). An accepted scene must hold only finite numbers and geometry paths that stay in the
+// scene's folder, and building it may fail only for lack of capacity, never because a checked value was
+// refused. Geometry files are not read (the text has no folder, and fuzz_geometry_files covers the readers):
+// a small stand-in mesh or heightfield takes the place of each file, so that bodies naming one are still
+// built.
 #include "polytope/server/scene_file.h"
 
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace
 {
+
+std::shared_ptr<const polytope::physics::TriangleMesh> standInMesh()
+{
+    using polytope::physics::Vec3;
+    static const std::shared_ptr<const polytope::physics::TriangleMesh> mesh = []
+    {
+        const std::vector<Vec3> vertices{{-4, 0, -4}, {4, 0, -4}, {4, 0, 4}, {-4, 0, 4}};
+        const std::vector<std::uint32_t> indices{0, 2, 1, 0, 3, 2};
+        polytope::physics::TriangleMeshBuildResult built =
+            polytope::physics::buildTriangleMesh(vertices, indices);
+        if (!built.ok())
+        {
+            std::abort();
+        }
+        return std::make_shared<const polytope::physics::TriangleMesh>(std::move(built.mesh));
+    }();
+    return mesh;
+}
+
+std::shared_ptr<const polytope::physics::HeightField> standInHeightField()
+{
+    static const std::shared_ptr<const polytope::physics::HeightField> field = []
+    {
+        const std::vector<float> heights{0, 1, 0, 1, 2, 1, 0, 1, 0};
+        polytope::physics::HeightFieldDesc desc;
+        desc.sampleCountX = 3;
+        desc.sampleCountZ = 3;
+        desc.heights = heights;
+        polytope::physics::HeightFieldBuildResult built = polytope::physics::buildHeightField(desc);
+        if (!built.ok())
+        {
+            std::abort();
+        }
+        return std::make_shared<const polytope::physics::HeightField>(std::move(built.heightField));
+    }();
+    return field;
+}
 
 bool finite(const polytope::physics::Vec3& v)
 {
@@ -54,16 +96,41 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     {
         checkBody(*scene.player);
     }
+    for (server::SceneGeometry& geometry : scene.geometry)
+    {
+        if (geometry.loaded())
+        {
+            continue;
+        }
+        // A file: relative, normalised, inside the scene's folder.
+        if (geometry.file.empty() || geometry.file.front() == '/' || geometry.file.starts_with("../") ||
+            geometry.file == "..")
+        {
+            std::abort();
+        }
+        if (geometry.type == physics::ShapeType::Mesh)
+        {
+            geometry.mesh = standInMesh();
+        }
+        else
+        {
+            geometry.heightField = standInHeightField();
+        }
+    }
 
     // Small capacities keep big built-in scenes (pile4000) cheap: they fail fast with a capacity error.
     physics::WorldConfig config;
     config.maxBodies = 256;
     config.maxContacts = 1024;
     config.maxHulls = 64;
+    config.maxCompounds = 64;
+    config.maxMeshes = 16;
+    config.maxHeightFields = 16;
     physics::World world(config);
     if (!server::buildScene(scene, world, error))
     {
-        if (error.find("Capacity") == std::string::npos && error.find("capacity") == std::string::npos)
+        if (error.find("Capacity") == std::string::npos && error.find("capacity") == std::string::npos &&
+            error.find("CatalogueFull") == std::string::npos)
         {
             std::abort(); // a checked scene was refused for another reason
         }

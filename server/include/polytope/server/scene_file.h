@@ -2,10 +2,15 @@
 // read with FlatBuffers' own JSON parser (flatbuffers::Parser with the schema text embedded at build
 // time), then checked value by value. docs/SCENES.md describes the format.
 //
-// Loading is in two steps so that a bad file never touches a running world: parseSceneJson (or
-// loadSceneFile) turns text into a SceneDescription, refusing anything out of range with an error that
-// names the field ("bodies[3].shape.half_extents.y: must be positive (got -1)"); buildScene then fills a
-// World. No FlatBuffers type appears here; nothing throws.
+// Loading is in steps so that a bad file never touches a running world: parseSceneJson turns text into a
+// SceneDescription, refusing anything out of range with an error that names the field
+// ("bodies[3].shape.half_extents.y: must be positive (got -1)"); loadSceneGeometry reads the mesh and
+// heightfield files the scene names (geometry_files.h), each once however many bodies name it; buildScene
+// then fills a World. loadSceneFile does the first two. No FlatBuffers type appears here; nothing throws.
+//
+// Geometry files are named relative to the scene file's folder and must lie inside it (judged on the path's
+// text: no absolute paths, no ".." that climbs out); they are read as the scene file itself is (regular files
+// of bounded size, opened without blocking; symbolic links as the scene file's rules say).
 #pragma once
 
 #include "polytope/physics/shapes.h"
@@ -14,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,13 +43,63 @@ inline constexpr std::size_t kMaxSceneSpawnPoints = 4096;
 inline constexpr float kMinSceneDensity = 1e-3f;
 inline constexpr float kMaxSceneDensity = 1e6f;
 
-/// One body of a scene, ready for World::createBody except for hulls: when desc.shape.type is
-/// ShapeType::Hull, `hull` holds the hull built from the file's points (desc.shape.hullIndex is set by
-/// buildScene / makePlayerBody when the hull enters the world's catalogue).
+/// Most distinct meshes and heightfields one scene may hold (mesh files by file and scale, heightfield files
+/// by file and parameters, each inline heightfield).
+inline constexpr std::size_t kMaxSceneGeometry = 64;
+/// Most heights an inline heightfield may list: 129 x 129 samples. Larger terrains belong in a file.
+inline constexpr std::size_t kMaxSceneInlineHeights = 129 * 129;
+/// Largest mesh file (for glTF: the file and its buffers together) a scene may name, bytes: 64 MiB.
+inline constexpr std::uint64_t kMaxSceneMeshFileBytes = 64ull * 1024 * 1024;
+/// Largest heightfield file a scene may name, bytes: 64 MiB (a raw 4097 x 4097 field is 33.6 MB).
+inline constexpr std::uint64_t kMaxSceneHeightFieldFileBytes = 64ull * 1024 * 1024;
+/// Most triangles one mesh file may hold: 4 Mi (about 0.7 us each to build, 3 s).
+inline constexpr std::uint32_t kMaxSceneMeshTriangles = 4u * 1024 * 1024;
+
+/// One body of a scene, ready for World::createBody except for what lives in the world's catalogues:
+/// - Hull: `hull` holds the hull built from the file's points (desc.shape.hullIndex is set by buildScene /
+///   makePlayerBody when the hull enters the world's catalogue);
+/// - Compound: `compound` holds the children, a Hull child's shape.hullIndex indexing `childHulls`
+///   (buildScene maps them to the world's hull catalogue, then adds the compound);
+/// - Mesh, HeightField: `geometry` indexes SceneDescription::geometry.
 struct SceneBody
 {
     physics::BodyDesc desc;
-    physics::ConvexHull hull; ///< hull shapes only; empty otherwise
+    physics::ConvexHull hull;                    ///< hull shapes only; empty otherwise
+    physics::CompoundShape compound;             ///< compound shapes only; empty otherwise
+    std::vector<physics::ConvexHull> childHulls; ///< compound shapes: the hulls of its Hull children
+    std::uint32_t geometry = 0;                  ///< mesh and heightfield shapes: SceneDescription::geometry
+};
+
+/// A triangle mesh or heightfield that bodies of a scene use: named by a geometry file (read by
+/// loadSceneGeometry, once however many bodies name it with the same parameters) or, for a heightfield,
+/// given inline (built when the scene is parsed).
+struct SceneGeometry
+{
+    physics::ShapeType type = physics::ShapeType::Mesh; ///< Mesh or HeightField
+    std::string field; ///< the first field that names it, for messages ("bodies[3].shape.file")
+    std::string file;  ///< the path as named, normalised, relative to the scene file's folder; empty: inline
+    physics::Vec3 scale{1.0f, 1.0f, 1.0f}; ///< meshes: factors applied to the file's coordinates
+    // Heightfield files (docs/SCENES.md; geometry_files.h's HeightFieldFileOptions):
+    std::uint32_t rawSamplesX = 0; ///< raw files: samples per row
+    std::uint32_t rawSamplesZ = 0; ///< raw files: rows
+    float cellSizeX = 1.0f;        ///< metres between samples along x
+    float cellSizeZ = 1.0f;        ///< metres between samples along z
+    float heightScale = 1.0f;      ///< metres per sample step
+    float heightOffset = 0.0f;     ///< metres
+    std::optional<std::uint16_t> holeSample;
+    /// The geometry, shared by the bodies (and by the worlds built from this description). Null until loaded.
+    std::shared_ptr<const physics::TriangleMesh> mesh;
+    std::shared_ptr<const physics::HeightField> heightField;
+
+    bool loaded() const { return mesh != nullptr || heightField != nullptr; }
+};
+
+/// One entry of a scene's collision layer table (World::setLayersCollide).
+struct SceneLayerPair
+{
+    std::uint32_t a = 0; ///< 0 .. physics::kMaxCollisionLayers - 1
+    std::uint32_t b = 0; ///< 0 .. physics::kMaxCollisionLayers - 1
+    bool collide = true;
 };
 
 /// A checked scene file. Every number is finite and in range; orientations are unit quaternions; plane
@@ -59,6 +115,15 @@ struct SceneDescription
     bool allowClientSpawn = false;             ///< clients may spawn (and remove) bodies of their own
     std::uint32_t maxBodiesPerClient = 16;     ///< bodies one client may own at once, player included
     bool keepBodiesOnLeave = false;            ///< a leaving client's bodies stay (unowned) instead of going
+    std::vector<SceneGeometry> geometry;    ///< meshes and heightfields, in the order bodies first name them
+    std::vector<SceneLayerPair> layerPairs; ///< applied in order; each pair of layers at most once
+    /// Things loadSceneGeometry skipped in geometry files that do not make them wrong ("bodies[2].shape.file:
+    /// level.obj: dropped 3 degenerate triangles ..."), one line each, for the log.
+    std::vector<std::string> warnings;
+
+    /// Whether every geometry entry has its mesh or heightfield (loadSceneGeometry has run, or none needs
+    /// it).
+    bool geometryLoaded() const;
 };
 
 /// Parses and checks scene JSON. On success fills `out` (replacing what it held) and returns true; on
@@ -67,12 +132,30 @@ struct SceneDescription
 /// message with its position ("line 3, column 14: unknown field: colour").
 bool parseSceneJson(std::string_view json, SceneDescription& out, std::string& error);
 
+/// How loadSceneGeometry reads geometry files.
+struct SceneGeometryRules
+{
+    bool followSymlinks = true; ///< false: a symbolic link as a file's last path component is refused
+    std::uint64_t maxMeshFileBytes = kMaxSceneMeshFileBytes;
+    std::uint64_t maxHeightFieldFileBytes = kMaxSceneHeightFieldFileBytes;
+    std::uint32_t maxMeshTriangles = kMaxSceneMeshTriangles;
+};
+
+/// Reads every geometry file `scene` names that is not loaded yet, each path taken from the folder of
+/// `sceneFilePath` (the scene file's own path), and builds its mesh (scaled) or heightfield. On failure
+/// returns false with `error` naming the field and the file as the scene names it ("bodies[2].shape.file:
+/// meshes/level.obj: line 8: corner 3 names vertex 7, but the file has 4 vertices"); `scene` is then partly
+/// loaded and is to be discarded. Appends the loaders' warnings to scene.warnings.
+bool loadSceneGeometry(SceneDescription& scene, const std::string& sceneFilePath,
+                       const SceneGeometryRules& rules, std::string& error);
+
 /// Reads the file at `path` (a regular file of at most kMaxSceneFileBytes, regular_file.h: a FIFO or a
-/// device is refused without blocking) and parses it like parseSceneJson. Errors start with the path.
+/// device is refused without blocking), parses it like parseSceneJson and loads its geometry files
+/// (loadSceneGeometry, symbolic links followed). Errors start with the path.
 bool loadSceneFile(const std::string& path, SceneDescription& out, std::string& error);
-/// The same by `rules` (size cap, symbolic links). `status` says whether the file could be read at all (Ok:
-/// read, and `error` is then the parser's); `error` does not name the path, so that callers choose what to
-/// reveal of it.
+/// The same by `rules` (size cap and symbolic links for the scene file; symbolic links for its geometry
+/// files). `status` says whether the scene file could be read at all (Ok: read, and `error` is then the
+/// parser's or the geometry's); `error` does not name the path, so that callers choose what to reveal of it.
 bool loadSceneFile(const std::string& path, const FileRules& rules, SceneDescription& out, FileStatus& status,
                    std::string& error);
 
@@ -104,18 +187,22 @@ std::string sceneFileFor(const std::string& directory, std::string_view name);
 /// symbolic links (whatever an operator places in the scene directory is read, but nothing it points to).
 inline constexpr FileRules kSceneDirectoryFileRules{kMaxSceneFileBytes, false};
 
-/// Builds `scene` into `world`: sets its gravity, builds the built-in scene (if any), adds every hull
-/// (the player template's too, so the catalogue is complete before any client joins; identical hulls
-/// are added once), then the bodies in order. Returns false with an error (naming the body index) when
-/// the world refuses something, e.g. for lack of capacity. On failure `world` may be partly filled:
-/// callers build into a fresh World and swap it in only on success.
+/// Builds `scene` into `world`: sets its gravity, builds the built-in scene (if any), applies the layer
+/// table, adds the meshes and heightfields (in SceneDescription::geometry's order), every hull and compound
+/// as the bodies need them (the player template's too, so the catalogue is complete before any client
+/// joins; identical hulls, and identical compounds, are added once), and the bodies in order. Returns false
+/// with an error (naming the body index) when the world refuses something, e.g. for lack of capacity, or
+/// when a geometry file was not loaded (a scene parsed from text names none it can read). On failure
+/// `world` may be partly filled: callers build into a fresh World and swap it in only on success.
+/// Deterministic: the same description builds the same catalogues and bodies, so a checkpointed world
+/// restores into a room that built its scene again (World::restoreState checks the catalogues).
 bool buildScene(const SceneDescription& scene, physics::World& world, std::string& error);
 
 /// The body to create for the client that joins `spawnIndex`-th (any integer; spawn points are used
 /// round robin, modulo their count): the player template placed at that spawn point (its own position
-/// when the scene has none), orientation and velocities as in the template. A hull template is looked
-/// up in (or, if missing, added to) `world`'s catalogue and desc.shape.hullIndex set. Returns false
-/// with an error when the scene has no player template or the catalogue is full.
+/// when the scene has none), orientation and velocities as in the template. A hull or compound template is
+/// looked up in (or, if missing, added to) `world`'s catalogues and its index set. Returns false with an
+/// error when the scene has no player template or a catalogue is full.
 bool makePlayerBody(const SceneDescription& scene, long long spawnIndex, physics::World& world,
                     physics::BodyDesc& out, std::string& error);
 
