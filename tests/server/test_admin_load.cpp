@@ -280,6 +280,61 @@ TEST_CASE("admin load: a file in the scene directory that is too large or not a 
     CHECK(loop.room().world().bodyCount() == 0);
 }
 
+TEST_CASE(
+    "admin load: a scene whose geometry file is missing, linked, outside or broken is refused naming the "
+    "field, and the old scene keeps running",
+    "[server][admin][load][geometry]")
+{
+    TempDirectory root("admin_load_geometry");
+    const fs::path scenes = root.path() / "scenes";
+    fs::create_directories(scenes / "meshes");
+    const std::string floor = "v -5 0 -5\nv -5 0 5\nv 5 0 5\nv 5 0 -5\nf 1 2 3 4\n";
+    writeFile(scenes / "meshes" / "floor.obj", floor);
+    writeFile(root.path() / "outside.obj", floor);
+    fs::create_symlink(root.path() / "outside.obj", scenes / "meshes" / "link.obj");
+    writeFile(scenes / "meshes" / "broken.obj", "v 0 0 0\nf 1 2 3\n");
+    const auto sceneNaming = [](const std::string& file)
+    {
+        return R"({"bodies": [{"motion": "Static", "shape_type": "Mesh", "shape": {"file": ")" + file +
+               R"("}}, {"shape_type": "Sphere", "shape": {"radius": 0.5}, "position": {"x": 0, "y": 2, "z": 0}}]})";
+    };
+    writeFile(scenes / "good.json", sceneNaming("meshes/floor.obj"));
+    writeFile(scenes / "missing.json", sceneNaming("meshes/missing.obj"));
+    writeFile(scenes / "linked.json", sceneNaming("meshes/link.obj"));
+    writeFile(scenes / "outside.json", sceneNaming("../outside.obj"));
+    writeFile(scenes / "broken.json", sceneNaming("meshes/broken.obj"));
+
+    AdminLoop loop("stack10", scenes.string());
+    const RoomLook before = lookAt(loop.room());
+    const std::pair<const char*, const char*> refusals[] = {
+        {"missing", "scene 'missing': bodies[0].shape.file: meshes/missing.obj: cannot be opened"},
+        {"linked",
+         "scene 'linked': bodies[0].shape.file: meshes/link.obj: a symbolic link, not allowed here"},
+        {"outside",
+         "scene 'outside': bodies[0].shape.file: leads out of the scene file's folder: ../outside.obj"},
+        {"broken",
+         "scene 'broken': bodies[0].shape.file: meshes/broken.obj: line 2: corner 2 names vertex 2, but "
+         "the file has 1 vertices"},
+    };
+    for (const auto& [name, expected] : refusals)
+    {
+        const auto [ok, message] = loop.load(name);
+        INFO(message);
+        CHECK_FALSE(ok);
+        CHECK_THAT(message, Catch::StartsWith(std::string("scene kept: ") + expected));
+        CHECK_THAT(message, !Catch::Contains(root.path().string()));
+        CHECK(lookAt(loop.room()) == before);
+    }
+    loop.run(0.05);
+    CHECK(loop.room().tick() > before.tick);
+
+    const auto [ok, message] = loop.load("good");
+    INFO(message);
+    CHECK(ok);
+    CHECK(loop.room().world().meshCount() == 1);
+    CHECK(loop.room().world().bodyCount() == 2);
+}
+
 TEST_CASE("scene names: the grammar admin load and --scene share", "[server][admin][load]")
 {
     for (const char* name : {"default", "stack10", "pile:500", "my-scene_2", "arena.v2", "A"})

@@ -5,6 +5,7 @@
 #include "polytope/server/server.h"
 #include "support/in_process.h"
 #include "support/raw_peer.h"
+#include "support/temp_files.h"
 
 #include <catch2/catch.hpp>
 
@@ -505,6 +506,145 @@ TEST_CASE("a room runs a scene file with its player template and rules", "[serve
     net.run(0.1);
     CHECK(room.ownedBodies(alice->clientId).size() == 2);
     CHECK(room.metrics().inputsNotOwned == 0);
+}
+
+namespace
+{
+/// A floor mesh (level.obj, 20 x 20 m at y = 0), a raw heightfield beside it (hills.raw, 3 x 3 samples) and
+/// a scene using both with a compound player, a sensor and a layer table, written into `dir`; returns the
+/// scene file's path.
+std::string writeGeometryScene(const test::TempDirectory& dir, const std::string& floorHeight = "0")
+{
+    test::writeFile(dir / "level.obj",
+                    "v -10 " + floorHeight + " -10\nv -10 0 10\nv 10 0 10\nv 10 0 -10\nf 1 2 3 4\n");
+    std::string raw;
+    for (const int sample : {0, 0, 0, 0, 40, 0, 0, 0, 0})
+    {
+        raw += static_cast<char>(sample);
+        raw += '\0';
+    }
+    test::writeFile(dir / "hills.raw", raw);
+    test::writeFile(dir / "scene.json", R"({"name": "geometry", "bodies": [
+        {"motion": "Static", "shape_type": "Mesh", "shape": {"file": "level.obj"}},
+        {"motion": "Static", "shape_type": "HeightField",
+         "shape": {"file": "hills.raw", "samples_x": 3, "samples_z": 3, "cell_size_x": 2, "cell_size_z": 2,
+                   "height_scale": 0.05}, "position": {"x": 10, "y": 0, "z": -2}},
+        {"motion": "Static", "shape_type": "Box", "shape": {"half_extents": {"x": 1, "y": 1, "z": 1}},
+         "position": {"x": 0, "y": 1, "z": 0}, "is_sensor": true, "layer": 3},
+        {"shape_type": "Compound", "shape": {"children": [
+           {"shape_type": "Box", "shape": {"half_extents": {"x": 0.5, "y": 0.1, "z": 0.3}}},
+           {"shape_type": "Sphere", "shape": {"radius": 0.2}, "position": {"x": 0, "y": 0.3, "z": 0}}]},
+         "position": {"x": 2, "y": 1, "z": 2}, "layer": 1},
+        {"shape_type": "Sphere", "shape": {"radius": 0.4}, "position": {"x": -3, "y": 2, "z": 1},
+         "group": 5}],
+      "player": {"shape_type": "Compound", "shape": {"children": [
+           {"shape_type": "Capsule", "shape": {"radius": 0.3, "half_height": 0.4}},
+           {"shape_type": "Box", "shape": {"half_extents": {"x": 0.2, "y": 0.2, "z": 0.1}},
+            "position": {"x": 0, "y": 0.2, "z": -0.35}}]}},
+      "spawn_points": [{"x": -5, "y": 1.5, "z": -5}, {"x": 5, "y": 1.5, "z": 5}],
+      "layer_pairs": [{"a": 1, "b": 3, "collide": false}]})");
+    return dir / "scene.json";
+}
+
+/// Half the extents of `shape`'s local box: what a catalogue entry of a compound, mesh or heightfield
+/// carries.
+std::array<float, 3> localHalfExtents(const physics::World& world, const physics::Shape& shape)
+{
+    const physics::Aabb box =
+        physics::shapeBoundsAt(shape, physics::Transform::identity(), world.catalogue());
+    return {0.5f * (box.max.x - box.min.x), 0.5f * (box.max.y - box.min.y), 0.5f * (box.max.z - box.min.z)};
+}
+} // namespace
+
+TEST_CASE(
+    "a room runs a scene file with a mesh, a heightfield, compounds, a sensor and layers, and clients get "
+    "their catalogue entries",
+    "[server][rooms][scenefile]")
+{
+    test::TempDirectory dir("room_geometry");
+    test::InProcessNetwork net;
+    const auto host = startServer(net, {roomConfig("geometry", writeGeometryScene(dir))});
+    server::Room& room = *host->findRoom("geometry");
+    CHECK(room.world().meshCount() == 1);
+    CHECK(room.world().heightFieldCount() == 1);
+    CHECK(room.world().compounds().size() == 2); // the scene's and the player template's
+    CHECK_FALSE(room.world().layersCollide(1, 3));
+
+    client::ClientConfig config;
+    config.room = "geometry";
+    client::Client& c = net.addClient(2, config);
+    c.connect(net.now());
+    net.run(2.0);
+    REQUIRE(c.isConnected());
+    CHECK(room.world().compounds().size() == 2); // the player found its compound in the catalogue
+
+    std::map<physics::ShapeType, int> kinds;
+    room.world().forEachBody(
+        [&](const physics::BodyState& b)
+        {
+            CAPTURE(b.id.index);
+            ++kinds[b.shape.type];
+            REQUIRE(c.catalogue().count(b.id.index) == 1);
+            const protocol::CatalogueEntry& entry = c.catalogue().at(b.id.index);
+            CHECK(entry.generation == b.id.generation);
+            CHECK(static_cast<int>(entry.shape) == static_cast<int>(b.shape.type));
+            if (physics::isCompositeType(b.shape.type))
+            {
+                const std::array<float, 3> expected = localHalfExtents(room.world(), b.shape);
+                for (int axis = 0; axis < 3; ++axis)
+                {
+                    CHECK(entry.extent[axis] == Approx(expected[axis]));
+                }
+                CHECK(entry.extent[0] > 0.0f);
+            }
+        });
+    CHECK(kinds[physics::ShapeType::Mesh] == 1);
+    CHECK(kinds[physics::ShapeType::HeightField] == 1);
+    CHECK(kinds[physics::ShapeType::Compound] == 2); // the scene's and the client's player
+    const std::vector<protocol::CatalogueEntry> owned = c.ownedBodies();
+    REQUIRE(owned.size() == 1);
+    CHECK(owned[0].shape == wire::ShapeKind::Compound);
+    const protocol::CatalogueEntry& mesh = c.catalogue().at(0);
+    CHECK(mesh.shape == wire::ShapeKind::Mesh);
+    CHECK(mesh.extent == std::array<float, 3>{10.0f, 0.0f, 10.0f});
+    CHECK(c.catalogue().at(1).shape == wire::ShapeKind::HeightField);
+    CHECK(c.catalogue().at(1).extent[1] == Approx(0.5f * 0.05f * 40.0f));
+    CHECK(room.metrics().snapshotEncodeErrors == 0);
+}
+
+TEST_CASE(
+    "a checkpointed room with a mesh scene restores into a room that loaded the scene again, and not when a "
+    "geometry file changed",
+    "[server][checkpoint][scenefile]")
+{
+    test::TempDirectory dir("checkpoint_geometry");
+    const std::vector<server::RoomConfig> rooms{roomConfig("geometry", writeGeometryScene(dir))};
+    test::InProcessNetwork originalNet;
+    const auto original = startServer(originalNet, rooms);
+    originalNet.run(1.0);
+    std::vector<std::uint8_t> state;
+    original->saveState(state);
+
+    test::InProcessNetwork restoredNet;
+    const auto restored = startServer(restoredNet, rooms);
+    std::string error;
+    REQUIRE(restored->restoreState(state, error));
+    CHECK(restored->room(0).world().stateHash() == original->room(0).world().stateHash());
+    restoredNet.setNow(originalNet.now());
+    originalNet.run(1.0);
+    restoredNet.run(1.0);
+    CHECK(restored->room(0).tick() == original->room(0).tick());
+    CHECK(restored->room(0).world().stateHash() == original->room(0).world().stateHash());
+
+    // The floor's first corner raised 1 cm: another scene, which the checkpoint does not fit.
+    writeGeometryScene(dir, "0.01");
+    test::InProcessNetwork changedNet;
+    const auto changed = startServer(changedNet, rooms);
+    const std::uint64_t before = changed->room(0).world().stateHash();
+    CHECK_FALSE(changed->restoreState(state, error));
+    CHECK(error.find("the checkpoint holds scene") != std::string::npos);
+    CHECK(error.find("its definition changed since") != std::string::npos);
+    CHECK(changed->room(0).world().stateHash() == before);
 }
 
 TEST_CASE("admin load takes a scene file by name, and a bad one leaves the old scene running",
