@@ -647,6 +647,47 @@ TEST_CASE(
     CHECK(changed->room(0).world().stateHash() == before);
 }
 
+TEST_CASE(
+    "the built-in terrain and convex_vs_mesh scenes run in rooms, clients see their heightfield, mesh and "
+    "compounds, and a checkpoint restores them",
+    "[server][rooms][checkpoint]")
+{
+    const std::vector<server::RoomConfig> rooms{roomConfig("terrain", "terrain"),
+                                                roomConfig("bowl", "convex_vs_mesh")};
+    test::InProcessNetwork net;
+    const auto host = startServer(net, rooms);
+    client::ClientConfig config;
+    config.room = "bowl";
+    client::Client& c = net.addClient(2, config);
+    c.connect(net.now());
+    net.run(2.0);
+    REQUIRE(c.isConnected());
+    std::map<wire::ShapeKind, int> kinds;
+    for (const auto& [id, entry] : c.catalogue())
+    {
+        ++kinds[entry.shape];
+    }
+    CHECK(kinds[wire::ShapeKind::Mesh] == 1);
+    CHECK(kinds[wire::ShapeKind::Compound] > 0);
+    CHECK(kinds[wire::ShapeKind::Hull] > 0);
+    CHECK(kinds[wire::ShapeKind::Sphere] > 0); // the scene's spheres and the client's player
+    CHECK(c.catalogue().size() == host->findRoom("bowl")->world().bodyCount());
+    const server::Room& terrain = *host->findRoom("terrain");
+    CHECK(terrain.world().heightFieldCount() == 1);
+    CHECK(terrain.metrics().snapshotEncodeErrors == 0);
+
+    std::vector<std::uint8_t> state;
+    host->saveState(state);
+    test::InProcessNetwork restoredNet;
+    const auto restored = startServer(restoredNet, rooms);
+    std::string error;
+    REQUIRE(restored->restoreState(state, error));
+    for (std::size_t i = 0; i < rooms.size(); ++i)
+    {
+        CHECK(restored->room(i).world().stateHash() == host->room(i).world().stateHash());
+    }
+}
+
 TEST_CASE("admin load takes a scene file by name, and a bad one leaves the old scene running",
           "[server][admin][scenefile]")
 {
