@@ -129,7 +129,9 @@ struct SceneDescription
 /// Parses and checks scene JSON. On success fills `out` (replacing what it held) and returns true; on
 /// failure returns false, leaves `out` unspecified, and sets `error` to one line naming the field
 /// ("bodies[2].density: must be in [0.001, 1e+06] (got -5)") or, for malformed JSON, the parser's
-/// message with its position ("line 3, column 14: unknown field: colour").
+/// message with its position ("line 3, column 14: unknown field: colour"). Reads no file: the geometry
+/// files the scene names are checked as paths and listed in out.geometry (inline heightfields are built),
+/// for loadSceneGeometry to read.
 bool parseSceneJson(std::string_view json, SceneDescription& out, std::string& error);
 
 /// How loadSceneGeometry reads geometry files.
