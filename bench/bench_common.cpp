@@ -14,6 +14,8 @@ void runScenesSuite(Report& report, const SuiteOptions& options);
 void runBandwidthSuite(Report& report, const SuiteOptions& options);
 void runBroadphaseSuite(Report& report, const SuiteOptions& options);
 void runQueriesSuite(Report& report, const SuiteOptions& options);
+void runConvexVsMeshSuite(Report& report, const SuiteOptions& options);
+void runRaycastSuite(Report& report, const SuiteOptions& options);
 
 namespace
 {
@@ -32,6 +34,14 @@ const Suite kSuites[] = {
      "world rays, sphere casts, overlaps (1000 and 10000 bodies), 1M-triangle mesh and heightfield rays: "
      "Polytope and Bullet, queries per second and agreement",
      &runQueriesSuite},
+    {"convex_vs_mesh",
+     "Jolt's ConvexVsMesh scene (1764 boxes, spheres, capsules, pyramids on a 20,000-triangle mesh or "
+     "heightfield), 500 steps: Polytope and Bullet, steps per second, bodies lost",
+     &runConvexVsMeshSuite},
+    {"raycast",
+     "the ConvexVsMesh scene settled, then rays and sphere casts into it: Polytope and Bullet, queries per "
+     "second and agreement of the closest hit",
+     &runRaycastSuite},
     {"bandwidth", "snapshots of Fiedler's 900-cube scene through Server and Client at 5% loss (kbps)",
      &runBandwidthSuite},
 };
