@@ -43,13 +43,17 @@
 // every body), then the "_sleep" case with each engine's default sleeping. Each engine runs the scene twice,
 // the order of the engines reversed the second time to even out the machine's load (the _sleep cases once,
 // in the first order). Figures:
-//   ms_per_step_mean, ms_per_step_p99, steps_per_s  wall time of each step call, over both runs
-//   ratio_vs_bullet      Polytope's steps_per_s over Bullet's (from the same run; above 1, Polytope is
-//   faster) below_terrain        bodies whose centre of mass ended more than 1 m below the terrain's surface
-//   there off_terrain          bodies whose centre of mass ended outside the terrain's square (x or z beyond
-//   150 m) asleep               bodies asleep at the end (the _sleep cases) surface_max_error_m  the surface
-//   check above
-// The last three are taken after the first run (both engines are deterministic).
+//   ms_per_step_mean, ms_per_step_p99, steps_per_s: wall time of each step call, over both runs
+//   ratio_vs_bullet: Polytope's steps_per_s over Bullet's, from the same run (above 1, Polytope is faster)
+//   below_terrain: bodies whose centre of mass ended more than 1 m below the terrain's surface there
+//   off_terrain: bodies whose centre of mass ended outside the terrain's square (x or z beyond 150 m)
+//   asleep: bodies asleep at the end (the _sleep cases)
+//   surface_max_error_m: the surface check above
+//   contact_points_mean: manifold points after a step (Polytope: StepStats::contactPoints, speculative
+//     points included; Bullet: the points of every persistent manifold, within its breaking threshold)
+//   phase_*_ms: Polytope only, StepStats::profile per step (boxes, pairs, collide, levels, setup, solver,
+//     store, finalize, sleep: world.h says what each holds), where the step's time goes
+// The body counts and surface check are taken in the first run (both engines are deterministic).
 //
 // Suite "raycast": the mesh scene stepped 500 steps (sleeping off) in both engines, then queries into each
 // settled world, one thread each. Bullet's bodies come to rest elsewhere than Polytope's, so for comparing
@@ -72,7 +76,12 @@
 // alternating), hit_ratio; on Polytope's record ratio_vs_bullet (over the mirror world's rate) and the
 // agreement with the mirror world: disagree (queries whose closest-hit distances differ by more than
 // 1e-4 m, or where one engine hits and the other misses), disagree_terrain (of those, the ones where both
-// closest hits are on the terrain), max_distance_diff_m (over queries both hit).
+// closest hits are on the terrain), max_distance_diff_m (over queries both hit). ray_closest also judges
+// each engine's answers by an oracle independent of both (exact solids in double at Polytope's poses, below):
+// oracle_wrong counts rays whose closest hit is on a body the ray misses, or on one it enters more than
+// 1e-4 m from the reported distance, or behind a body the other engine found that the ray enters more than
+// 1e-4 m earlier; oracle_max_error_m is the largest distance error on bodies the ray enters. (The mirror
+// world holds Polytope's poses, so the oracle judges both engines on the same solids.)
 //
 // --scene NAME (repeatable) picks cases: convex_vs_mesh, convex_vs_heightfield, convex_vs_mesh_sleep,
 // convex_vs_heightfield_sleep; ray_closest, sphere_cast. --seed S picks the rays and the check points. About
@@ -604,6 +613,8 @@ struct RunFigures
     int offTerrain = 0;
     int asleep = 0;
     double surfaceErrorMeters = 0.0;
+    ph::StepProfile phaseSums{}; ///< Polytope: StepStats::profile summed over the steps
+    double contactPoints = 0.0;  ///< manifold points after each step, summed over the steps
 };
 
 /// below_terrain and off_terrain from each body's final centre of mass.
@@ -627,6 +638,19 @@ void stepPolytope(PolytopeScene& scene, RunFigures& f)
         const auto t0 = Clock::now();
         scene.world->step(kDt);
         f.msPerStep.push_back(secondsSince(t0) * 1e3);
+        const ph::StepStats& stats = scene.world->stepStats();
+        const ph::StepProfile& p = stats.profile;
+        ph::StepProfile& sum = f.phaseSums;
+        sum.boxes += p.boxes;
+        sum.pairs += p.pairs;
+        sum.collide += p.collide;
+        sum.levels += p.levels;
+        sum.setup += p.setup;
+        sum.solver += p.solver;
+        sum.store += p.store;
+        sum.finalize += p.finalize;
+        sum.sleep += p.sleep;
+        f.contactPoints += stats.contactPoints;
     }
 }
 
@@ -648,6 +672,10 @@ void stepBullet(BulletScene& scene, RunFigures& f)
         const auto t0 = Clock::now();
         scene.world.stepSimulation(kDt, 0);
         f.msPerStep.push_back(secondsSince(t0) * 1e3);
+        for (int m = 0; m < scene.dispatcher.getNumManifolds(); ++m)
+        {
+            f.contactPoints += scene.dispatcher.getManifoldByIndexInternal(m)->getNumContacts();
+        }
     }
 }
 
@@ -746,7 +774,23 @@ void runSteppingCase(Report& report, const SceneAssets& assets, const char* case
         {
             r.add("asleep", f.asleep);
         }
-        r.add("surface_max_error_m", f.surfaceErrorMeters);
+        const double steps = static_cast<double>(f.msPerStep.size());
+        r.add("surface_max_error_m", f.surfaceErrorMeters)
+            .add("contact_points_mean", f.contactPoints / steps);
+        if (kEngines[e] != Engine::Bullet)
+        {
+            // Where the time went (StepStats::profile, ms per step; world.h says what each phase holds).
+            const ph::StepProfile& p = f.phaseSums;
+            r.add("phase_boxes_ms", p.boxes / steps)
+                .add("phase_pairs_ms", p.pairs / steps)
+                .add("phase_collide_ms", p.collide / steps)
+                .add("phase_levels_ms", p.levels / steps)
+                .add("phase_setup_ms", p.setup / steps)
+                .add("phase_solver_ms", p.solver / steps)
+                .add("phase_store_ms", p.store / steps)
+                .add("phase_finalize_ms", p.finalize / steps)
+                .add("phase_sleep_ms", p.sleep / steps);
+        }
     }
 }
 
@@ -807,6 +851,8 @@ std::vector<Segment> downwardSegments(std::size_t count, float half, float lengt
     }
     return out;
 }
+
+using Figures = std::vector<std::pair<std::string, double>>;
 
 /// What one query found: a fraction and the body (its Polytope slot; -1 for none).
 struct QueryAnswer
@@ -961,10 +1007,193 @@ double hitRatio(const std::vector<QueryAnswer>& answers)
     return answers.empty() ? 0.0 : static_cast<double>(hits) / static_cast<double>(answers.size());
 }
 
+// ---- Oracle (rays) -------------------------------------------------------------------------------------
+// Independent of both engines, in double from the exact shapes of the top of this file at Polytope's final
+// poses: each solid as a convex function of the local point that is <= 0 inside (the signed distance for
+// spheres and capsules; the largest plane excess for boxes and the pyramid, whose zero set is the same
+// surface). Along a segment it is convex in t: ternary search finds its minimum, bisection before the minimum
+// the ray's entry. Only bodies some engine reported are checked (the terrain is judged by disagree_terrain).
+
+/// Rays passing within this of a body's surface graze it: either answer (hit or miss) is right; and a hit
+/// distance further than this from the oracle's is wrong.
+constexpr double kOracleToleranceMeters = 1e-4;
+
+/// A dynamic body as the oracle sees it: its shape kind and Polytope's final pose.
+struct OracleBody
+{
+    int kind = -1; ///< 0 box, 1 sphere, 2 capsule, 3 pyramid; -1 not a dynamic body (the terrain)
+    std::array<double, 3> position{};
+    std::array<double, 4> rotation{0.0, 0.0, 0.0, 1.0}; ///< x, y, z, w, normalised
+};
+
+double solidValue(int kind, const std::array<double, 3>& l)
+{
+    switch (kind)
+    {
+    case 0:
+        return std::max({std::fabs(l[0]) - 0.5, std::fabs(l[1]) - 0.75, std::fabs(l[2]) - 1.0});
+    case 1:
+        return std::sqrt(l[0] * l[0] + l[1] * l[1] + l[2] * l[2]) - 0.5;
+    case 2:
+    {
+        const double dy = l[1] - std::clamp(l[1], -0.75, 0.75);
+        return std::sqrt(l[0] * l[0] + dy * dy + l[2] * l[2]) - 0.5;
+    }
+    default:
+    {
+        // The hull of (0,1,0), (+-1,0,0), (0,0,+-1): y >= 0 and +-x + y +-z <= 1.
+        double v = -l[1];
+        for (const double sx : {-1.0, 1.0})
+        {
+            for (const double sz : {-1.0, 1.0})
+            {
+                v = std::max(v, (sx * l[0] + l[1] + sz * l[2] - 1.0) / std::sqrt(3.0));
+            }
+        }
+        return v;
+    }
+    }
+}
+
+enum class OracleContact : std::uint8_t
+{
+    Miss,  ///< the ray stays farther than the tolerance from the body
+    Graze, ///< within the tolerance of touching it
+    Hit,   ///< it goes deeper than the tolerance
+};
+
+struct OracleAnswer
+{
+    OracleContact contact = OracleContact::Miss;
+    double fraction = 0.0; ///< Hit: where the ray enters
+};
+
+OracleAnswer oracleRay(const OracleBody& body, const Segment& ray)
+{
+    const auto valueAt = [&](double t)
+    {
+        const double v[3] = {ray.origin.x + t * ray.translation.x - body.position[0],
+                             ray.origin.y + t * ray.translation.y - body.position[1],
+                             ray.origin.z + t * ray.translation.z - body.position[2]};
+        // Into the body's frame: rotate by the conjugate of the rotation.
+        const double x = -body.rotation[0], y = -body.rotation[1], z = -body.rotation[2],
+                     w = body.rotation[3];
+        const double tx = 2.0 * (y * v[2] - z * v[1]);
+        const double ty = 2.0 * (z * v[0] - x * v[2]);
+        const double tz = 2.0 * (x * v[1] - y * v[0]);
+        return solidValue(body.kind, {v[0] + w * tx + (y * tz - z * ty), v[1] + w * ty + (z * tx - x * tz),
+                                      v[2] + w * tz + (x * ty - y * tx)});
+    };
+    double lo = 0.0;
+    double hi = 1.0;
+    for (int i = 0; i < 100; ++i)
+    {
+        const double a = lo + (hi - lo) / 3.0;
+        const double b = hi - (hi - lo) / 3.0;
+        if (valueAt(a) < valueAt(b))
+        {
+            hi = b;
+        }
+        else
+        {
+            lo = a;
+        }
+    }
+    const double closest = 0.5 * (lo + hi);
+    const double gap = std::min({valueAt(closest), valueAt(0.0), valueAt(1.0)});
+    if (gap > kOracleToleranceMeters)
+    {
+        return {OracleContact::Miss, 0.0};
+    }
+    if (gap > -kOracleToleranceMeters)
+    {
+        return {OracleContact::Graze, 0.0};
+    }
+    // Rays start above every body, so the value falls from positive to negative before `closest`.
+    lo = 0.0;
+    hi = valueAt(closest) <= 0.0 ? closest : 1.0;
+    for (int i = 0; i < 64; ++i)
+    {
+        const double mid = 0.5 * (lo + hi);
+        if (valueAt(mid) <= 0.0)
+        {
+            hi = mid;
+        }
+        else
+        {
+            lo = mid;
+        }
+    }
+    return {OracleContact::Hit, hi};
+}
+
+/// One engine's ray answers judged by the oracle.
+struct Verdicts
+{
+    std::size_t wrong = 0;               ///< see judge
+    double maxDistanceErrorMeters = 0.0; ///< over closest hits on bodies the ray really enters
+};
+
+/// Judges answer `a` of one engine, given answer `b` of the other: wrong when a's closest body is one the
+/// ray misses, or one it enters more than the tolerance away from a's distance, or when b's body is one the
+/// ray enters more than the tolerance before a's closest hit (or a missed it).
+void judge(std::span<const OracleBody> bodies, const Segment& ray, double length, const QueryAnswer& a,
+           const QueryAnswer& b, Verdicts& verdicts)
+{
+    const auto body = [&](int slot) -> const OracleBody*
+    {
+        return slot >= 0 && static_cast<std::size_t>(slot) < bodies.size() &&
+                       bodies[static_cast<std::size_t>(slot)].kind >= 0
+                   ? &bodies[static_cast<std::size_t>(slot)]
+                   : nullptr;
+    };
+    bool wrong = false;
+    double entry = a.fraction;
+    if (a.hit && body(a.body) != nullptr)
+    {
+        const OracleAnswer o = oracleRay(*body(a.body), ray);
+        wrong = o.contact == OracleContact::Miss;
+        if (o.contact == OracleContact::Hit)
+        {
+            entry = o.fraction;
+            const double error = std::fabs(a.fraction - o.fraction) * length;
+            verdicts.maxDistanceErrorMeters = std::max(verdicts.maxDistanceErrorMeters, error);
+            wrong = error > kOracleToleranceMeters;
+        }
+    }
+    if (!wrong && b.hit && b.body != a.body && body(b.body) != nullptr)
+    {
+        const OracleAnswer o = oracleRay(*body(b.body), ray);
+        wrong = o.contact == OracleContact::Hit &&
+                (!a.hit || (entry - o.fraction) * length > kOracleToleranceMeters);
+    }
+    verdicts.wrong += wrong ? 1 : 0;
+}
+
+/// Per Polytope slot: the oracle's view of the settled scene.
+std::vector<OracleBody> oracleBodies(const PolytopeScene& scene)
+{
+    std::vector<OracleBody> out;
+    ph::BodyState state;
+    for (std::size_t i = 0; i < scene.bodies.size(); ++i)
+    {
+        scene.world->getBody(scene.bodies[i], state);
+        const std::size_t slot = state.id.index;
+        out.resize(std::max(out.size(), slot + 1));
+        const ph::Quat& q = state.transform.q;
+        const double norm =
+            std::sqrt(double(q.x) * q.x + double(q.y) * q.y + double(q.z) * q.z + double(q.w) * q.w);
+        out[slot] = {static_cast<int>(i % kShapeKinds),
+                     {state.transform.p.x, state.transform.p.y, state.transform.p.z},
+                     {q.x / norm, q.y / norm, q.z / norm, q.w / norm}};
+    }
+    return out;
+}
+
 void reportQueries(Report& report, const char* caseName, std::size_t queries, float length, int terrainSlot,
                    PassTimes& times, const std::vector<QueryAnswer>& polytope,
                    const std::vector<QueryAnswer>& mirror, const std::vector<QueryAnswer>& own,
-                   const std::vector<std::pair<std::string, double>>& extra)
+                   const Figures& polytopeExtra, const Figures& bulletExtra)
 {
     std::size_t disagree = 0;
     std::size_t disagreeTerrain = 0;
@@ -996,14 +1225,18 @@ void reportQueries(Report& report, const char* caseName, std::size_t queries, fl
                     .add("disagree", static_cast<double>(disagree))
                     .add("disagree_terrain", static_cast<double>(disagreeTerrain))
                     .add("max_distance_diff_m", maxDiff);
-    for (const auto& [name, value] : extra)
+    for (const auto& [name, value] : polytopeExtra)
     {
         p.add(name, value);
     }
-    report.add(caseName, "bullet", static_cast<std::int64_t>(queries))
-        .add("queries", q)
-        .add("queries_per_s", mirrorRate)
-        .add("hit_ratio", hitRatio(mirror));
+    Record& b = report.add(caseName, "bullet", static_cast<std::int64_t>(queries))
+                    .add("queries", q)
+                    .add("queries_per_s", mirrorRate)
+                    .add("hit_ratio", hitRatio(mirror));
+    for (const auto& [name, value] : bulletExtra)
+    {
+        b.add(name, value);
+    }
     report.add(caseName, "bullet_own", static_cast<std::int64_t>(queries))
         .add("queries", q)
         .add("queries_per_s", q / median(times.own))
@@ -1086,8 +1319,21 @@ void runRaycastSuite(Report& report, const SuiteOptions& options)
                 }
             },
             [&] { bulletRays(mirror->world, rays, theirs); }, [&] { bulletRays(own, rays, theirsOwn); });
+        const std::vector<OracleBody> bodies = oracleBodies(polytope);
+        Verdicts mineJudged;
+        Verdicts theirsJudged;
+        for (std::size_t i = 0; i < rays.size(); ++i)
+        {
+            judge(bodies, rays[i], kRayLengthMeters, mine[i], theirs[i], mineJudged);
+            judge(bodies, rays[i], kRayLengthMeters, theirs[i], mine[i], theirsJudged);
+        }
+        const auto verdictFigures = [](const Verdicts& v) -> Figures
+        {
+            return {{"oracle_wrong", static_cast<double>(v.wrong)},
+                    {"oracle_max_error_m", v.maxDistanceErrorMeters}};
+        };
         reportQueries(report, "ray_closest", rays.size(), kRayLengthMeters, terrainSlot, times, mine, theirs,
-                      theirsOwn, {});
+                      theirsOwn, verdictFigures(mineJudged), verdictFigures(theirsJudged));
     }
 
     if (wanted(options, "sphere_cast"))
@@ -1123,7 +1369,7 @@ void runRaycastSuite(Report& report, const SuiteOptions& options)
             [&] { bulletCasts(mirror->world, skipMirror, casts, theirs); },
             [&] { bulletCasts(own, skipOwn, casts, theirsOwn); });
         reportQueries(report, "sphere_cast", casts.size(), kCastLengthMeters, terrainSlot, times, mine,
-                      theirs, theirsOwn, {{"terrain_in_casts", terrainInCasts ? 1.0 : 0.0}});
+                      theirs, theirsOwn, {{"terrain_in_casts", terrainInCasts ? 1.0 : 0.0}}, {});
     }
 }
 
