@@ -1295,13 +1295,15 @@ void runRaycastSuite(Report& report, const SuiteOptions& options)
     const btCollisionWorld& own = bullet->world;
     const int terrainSlot = static_cast<int>(polytope.terrain.index);
 
-    std::mt19937 rng(static_cast<std::uint32_t>(options.seed * 15485863));
+    // One generator per case, so that a case's queries do not depend on which other cases run.
+    const auto seed = static_cast<std::uint32_t>(options.seed * 15485863);
     const auto rayCount = static_cast<std::size_t>(options.count > 0 ? options.count : kDefaultRays);
 
     if (wanted(options, "ray_closest"))
     {
+        std::mt19937 rayRng(seed);
         const std::vector<Segment> rays =
-            downwardSegments(rayCount, 0.5f * kTerrainExtentMeters, kRayLengthMeters, rng);
+            downwardSegments(rayCount, 0.5f * kTerrainExtentMeters, kRayLengthMeters, rayRng);
         std::vector<QueryAnswer> mine(rays.size());
         std::vector<QueryAnswer> theirs(rays.size());
         std::vector<QueryAnswer> theirsOwn(rays.size());
@@ -1338,6 +1340,7 @@ void runRaycastSuite(Report& report, const SuiteOptions& options)
 
     if (wanted(options, "sphere_cast"))
     {
+        std::mt19937 castRng(seed + 1);
         const ph::Shape sphere = ph::Shape::makeSphere(kCastRadiusMeters);
         // Whether Polytope's casts reach the mesh: a cast straight down that sees static bodies only.
         ph::QueryFilter terrainOnly;
@@ -1347,7 +1350,7 @@ void runRaycastSuite(Report& report, const SuiteOptions& options)
             {sphere, {{0.0f, 20.0f, 0.0f}, {}}, {0.0f, -40.0f, 0.0f}, 1.0f}, terrainOnly, probe);
         const std::size_t castCount = std::max<std::size_t>(1, rayCount / kRaysPerCast);
         const std::vector<Segment> casts =
-            downwardSegments(castCount, kCastRegionHalfMeters, kCastLengthMeters, rng);
+            downwardSegments(castCount, kCastRegionHalfMeters, kCastLengthMeters, castRng);
         std::vector<QueryAnswer> mine(casts.size());
         std::vector<QueryAnswer> theirs(casts.size());
         std::vector<QueryAnswer> theirsOwn(casts.size());
