@@ -41,8 +41,8 @@ int main(int argc, char** argv)
     app.add_flag("--json", json,
                  "print one JSON object {\"suite\": ..., \"results\": [...]} instead of the table");
     app.add_option("--count", options.count,
-                   "problem size, e.g. pairs per class for narrowphase, queries per pass for queries "
-                   "(default: the suite's; scenes: not read, see --seconds)")
+                   "problem size, e.g. pairs per class for narrowphase, queries per pass for queries, rays "
+                   "per pass for raycast (default: the suite's; scenes, convex_vs_mesh: not read)")
         ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
     app.add_option("--seconds", options.seconds,
                    "scenes: simulated seconds per scene, at 60 steps a second (default: each scene's, "
@@ -58,8 +58,8 @@ int main(int argc, char** argv)
            "a quarter of the substep rate)")
         ->check(CLI::Range(0.1, 10000.0));
     app.add_option("--scene", options.scenes,
-                   "scenes: run only this scene; queries: only this case (repeat for several; default: "
-                   "every scene or case of the suite)");
+                   "scenes: run only this scene; queries, convex_vs_mesh, raycast: only this case (repeat "
+                   "for several; default: every scene or case of the suite)");
     // Signed, so that "-3" is refused rather than wrapped round.
     std::int64_t seed = static_cast<std::int64_t>(options.seed);
     app.add_option("--seed", seed, "random seed")
