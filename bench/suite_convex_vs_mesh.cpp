@@ -167,8 +167,6 @@ struct TerrainGrid
     std::vector<float> heights;         ///< metres, sample (x, z) at z * kTerrainSamples + x
     std::vector<ph::Vec3> vertices;     ///< (3x, height, 3z), same order
     std::vector<std::uint32_t> indices; ///< two triangles per cell
-    float minHeight = 0.0f;
-    float maxHeight = 0.0f;
 
     float height(int x, int z) const
     {
@@ -204,8 +202,6 @@ TerrainGrid makeTerrainGrid()
     TerrainGrid g;
     g.heights.resize(std::size_t(kTerrainSamples) * kTerrainSamples);
     g.vertices.resize(g.heights.size());
-    g.minHeight = INFINITY;
-    g.maxHeight = -INFINITY;
     for (int z = 0; z < kTerrainSamples; ++z)
     {
         for (int x = 0; x < kTerrainSamples; ++x)
@@ -217,8 +213,6 @@ TerrainGrid makeTerrainGrid()
             g.heights[i] = h;
             g.vertices[i] = {static_cast<float>(x) * kTerrainCellMeters, h,
                              static_cast<float>(z) * kTerrainCellMeters};
-            g.minHeight = std::min(g.minHeight, h);
-            g.maxHeight = std::max(g.maxHeight, h);
         }
     }
     const auto vertex = [](int x, int z) { return static_cast<std::uint32_t>(z * kTerrainSamples + x); };
@@ -240,7 +234,6 @@ struct SceneAssets
     TerrainGrid grid;
     std::shared_ptr<const ph::TriangleMesh> mesh;
     std::shared_ptr<const ph::HeightField> heightField;
-    float heightFieldQuantizationMeters = 0.0f;
     ph::ConvexHull pyramid;
     std::array<float, kShapeKinds> masses{}; ///< kg, per shape kind, as Polytope computes them
     bool ok = false;
@@ -298,7 +291,6 @@ SceneAssets makeAssets()
         std::fprintf(stderr, "convex_vs_mesh: buildHeightField failed: %s\n", field.message.c_str());
         return a;
     }
-    a.heightFieldQuantizationMeters = field.maxQuantizationErrorMeters;
     a.heightField = std::make_shared<const ph::HeightField>(std::move(field.heightField));
 
     const ph::Vec3 points[] = {{0, 1, 0}, {1, 0, 0}, {-1, 0, 0}, {0, 0, 1}, {0, 0, -1}};
