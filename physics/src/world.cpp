@@ -305,6 +305,7 @@ World::World(const WorldConfig& config)
     m_contactKeys.reserve(contacts);
     m_contactKeysMerge.reserve(contacts);
     m_contacts.reserve(contacts);
+    m_poolOrder.reserve(contacts);
     m_freeContacts.reserve(contacts);
     m_contactUpdated.reserve(contacts);
     m_fatBoxStale.reserve(bodies + 1);
@@ -1158,6 +1159,50 @@ void World::updatePairs(StepStatus& status)
         ++m_stats.droppedPairs;
     }
     mergeNewPairs(status);
+    orderContactPool();
+}
+
+void World::orderContactPool()
+{
+    // Every pass over the contacts goes in key order, but a contact's pool slot is wherever the free list
+    // had room when its pair appeared: after a pile's churn the passes hop around a pool of megabytes. When
+    // more than a quarter of the key list jumps in the pool, the contacts are copied into key order (the
+    // slots carry nothing else: results do not depend on them).
+    const std::size_t count = m_contactKeys.size();
+    std::size_t jumps = 0;
+    for (std::size_t k = 1; k < count; ++k)
+    {
+        jumps += m_contactKeys[k].contact != m_contactKeys[k - 1].contact + 1 ? 1 : 0;
+    }
+    if (4 * jumps <= count)
+    {
+        return;
+    }
+    // In place, by cycles: slot p goes to position destination[p] (free slots after the live ones).
+    const std::size_t poolSize = m_contacts.size();
+    constexpr std::uint32_t kUnplaced = 0xFFFFFFFFu;
+    m_poolOrder.assign(poolSize, kUnplaced);
+    for (std::size_t k = 0; k < count; ++k)
+    {
+        m_poolOrder[m_contactKeys[k].contact] = static_cast<std::uint32_t>(k);
+        m_contactKeys[k].contact = static_cast<std::uint32_t>(k);
+    }
+    std::uint32_t next = static_cast<std::uint32_t>(count);
+    for (std::uint32_t& destination : m_poolOrder)
+    {
+        destination = destination == kUnplaced ? next++ : destination;
+    }
+    for (std::size_t p = 0; p < poolSize; ++p)
+    {
+        while (m_poolOrder[p] != p)
+        {
+            const std::uint32_t q = m_poolOrder[p];
+            std::swap(m_contacts[p], m_contacts[q]);
+            std::swap(m_poolOrder[p], m_poolOrder[q]);
+        }
+    }
+    m_contacts.resize(count); // keeps its capacity
+    m_freeContacts.clear();
 }
 
 // ---- Narrowphase

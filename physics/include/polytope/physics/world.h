@@ -822,6 +822,8 @@ class World
     void updatePairs(StepStatus& status);
     bool collectPairCandidates(); ///< false when the candidate list overflowed
     void mergeNewPairs(StepStatus& status);
+    /// Copies the contacts into key order when the pool has become scattered (see world.cpp).
+    void orderContactPool();
     /// Whether the tight boxes of a and b are apart by more than the margin their manifold would be
     /// computed with (then it has no points). False when either is a plane.
     bool tightBoxesApart(std::uint32_t a, std::uint32_t b) const;
@@ -924,6 +926,7 @@ class World
     std::vector<ContactKey> m_contactKeys;      ///< sorted by key
     std::vector<ContactKey> m_contactKeysMerge; ///< scratch for the merge
     std::vector<Contact> m_contacts;            ///< pool
+    std::vector<std::uint32_t> m_poolOrder;     ///< orderContactPool: each pool slot's new position
     std::vector<std::uint32_t> m_freeContacts;  ///< LIFO
     std::vector<std::uint8_t> m_contactUpdated; ///< per pool entry: updated this step
     std::vector<std::uint8_t> m_fatBoxStale;    ///< per slot (or solver body): its fat box is to be replaced
