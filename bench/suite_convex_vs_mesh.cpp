@@ -87,6 +87,7 @@
 // convex_vs_heightfield_sleep; ray_closest, sphere_cast. --seed S picks the rays and the check points. About
 // 70 s for convex_vs_mesh and 12 s for raycast on the 2-core development machine.
 #include "bench_common.h"
+#include "bullet_world.h"
 
 #include "polytope/physics/heightfield.h"
 #include "polytope/physics/hull.h"
@@ -514,11 +515,8 @@ std::array<std::unique_ptr<btCollisionShape>, kShapeKinds> makeBulletShapes(cons
 /// The scene in a btDiscreteDynamicsWorld.
 struct BulletScene
 {
-    btDefaultCollisionConfiguration configuration;
-    btCollisionDispatcher dispatcher{&configuration};
-    btDbvtBroadphase broadphase;
-    btSequentialImpulseConstraintSolver solver;
-    btDiscreteDynamicsWorld world{&dispatcher, &broadphase, &solver, &configuration};
+    BulletDynamics dynamics;
+    btDiscreteDynamicsWorld& world = dynamics.world;
     std::unique_ptr<BulletTerrain> terrain;
     std::array<std::unique_ptr<btCollisionShape>, kShapeKinds> shapes;
     std::vector<std::unique_ptr<btDefaultMotionState>> motionStates;
@@ -664,9 +662,9 @@ void stepBullet(BulletScene& scene, RunFigures& f)
         const auto t0 = Clock::now();
         scene.world.stepSimulation(kDt, 0);
         f.msPerStep.push_back(secondsSince(t0) * 1e3);
-        for (int m = 0; m < scene.dispatcher.getNumManifolds(); ++m)
+        for (int m = 0; m < scene.dynamics.dispatcher.getNumManifolds(); ++m)
         {
-            f.contactPoints += scene.dispatcher.getManifoldByIndexInternal(m)->getNumContacts();
+            f.contactPoints += scene.dynamics.dispatcher.getManifoldByIndexInternal(m)->getNumContacts();
         }
     }
 }

@@ -35,6 +35,7 @@
 // four minutes here: use --seconds 60 to judge it); jolt_pyramid and the piles 10 s, since they are about
 // speed. --seconds S sets every scene's.
 #include "bench_common.h"
+#include "bullet_world.h"
 
 #include "polytope/physics/scenes.h"
 
@@ -393,11 +394,8 @@ RunFigures runPolytope(const SceneSetup& setup, int steps, int threads, const Su
 /// A Bullet world mirroring a Polytope scene.
 struct BulletScene
 {
-    btDefaultCollisionConfiguration configuration;
-    btCollisionDispatcher dispatcher{&configuration};
-    btDbvtBroadphase broadphase;
-    btSequentialImpulseConstraintSolver solver;
-    btDiscreteDynamicsWorld world{&dispatcher, &broadphase, &solver, &configuration};
+    BulletDynamics dynamics;
+    btDiscreteDynamicsWorld& world = dynamics.world;
     std::vector<std::unique_ptr<btCollisionShape>> shapes;
     std::vector<std::unique_ptr<btDefaultMotionState>> motionStates;
     std::vector<std::unique_ptr<btRigidBody>> bodies;

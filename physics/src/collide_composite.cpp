@@ -92,6 +92,22 @@ ContactManifold collideComposite(const Shape& a, const Shape& b, const Transform
             scratch.push_back({index, toParent(m, pieceInA)});
         }
     };
+    // A piece against the triangles of a mesh or heightfield (both offer forEachTriangleOverlapping and
+    // activeEdges) near its box in their frame.
+    const auto againstTriangles = [&](const auto& triangles, const Shape& piece, std::uint32_t pieceIndex,
+                                      const Transform& pieceInA, const Transform& trianglesInPiece)
+    {
+        const Aabb box = grown(tightBoxOf(piece, inverse(trianglesInPiece), catalogue.hulls), margin);
+        triangles.forEachTriangleOverlapping(box,
+                                             [&](std::uint32_t t, const Triangle& triangle)
+                                             {
+                                                 add(piecePairIndex(pieceIndex, t),
+                                                     collideConvexTriangle(piece, catalogue.hulls,
+                                                                           trianglesInPiece, triangle,
+                                                                           triangles.activeEdges(t), margin),
+                                                     pieceInA);
+                                             });
+    };
     forEachConvexPiece(
         a, catalogue,
         [&](const Shape& pieceA, const Transform& pieceInA, std::uint32_t indexA)
@@ -119,35 +135,12 @@ ContactManifold collideComposite(const Shape& a, const Shape& b, const Transform
                 break;
             }
             case ShapeType::Mesh:
-            {
-                const TriangleMesh& mesh = *catalogue.meshes[b.catalogueIndex];
-                const Aabb box = grown(tightBoxOf(pieceA, inverse(bInPiece), catalogue.hulls), margin);
-                mesh.forEachTriangleOverlapping(box,
-                                                [&](std::uint32_t t, const Triangle& triangle)
-                                                {
-                                                    add(piecePairIndex(indexA, t),
-                                                        collideConvexTriangle(pieceA, catalogue.hulls,
-                                                                              bInPiece, triangle,
-                                                                              mesh.activeEdges(t), margin),
-                                                        pieceInA);
-                                                });
+                againstTriangles(*catalogue.meshes[b.catalogueIndex], pieceA, indexA, pieceInA, bInPiece);
                 break;
-            }
             case ShapeType::HeightField:
-            {
-                const HeightField& field = *catalogue.heightFields[b.catalogueIndex];
-                const Aabb box = grown(tightBoxOf(pieceA, inverse(bInPiece), catalogue.hulls), margin);
-                field.forEachTriangleOverlapping(box,
-                                                 [&](std::uint32_t t, const Triangle& triangle)
-                                                 {
-                                                     add(piecePairIndex(indexA, t),
-                                                         collideConvexTriangle(pieceA, catalogue.hulls,
-                                                                               bInPiece, triangle,
-                                                                               field.activeEdges(t), margin),
-                                                         pieceInA);
-                                                 });
+                againstTriangles(*catalogue.heightFields[b.catalogueIndex], pieceA, indexA, pieceInA,
+                                 bInPiece);
                 break;
-            }
             default: // a convex shape or a plane: the table
                 add(piecePairIndex(indexA, 0),
                     collideShapesLocal(pieceA, b, bInPiece, margin, catalogue.hulls), pieceInA);

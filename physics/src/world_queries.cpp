@@ -423,24 +423,22 @@ bool World::rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit&
     RayCastHit localHit;
     std::uint32_t subShape = 0;
     bool found = false;
+    // A mesh or heightfield: their ray hits carry the same fields.
+    const auto closestTriangle = [&](const auto& triangles, auto mode, auto triangleHit)
+    {
+        found = triangles.castRay(local, mode, triangleHit);
+        localHit = triangleHit.hit;
+        subShape = triangleHit.triangle;
+    };
     switch (shape.type)
     {
     case ShapeType::Mesh:
-    {
-        MeshRayCastHit meshHit;
-        found = m_meshes[shape.catalogueIndex]->castRay(local, MeshRayMode::Closest, meshHit);
-        localHit = meshHit.hit;
-        subShape = meshHit.triangle;
+        closestTriangle(*m_meshes[shape.catalogueIndex], MeshRayMode::Closest, MeshRayCastHit{});
         break;
-    }
     case ShapeType::HeightField:
-    {
-        HeightFieldRayHit fieldHit;
-        found = m_heightFields[shape.catalogueIndex]->castRay(local, HeightFieldRayMode::Closest, fieldHit);
-        localHit = fieldHit.hit;
-        subShape = fieldHit.triangle;
+        closestTriangle(*m_heightFields[shape.catalogueIndex], HeightFieldRayMode::Closest,
+                        HeightFieldRayHit{});
         break;
-    }
     case ShapeType::Compound:
     {
         // The closest child: each in its own frame, ties to the lower child index.

@@ -193,28 +193,7 @@ const char* kindName(ShapeType type)
     }
 }
 
-/// The shape's bounding radius about its origin, metres.
-double boundOf(const Shape& s, std::span<const ConvexHull> hulls)
-{
-    switch (s.type)
-    {
-    case ShapeType::Sphere:
-        return s.sphere.radius;
-    case ShapeType::Capsule:
-        return double(s.capsule.halfHeight) + s.capsule.radius;
-    case ShapeType::Box:
-        return length(s.box.halfExtents);
-    default:
-    {
-        double bound = 0.0;
-        for (const Vec3& v : hulls[s.hullIndex].vertices)
-        {
-            bound = std::max(bound, double(length(v)));
-        }
-        return bound;
-    }
-    }
-}
+using physics_test::boundOf;
 
 Triangle worldTriangle(const Triangle& local, const Transform& xf)
 {
@@ -247,55 +226,14 @@ Transform poseAt(const ShapeCastInput& cast, double t)
     return {toFloat(toDouble(cast.start.p) + toDouble(cast.translation) * t), cast.start.q};
 }
 
-struct Oracle
-{
-    bool hit = false;
-    double fraction = 0.0;
-    double closest = 0.0; ///< signed distance at the closest approach in [0, maxFraction]
-};
-
-/// The first fraction at which distance(t) <= 0 on [0, maxFraction]: golden section for the closest approach
-/// (distance is convex in t), then bisection before it.
-template <class Distance> Oracle bisect(Distance distance, double maxFraction)
-{
-    Oracle o;
-    const double d0 = distance(0.0);
-    if (d0 <= 0.0)
-    {
-        o.hit = true;
-        o.closest = d0;
-        return o;
-    }
-    const physics_test::ConvexMinimum approach = minimiseConvex(distance, 0.0, maxFraction, 48);
-    double closestT = approach.x;
-    o.closest = approach.value;
-    const double dEnd = distance(maxFraction);
-    if (dEnd < o.closest)
-    {
-        o.closest = dEnd;
-        closestT = maxFraction;
-    }
-    if (o.closest > 0.0)
-    {
-        return o;
-    }
-    double before = 0.0;
-    double after = closestT;
-    for (int i = 0; i < 56; ++i)
-    {
-        const double mid = 0.5 * (before + after);
-        (distance(mid) > 0.0 ? before : after) = mid;
-    }
-    o.hit = true;
-    o.fraction = after;
-    return o;
-}
+using Oracle = physics_test::SweepOracle;
 
 /// The bisection oracle of a cast against one world-frame triangle.
 Oracle oracleCast(const ShapeCastInput& cast, const Triangle& world, std::span<const ConvexHull> hulls)
 {
-    return bisect([&](double t) { return signedDistance(cast.shape, poseAt(cast, t), world, hulls); },
-                  cast.maxFraction);
+    return physics_test::sweepOracle([&](double t)
+                                     { return signedDistance(cast.shape, poseAt(cast, t), world, hulls); },
+                                     cast.maxFraction);
 }
 
 /// What the checks of casts against the oracle measured.
@@ -319,9 +257,9 @@ void checkAgainstOracle(bool got, const ShapeCastHit& hit, const Oracle& oracle,
                         double scale, DistanceAt distanceAt, CastStats& stats)
 {
     ++stats.cases;
-    INFO("oracle hit " << oracle.hit << " at " << oracle.fraction << " closest " << oracle.closest
+    INFO("oracle hit " << oracle.hit << " at " << oracle.fraction << " closest " << oracle.closestDistance
                        << "; cast hit " << got << " at " << hit.fraction << " scale " << scale);
-    if (std::fabs(oracle.closest) <= 1e-5 * scale)
+    if (std::fabs(oracle.closestDistance) <= 1e-5 * scale)
     {
         ++stats.ambiguous;
     }
@@ -833,13 +771,13 @@ TEST_CASE(
             const Triangle world3 =
                 worldTriangle(onMesh ? meshData.triangle(t) : fieldData.triangle(t), pose);
             const Oracle o = oracleCast(cast, world3, world.hulls());
-            closest = std::min(closest, o.closest);
+            closest = std::min(closest, o.closestDistance);
             if (o.hit && (!best.hit || o.fraction < best.fraction))
             {
                 best = o;
             }
         }
-        best.closest = closest;
+        best.closestDistance = closest;
         const Triangle hitTriangle =
             worldTriangle(onMesh ? meshData.triangle(hit.subShape) : fieldData.triangle(hit.subShape), pose);
         ShapeCastHit asCast;

@@ -252,18 +252,15 @@ TEST_CASE("contact events: warm steps allocate nothing, on 1 and 2 threads", "[e
         config.threads = threads;
         World world(config);
         REQUIRE(buildPile(world, 200));
-        for (int i = 0; i < 30; ++i)
-        {
-            world.step(kDt);
-        }
         std::size_t events = 0;
-        polytope::test::AllocationCounter counter;
-        for (int i = 0; i < 300; ++i)
-        {
-            world.step(kDt);
-            events += world.contactEvents().begin.size() + world.contactEvents().hit.size();
-        }
-        const std::int64_t allocations = counter.stop();
+        const std::int64_t allocations = polytope::test::allocationsOfWarmSteps(
+            30, 300,
+            [&](bool measured)
+            {
+                world.step(kDt);
+                events +=
+                    measured ? world.contactEvents().begin.size() + world.contactEvents().hit.size() : 0;
+            });
         INFO("threads " << threads);
         CHECK(allocations == 0);
         CHECK(events > 0);

@@ -628,18 +628,14 @@ TEST_CASE("sensor events: warm steps allocate nothing, on 1 and 2 threads", "[se
         World world(config);
         BodyId sweeper;
         buildSensorPile(world, sweeper);
-        for (int i = 0; i < 30; ++i)
-        {
-            world.step(kDt);
-        }
         std::size_t events = 0;
-        polytope::test::AllocationCounter counter;
-        for (int i = 0; i < 300; ++i)
-        {
-            world.step(kDt);
-            events += world.sensorEvents().begin.size() + world.sensorEvents().end.size();
-        }
-        const std::int64_t allocations = counter.stop();
+        const std::int64_t allocations = polytope::test::allocationsOfWarmSteps(
+            30, 300,
+            [&](bool measured)
+            {
+                world.step(kDt);
+                events += measured ? world.sensorEvents().begin.size() + world.sensorEvents().end.size() : 0;
+            });
         INFO("threads " << threads);
         CHECK(allocations == 0);
         CHECK(events > 100);

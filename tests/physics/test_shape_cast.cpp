@@ -147,30 +147,7 @@ Shape randomShape(std::mt19937& rng, ShapeType type, std::vector<ConvexHull>& hu
     return {};
 }
 
-/// Bounding radius about the local origin, radii included (0 for planes).
-double boundOf(const Shape& s, std::span<const ConvexHull> hulls)
-{
-    switch (s.type)
-    {
-    case ShapeType::Sphere:
-        return s.sphere.radius;
-    case ShapeType::Capsule:
-        return double(s.capsule.halfHeight) + s.capsule.radius;
-    case ShapeType::Box:
-        return length(s.box.halfExtents);
-    case ShapeType::Hull:
-    {
-        double best = 0.0;
-        for (const Vec3& v : hulls[s.hullIndex].vertices)
-        {
-            best = std::max(best, double(length(v)));
-        }
-        return best;
-    }
-    default:
-        return 0.0;
-    }
-}
+using physics_test::boundOf;
 
 bool isRounded(ShapeType type)
 {
@@ -296,51 +273,11 @@ double planeViolation(const CastCase& c, double t, const Vec3& point, const Vec3
     return std::max(above, -below);
 }
 
-/// The oracle's answer for a sweep.
-struct Oracle
-{
-    bool hit = false;
-    double fraction = 0.0;        ///< time of impact (hit)
-    double closestDistance = 0.0; ///< signed distance at the closest approach in [0, maxFraction]
-};
+using Oracle = physics_test::SweepOracle;
 
 Oracle oracleCast(const CastCase& c, std::span<const ConvexHull> hulls)
 {
-    auto distanceAt = [&](double t) { return signedDistance(c, t, hulls); };
-    Oracle o;
-    const double d0 = distanceAt(0.0);
-    if (d0 <= 0.0)
-    {
-        o.hit = true;
-        o.fraction = 0.0;
-        o.closestDistance = d0;
-        return o;
-    }
-    // The closest approach (the signed distance is convex in the fraction).
-    const ConvexMinimum approach = minimiseConvex(distanceAt, 0.0, c.maxFraction, 48);
-    double closestT = approach.x;
-    double closest = approach.value;
-    const double dEnd = distanceAt(c.maxFraction);
-    if (dEnd < closest)
-    {
-        closest = dEnd;
-        closestT = c.maxFraction;
-    }
-    o.closestDistance = closest;
-    if (closest > 0.0)
-    {
-        return o;
-    }
-    double before = 0.0;
-    double after = closestT;
-    for (int i = 0; i < 56; ++i)
-    {
-        const double mid = 0.5 * (before + after);
-        (distanceAt(mid) > 0.0 ? before : after) = mid;
-    }
-    o.hit = true;
-    o.fraction = after;
-    return o;
+    return physics_test::sweepOracle([&](double t) { return signedDistance(c, t, hulls); }, c.maxFraction);
 }
 
 /// Worst errors seen, for the summary.

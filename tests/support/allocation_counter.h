@@ -24,4 +24,20 @@ class AllocationCounter
     bool m_running = true;
 };
 
+/// Calls step(false) `warmSteps` times, then counts the allocations of `measuredSteps` calls of step(true):
+/// a world's warm steps. `step` may tally what it sees in the measured steps only.
+template <class Step> std::int64_t allocationsOfWarmSteps(int warmSteps, int measuredSteps, Step&& step)
+{
+    for (int i = 0; i < warmSteps; ++i)
+    {
+        step(false);
+    }
+    AllocationCounter counter;
+    for (int i = 0; i < measuredSteps; ++i)
+    {
+        step(true);
+    }
+    return counter.stop();
+}
+
 } // namespace polytope::test
