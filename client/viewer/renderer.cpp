@@ -448,9 +448,13 @@ void Renderer::draw(const ViewFrame& frame, const OrbitCamera& camera, int width
             planes.push_back(modelMatrix(b.position, b.orientation, {1.0f, 1.0f, 1.0f}));
             continue;
         }
-        // Compounds, meshes and heightfields are drawn as their local bounding boxes for now.
+        // Compounds, meshes and heightfields: their surfaces in local scenes (hullIndex), else their local
+        // bounding boxes.
         const bool boundsOnly =
             b.shape == ShapeKind::Compound || b.shape == ShapeKind::Mesh || b.shape == ShapeKind::HeightField;
+        const bool surface = b.hullIndex >= 0 &&
+                             static_cast<std::size_t>(b.hullIndex) < m_hullMeshes.size() &&
+                             (b.shape == ShapeKind::Hull || boundsOnly);
         const auto kind =
             boundsOnly ? static_cast<std::size_t>(ShapeKind::Box) : static_cast<std::size_t>(b.shape);
         if (kind >= 4)
@@ -469,8 +473,7 @@ void Renderer::draw(const ViewFrame& frame, const OrbitCamera& camera, int width
         case ShapeKind::Mesh:
         case ShapeKind::HeightField:
         case ShapeKind::Hull:
-            if (b.shape == ShapeKind::Hull && b.hullIndex >= 0 &&
-                static_cast<std::size_t>(b.hullIndex) < m_hullMeshes.size())
+            if (surface)
             {
                 setInstance(instance.model, modelMatrix(b.position, b.orientation, {1.0f, 1.0f, 1.0f}));
             }
@@ -515,8 +518,7 @@ void Renderer::draw(const ViewFrame& frame, const OrbitCamera& camera, int width
         instance.colour[1] = c[1];
         instance.colour[2] = c[2];
         instance.colour[3] = 1.0f;
-        if (b.shape == ShapeKind::Hull && b.hullIndex >= 0 &&
-            static_cast<std::size_t>(b.hullIndex) < m_hullMeshes.size())
+        if (surface)
         {
             m_hullInstances[static_cast<std::size_t>(b.hullIndex)].push_back(instance);
         }

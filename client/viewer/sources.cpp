@@ -5,6 +5,7 @@
 #include "polytope/client/token_file.h"
 #include "polytope/client/udp_client.h"
 #if POLYTOPE_VIEWER_LOCAL_SIM
+#include "polytope/physics/hull.h"
 #include "polytope/physics/scenes.h"
 #include "polytope/physics/world.h"
 #include "polytope/protocol/shape_kind.h"
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 
 namespace polytope::viewer
@@ -71,6 +73,95 @@ namespace
 
 using Clock = std::chrono::steady_clock;
 
+/// Where a compound's, mesh's or heightfield's surface sits among a local scene's meshes: after the hulls,
+/// the meshes, then the heightfields, then the compounds, each in catalogue order.
+std::size_t geometryMeshIndex(const physics::World& world, const physics::Shape& shape)
+{
+    const std::size_t hulls = world.hulls().size();
+    const std::size_t meshes = world.meshCount();
+    const std::size_t fields = world.heightFieldCount();
+    switch (shape.type)
+    {
+    case physics::ShapeType::Mesh:
+        return hulls + shape.catalogueIndex;
+    case physics::ShapeType::HeightField:
+        return hulls + meshes + shape.catalogueIndex;
+    case physics::ShapeType::Compound:
+        return hulls + meshes + fields + shape.catalogueIndex;
+    default:
+        return static_cast<std::size_t>(-1);
+    }
+}
+
+/// Appends triangle (a, b, c), counter-clockwise from its front, flat shaded.
+void addTriangle(HullMesh& mesh, const physics::Vec3& a, const physics::Vec3& b, const physics::Vec3& c)
+{
+    const physics::Vec3 n =
+        physics::normalizeOr(physics::cross(b - a, c - a), physics::Vec3{0.0f, 1.0f, 0.0f});
+    for (const physics::Vec3& v : {a, b, c})
+    {
+        mesh.vertices.insert(mesh.vertices.end(), {v.x, v.y, v.z, n.x, n.y, n.z});
+    }
+}
+
+/// Appends the surface of a convex shape at `xf` (a compound's child): hulls and boxes by their faces,
+/// spheres and capsules as 8 x 12 latitude-longitude patches.
+void addConvexSurface(HullMesh& mesh, const physics::Shape& shape, const physics::Transform& xf,
+                      std::span<const physics::ConvexHull> hulls)
+{
+    const auto at = [&](const physics::Vec3& v) { return physics::transformPoint(xf, v); };
+    if (shape.type == physics::ShapeType::Box || shape.type == physics::ShapeType::Hull)
+    {
+        const physics::ConvexHull box = shape.type == physics::ShapeType::Box
+                                            ? physics::makeBoxHull(shape.box.halfExtents)
+                                            : physics::ConvexHull{};
+        const physics::ConvexHull& hull =
+            shape.type == physics::ShapeType::Box ? box : hulls[shape.hullIndex];
+        for (const physics::HullFace& face : hull.faces)
+        {
+            const physics::Vec3 first = at(hull.vertices[hull.faceVertices[face.firstIndex]]);
+            for (std::uint16_t k = 1; k + 1 < face.indexCount; ++k)
+            {
+                addTriangle(mesh, first, at(hull.vertices[hull.faceVertices[face.firstIndex + k]]),
+                            at(hull.vertices[hull.faceVertices[face.firstIndex + k + 1]]));
+            }
+        }
+        return;
+    }
+    const bool capsule = shape.type == physics::ShapeType::Capsule;
+    const float radius = capsule ? shape.capsule.radius : shape.sphere.radius;
+    const float half = capsule ? shape.capsule.halfHeight : 0.0f;
+    constexpr int kRings = 8; // latitude bands of a sphere, from the top; a capsule repeats the equator
+    constexpr int kSegments = 12;
+    const int rings = capsule ? kRings + 1 : kRings;
+    const auto point = [&](int ring, int segment)
+    {
+        const bool lower = capsule && ring > kRings / 2;
+        const float theta = physics::kPi * static_cast<float>(lower ? ring - 1 : ring) / kRings;
+        const float phi = 2.0f * physics::kPi * static_cast<float>(segment) / kSegments;
+        const float y = radius * std::cos(theta) + (lower ? -half : half);
+        return at({radius * std::sin(theta) * std::cos(phi), y, -radius * std::sin(theta) * std::sin(phi)});
+    };
+    for (int ring = 0; ring < rings; ++ring)
+    {
+        for (int segment = 0; segment < kSegments; ++segment)
+        {
+            const physics::Vec3 a = point(ring, segment);
+            const physics::Vec3 b = point(ring + 1, segment);
+            const physics::Vec3 c = point(ring + 1, segment + 1);
+            const physics::Vec3 d = point(ring, segment + 1);
+            if (ring > 0)
+            {
+                addTriangle(mesh, a, b, d); // not at the top pole, where a and d coincide
+            }
+            if (ring + 1 < rings)
+            {
+                addTriangle(mesh, d, b, c); // not at the bottom pole, where b and c coincide
+            }
+        }
+    }
+}
+
 void captureFrame(const physics::World& world, const std::vector<std::array<float, 6>>& hullBoxes,
                   ViewFrame& out)
 {
@@ -112,13 +203,19 @@ void captureFrame(const physics::World& world, const std::vector<std::array<floa
             case physics::ShapeType::Mesh:
             case physics::ShapeType::HeightField:
             {
-                // Drawn as their local bounding box for now.
+                // Their surfaces follow the hulls' in the source's meshes (geometryMeshIndex); the box is
+                // what the panels show and what is drawn when a mesh was too large to tessellate.
                 const physics::Aabb box =
                     physics::shapeBoundsAt(s.shape, physics::Transform::identity(), world.catalogue());
                 const physics::Vec3 c = box.center();
                 const physics::Vec3 e = box.extents();
                 b.boxCenter = {c.x, c.y, c.z};
                 b.extent = {e.x, e.y, e.z};
+                const std::size_t index = geometryMeshIndex(world, s.shape);
+                if (index < hullBoxes.size())
+                {
+                    b.hullIndex = static_cast<int>(index);
+                }
                 break;
             }
             case physics::ShapeType::Plane:
@@ -245,6 +342,7 @@ class LocalSource final : public ViewSource
             m_hullBoxes.push_back({0.5f * (lo.x + hi.x), 0.5f * (lo.y + hi.y), 0.5f * (lo.z + hi.z),
                                    0.5f * (hi.x - lo.x), 0.5f * (hi.y - lo.y), 0.5f * (hi.z - lo.z)});
         }
+        addGeometryMeshes();
         captureFrame(m_world, m_hullBoxes, m_current);
         if (!m_options.deterministic)
         {
@@ -337,6 +435,68 @@ class LocalSource final : public ViewSource
     }
     bool paused() const override { return m_paused; }
     const std::vector<HullMesh>& hullMeshes() const override { return m_hullMeshes; }
+
+    /// After the hulls' surfaces: the meshes', the heightfields' and the compounds' (geometryMeshIndex),
+    /// with their local boxes. A mesh or heightfield of more than kMaxDrawnTriangles is drawn as its box.
+    void addGeometryMeshes()
+    {
+        constexpr std::uint32_t kMaxDrawnTriangles = 2'000'000;
+        const auto push = [&](HullMesh&& mesh, const physics::Aabb& box)
+        {
+            const physics::Vec3 c = box.center();
+            const physics::Vec3 e = box.extents();
+            if (mesh.vertices.empty()) // too many triangles to draw: the box
+            {
+                addConvexSurface(
+                    mesh, physics::Shape::makeBox(physics::maxPerElem(e, physics::Vec3{1e-3f, 1e-3f, 1e-3f})),
+                    {c, {}}, {});
+            }
+            m_hullMeshes.push_back(std::move(mesh));
+            m_hullBoxes.push_back({c.x, c.y, c.z, e.x, e.y, e.z});
+        };
+        const physics::ShapeCatalogue catalogue = m_world.catalogue();
+        const auto boundsOf = [&](physics::ShapeType type, std::uint32_t index)
+        {
+            return physics::shapeBoundsAt(physics::Shape::makeCatalogued(type, index),
+                                          physics::Transform::identity(), catalogue);
+        };
+        for (std::uint32_t i = 0; i < m_world.meshCount(); ++i)
+        {
+            const physics::TriangleMesh& triangles = m_world.mesh(i);
+            HullMesh mesh;
+            for (std::uint32_t t = 0;
+                 t < triangles.triangleCount() && triangles.triangleCount() <= kMaxDrawnTriangles; ++t)
+            {
+                const physics::Triangle tri = triangles.triangle(t);
+                addTriangle(mesh, tri.a, tri.b, tri.c);
+            }
+            push(std::move(mesh), boundsOf(physics::ShapeType::Mesh, i));
+        }
+        for (std::uint32_t i = 0; i < m_world.heightFieldCount(); ++i)
+        {
+            const physics::HeightField& field = m_world.heightField(i);
+            HullMesh mesh;
+            for (std::uint32_t t = 0;
+                 t < field.triangleCount() && field.triangleCount() <= kMaxDrawnTriangles; ++t)
+            {
+                if (!field.isHole(t / 2))
+                {
+                    const physics::Triangle tri = field.triangle(t);
+                    addTriangle(mesh, tri.a, tri.b, tri.c);
+                }
+            }
+            push(std::move(mesh), boundsOf(physics::ShapeType::HeightField, i));
+        }
+        for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(m_world.compounds().size()); ++i)
+        {
+            HullMesh mesh;
+            for (const physics::CompoundChild& child : m_world.compounds()[i].children)
+            {
+                addConvexSurface(mesh, child.shape, child.transform, m_world.hulls());
+            }
+            push(std::move(mesh), boundsOf(physics::ShapeType::Compound, i));
+        }
+    }
 
   private:
     void stepOnce()
