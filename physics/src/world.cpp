@@ -1243,6 +1243,16 @@ bool World::reuseManifold(Contact& contact, const Transform& relative, float mar
     {
         return false;
     }
+    // Not for spheres and capsules: their contact point is not a point of the body but wherever the surface
+    // faces the other shape, and a kept point turns with a rolling body. It then sits behind the true
+    // contact, and the normal force there drives the roll (a damped ball rolled on at a steady speed).
+    // Their narrowphase is a closed form anyway.
+    const auto rounded = [](ShapeType type)
+    { return type == ShapeType::Sphere || type == ShapeType::Capsule; };
+    if (rounded(m_shapes[contact.bodyA].type) || rounded(m_shapes[contact.bodyB].type))
+    {
+        return false;
+    }
     const Quat turn = conjugate(contact.cacheRelative.q) * relative.q;
     const float halfSine = length(Vec3{turn.x, turn.y, turn.z}); // sin(angle / 2)
     constexpr float kMaxHalfSine = 0.1f;                         // about 11.5 degrees

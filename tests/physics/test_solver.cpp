@@ -605,3 +605,47 @@ TEST_CASE("a 1000:1 mass ratio (a 2 m cube on four unit cubes) holds for 60 s", 
     CHECK(length(s.linearVelocity) < 5e-3f);
     CHECK(worstSmall < 0.02f);
 }
+
+TEST_CASE("a rolling ball with angular damping slows as the closed form says, on a plane and on a mesh-free "
+          "box floor",
+          "[solver]")
+{
+    // Rolling without slipping under angular damping c: (m + I/r^2) dv/dt = -c (I/r^2) v, so for a solid ball
+    // v(t) = v0 exp(-2 c t / 7). Nothing else acts (no rolling resistance), so any extra speed is energy the
+    // contact put in.
+    for (const bool plane : {true, false})
+    {
+        World world;
+        BodyDesc ground;
+        ground.type = BodyType::Static;
+        ground.shape =
+            plane ? Shape::makePlane({0.0f, 1.0f, 0.0f}, 0.0f) : Shape::makeBox({200.0f, 0.5f, 200.0f});
+        ground.transform.p = plane ? Vec3{} : Vec3{0.0f, -0.5f, 0.0f};
+        REQUIRE_FALSE(world.createBody(ground).id.isNull());
+        const float radius = 0.5f;
+        const float v0 = 2.0f;
+        const float damping = 0.5f;
+        BodyDesc ball;
+        ball.shape = Shape::makeSphere(radius);
+        ball.transform.p = {0.0f, radius, 0.0f};
+        ball.linearVelocity = {v0, 0.0f, 0.0f};
+        ball.angularVelocity = {0.0f, 0.0f, -v0 / radius};
+        ball.angularDamping = damping;
+        ball.allowSleep = false;
+        const BodyId id = world.createBody(ball).id;
+        REQUIRE_FALSE(id.isNull());
+        float worstRelative = 0.0f;
+        const int steps = 20 * 60;
+        for (int i = 1; i <= steps; ++i)
+        {
+            world.step(kDt);
+            BodyState s;
+            REQUIRE(world.getBody(id, s));
+            const float t = float(i) * kDt;
+            const float expected = v0 * std::exp(-2.0f * damping * t / 7.0f);
+            worstRelative = std::max(worstRelative, std::fabs(s.linearVelocity.x - expected) / expected);
+        }
+        INFO((plane ? "plane" : "box floor") << ": worst relative speed error " << worstRelative);
+        CHECK(worstRelative < 0.02f);
+    }
+}
