@@ -48,6 +48,12 @@ const char* statusName(physics::WorldStatus status)
         return "CatalogueFull";
     case physics::WorldStatus::InvalidShape:
         return "InvalidShape";
+    case physics::WorldStatus::JointCapacityReached:
+        return "JointCapacityReached";
+    case physics::WorldStatus::InvalidJointDesc:
+        return "InvalidJointDesc";
+    case physics::WorldStatus::StaleJointId:
+        return "StaleJointId";
     }
     return "unknown";
 }

@@ -30,7 +30,10 @@
 #include "polytope/physics/contact_solver.h"
 #include "polytope/physics/function_ref.h"
 #include "polytope/physics/heightfield.h"
+#include "polytope/physics/ids.h"
+#include "polytope/physics/joints.h"
 #include "polytope/physics/island.h"
+#include "polytope/physics/joint_solver.h"
 #include "polytope/physics/manifold.h"
 #include "polytope/physics/math.h"
 #include "polytope/physics/raycast.h"
@@ -48,15 +51,6 @@
 namespace polytope::physics
 {
 
-/// A body's handle. generation 0 is never issued, so a value-initialised BodyId is the null id.
-struct BodyId
-{
-    std::uint32_t index = 0;
-    std::uint32_t generation = 0;
-
-    constexpr bool isNull() const { return generation == 0; }
-    constexpr bool operator==(const BodyId&) const = default;
-};
 
 enum class BodyType : std::uint8_t
 {
@@ -159,6 +153,7 @@ struct WorldConfig
     std::uint32_t maxCompounds = 1024;  ///< entries of the compound catalogue
     std::uint32_t maxMeshes = 256;      ///< entries of the triangle mesh catalogue
     std::uint32_t maxHeightFields = 64; ///< entries of the heightfield catalogue
+    std::uint32_t maxJoints = 65536;    ///< joints alive at once (their storage is reserved with the first)
 
     // Solver (Box2D v3's soft step).
     int substeps = 4;                    ///< solver substeps per step, 1 .. 64
@@ -177,6 +172,10 @@ struct WorldConfig
                                          ///< this), capped at a quarter of the substep rate
     float contactDampingRatio = 10.0f;   ///< damping ratio of contact position correction (10: no bounce)
     float contactPushoutVelocity = 3.0f; ///< m/s: cap on the velocity that resolves penetration
+    float jointHertz = 60.0f;            ///< stiffness of joint drift correction, Hz, at `substeps` (scaled
+                                         ///< with the substeps like contactHertz, capped at a quarter of the
+                                         ///< substep rate)
+    float jointDampingRatio = 2.0f;      ///< damping ratio of joint drift correction
     float linearSlop = 0.0f;             ///< metres of penetration left uncorrected (each resting contact
                                          ///< sinks this far, so tall stacks want 0)
     float speculativeDistance = 0.02f;   ///< metres: contacts are made this far before shapes touch
@@ -220,12 +219,23 @@ enum class WorldStatus : std::uint8_t
     WrongBodyType,       ///< the call does not apply to this body's type (e.g. a force on a static body)
     CatalogueFull,       ///< addCompound, addMesh or addHeightField refused: that catalogue is full
     InvalidShape,        ///< addCompound, addMesh or addHeightField refused: invalid or empty geometry
+    JointCapacityReached, ///< createJoint refused: maxJoints joints exist
+    InvalidJointDesc,     ///< createJoint (or a setter) refused: a body stale, the same body twice, no dynamic
+                          ///< body, or a number out of range or not finite
+    StaleJointId,         ///< the id names no live joint
 };
 
 /// Result of createBody: the id, or a null id and the reason.
 struct CreateBodyResult
 {
     BodyId id{};
+    WorldStatus status = WorldStatus::Ok;
+};
+
+/// Result of createJoint: the id, or a null id and the reason.
+struct CreateJointResult
+{
+    JointId id{};
     WorldStatus status = WorldStatus::Ok;
 };
 
@@ -305,6 +315,8 @@ struct StepStats
     StepProfile profile{};                  ///< time per phase
     std::uint32_t sensorOverlaps = 0;       ///< (sensor, visitor) pairs overlapping after the step
     std::uint32_t droppedSensorEvents = 0;  ///< sensor events of the step beyond WorldConfig::maxSensorEvents
+    std::uint32_t joints = 0;               ///< joints solved (at least one body awake)
+    std::uint32_t brokenJoints = 0;         ///< joints that broke in the step
 };
 
 // ---- Contact events (World::contactEvents) --------------------------------------------------------------
@@ -530,6 +542,48 @@ class World
     WorldStatus destroyBody(BodyId id);
     bool isValid(BodyId id) const;
 
+    // ---- Joints (joints.h; world_joints.cpp) -----------------------------------------------------------
+
+    /// Adds a joint between two bodies, with its frames in the bodies' local frames. Wakes both bodies; when
+    /// !collideConnected their contact (if any) goes at the next step. InvalidJointDesc for a stale body,
+    /// the same body twice, no dynamic body, or numbers out of range; JointCapacityReached when full.
+    CreateJointResult createJoint(const JointDesc& desc);
+    /// As createJoint, with both frames given by one world frame at the bodies' current poses (the joint
+    /// starts with no error); desc.frameA and frameB are ignored.
+    CreateJointResult createJoint(const JointDesc& desc, const Transform& worldFrame);
+    /// Removes a joint (its id becomes stale) and wakes its bodies. No event is reported. StaleJointId.
+    WorldStatus destroyJoint(JointId id);
+    bool isValid(JointId id) const;
+    /// The joint's state; false when the id is stale.
+    bool getJoint(JointId id, JointState& out) const;
+    /// Changes a joint's motor, limit, spring or break thresholds between steps, waking its bodies.
+    /// InvalidJointDesc when the values are out of range (see JointDesc), StaleJointId.
+    WorldStatus setJointMotor(JointId id, const JointMotor& motor);
+    WorldStatus setJointLimit(JointId id, const JointLimit& limit);
+    WorldStatus setJointSpring(JointId id, const JointSpring& spring);
+    WorldStatus setJointBreakThresholds(JointId id, float breakForce, float breakTorque);
+    /// The frame `world` (world coordinates) in body `id`'s local frame at its current pose; false when the
+    /// id is stale.
+    bool localFrameOf(BodyId id, const Transform& world, Transform& local) const;
+    std::uint32_t jointCount() const { return m_jointCount; }
+    /// Calls fn(const JointState&) for every live joint, in slot order.
+    template <class Fn> void forEachJoint(Fn&& fn) const
+    {
+        JointState state;
+        for (std::uint32_t j = 0; j < static_cast<std::uint32_t>(m_joints.size()); ++j)
+        {
+            if (m_joints[j].alive)
+            {
+                fillJointState(j, state);
+                fn(static_cast<const JointState&>(state));
+            }
+        }
+    }
+    /// The joints that went away: those destroyed with a body since the previous step, then those that
+    /// broke in the last step, each in joint slot order. Valid until the next step, restoreState or the
+    /// world's end.
+    std::span<const JointEvent> jointEvents() const { return m_jointEvents; }
+
     /// Advances the simulation by dt seconds (a fixed step: callers keep dt constant for best results).
     StepStatus step(float dt);
 
@@ -676,9 +730,23 @@ class World
         std::uint32_t group = 0;              ///< collision group, 0: none
         std::int32_t proxy = kNullProxy;      ///< broadphase proxy; kNullProxy for planes
         std::uint32_t islandNext = kNoIsland; ///< next body of its sleeping island, or kNoIsland
+        std::uint32_t jointList = kNoJoint;   ///< first joint of the body's list (Joint::next), or kNoJoint
         std::uint64_t userData = 0;
     };
     static constexpr std::uint32_t kNoIsland = 0xFFFFFFFFu;
+    static constexpr std::uint32_t kNoJoint = 0xFFFFFFFFu;
+
+    /// A joint (by slot). desc.bodyA and bodyB name its bodies (their slots and generations).
+    struct Joint
+    {
+        std::uint32_t generation = 0;
+        bool alive = false;
+        JointDesc desc{};
+        std::uint32_t next[2] = {kNoJoint, kNoJoint}; ///< next joint in body A's list, in body B's list
+        JointImpulses impulses{};                     ///< over the last step: the next step's warm start
+        Vec3 force{};                                 ///< N, on B over the last step
+        Vec3 torque{};                                ///< N m
+    };
 
     /// Motion state and mass of a body (by slot).
     struct BodySim
@@ -768,8 +836,11 @@ class World
     {
         const Body& ba = m_bodies[a];
         const Body& bb = m_bodies[b];
-        return ((m_layerMasks[ba.layer] >> bb.layer) & 1u) != 0 && (ba.group == 0 || ba.group != bb.group);
+        return ((m_layerMasks[ba.layer] >> bb.layer) & 1u) != 0 && (ba.group == 0 || ba.group != bb.group) &&
+               (ba.jointList == kNoJoint || bb.jointList == kNoJoint || !joinedWithoutCollision(a, b));
     }
+    /// Whether a joint without collideConnected joins bodies a and b.
+    bool joinedWithoutCollision(std::uint32_t a, std::uint32_t b) const;
     /// Makes the next step look for every pair of body `index` again (its proxy is touched, its plane tests
     /// are redone; for a plane, every body's plane tests).
     void requeryPairs(std::uint32_t index);
@@ -868,6 +939,31 @@ class World
     void gatherTouchEvents();
     /// The hit events of the contacts solve() solved, in key order.
     void gatherHitEvents();
+
+    // Joints (world_joints.cpp).
+    void fillJointState(std::uint32_t j, JointState& out) const;
+    /// Checks `desc` and resolves its bodies to slots; InvalidJointDesc (or StaleBodyId) when it is not
+    /// valid. Normalises the frames' rotations into `out`.
+    WorldStatus checkJointDesc(const JointDesc& desc, JointDesc& out) const;
+    /// Whether limit, motor, spring and thresholds are in range for a joint of `type`.
+    static bool jointSettingsValid(const JointDesc& desc);
+    /// Removes joint slot j from its bodies' lists, frees it and wakes its bodies; a contact between them
+    /// may be made again from the next step.
+    void removeJoint(std::uint32_t j);
+    /// Grows the per-step joint arrays to hold every live joint (outside steps).
+    void reserveJointBuffers();
+    /// Wakes sleeping islands joined to awake bodies (a joint made or changed since, a kinematic body moving).
+    void wakeJointedIslands();
+    /// The solver's joints of level `level`: m_jointConstraints[m_jointLevelStart[level] ..), coloured.
+    void prepareJoints(int level, float h, float substepsInverse);
+    void warmStartJoints(std::uint32_t begin, std::uint32_t end);
+    void solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, bool useBias);
+    /// Stores the level's joint impulses for the next step and the forces they applied over dt.
+    void storeJointImpulses(std::uint32_t begin, std::uint32_t end, int substeps, float dt);
+    /// Destroys the joints whose force or torque exceeded their thresholds in the step, reporting each.
+    void breakJoints();
+    /// The substep level (0 .. m_maxSubstepLevel) that the mass ratio across joint j asks for.
+    int jointMassRatioLevel(const Joint& joint) const;
 
     // Sensors (world_sensors.cpp).
     /// Whether a sensor pair (exactly one of a, b a sensor) may become a contact: see "Sensors" above.
@@ -989,6 +1085,20 @@ class World
     std::vector<SensorBeginEvent> m_sensorBeginEvents; ///< the last step's
     std::vector<SensorEndEvent> m_sensorEndEvents;     ///< the last step's
     std::vector<SensorEndEvent> m_pendingSensorEndEvents; ///< sensor pairs removed since the last step
+
+    // Joints.
+    std::vector<Joint> m_joints;               ///< by slot
+    std::vector<std::uint32_t> m_freeJoints;   ///< LIFO
+    std::uint32_t m_jointCount = 0;            ///< live joints
+    std::vector<JointEvent> m_jointEvents;     ///< the last step's
+    std::vector<JointEvent> m_pendingJointEvents; ///< joints destroyed with a body since the last step
+    // Per step: the solved joints by level (each level in slot order), then coloured within the level.
+    std::vector<std::uint32_t> m_jointSlots;          ///< per solved joint: its slot
+    std::vector<JointConstraint> m_jointConstraints;  ///< per solved joint
+    std::uint32_t m_jointLevelStart[kMaxSubstepLevels + 1] = {};
+    std::vector<std::uint32_t> m_jointOrder;          ///< the level's joints grouped by colour (indices)
+    std::vector<std::uint32_t> m_jointColorStart;     ///< colour c: m_jointOrder[start[c] .. start[c + 1])
+    std::vector<std::uint64_t> m_jointColorBits;      ///< per colour: bitset of the solver bodies in it
 };
 
 } // namespace polytope::physics

@@ -1,0 +1,105 @@
+// Polytope physics: the joint solver, the joints' share of the soft step (contact_solver.h).
+//
+// Rationale (after Box2D v3's joint.c / revolute_joint.c and Jolt's constraint parts; written afresh, in
+// 3D). Each joint is a set of rows on the relative motion of its two frames, solved in the same passes as
+// the contacts and before them: warm start, solve (useBias), relax (no bias), with impulses accumulated over
+// the substep and carried to the next substep and step (warm starting).
+// - Position error is read every pass from the bodies' current poses (SolverBodyMotion's centre and
+//   rotation, which integratePositions advances each substep), not estimated: the anchors and axes turn
+//   with their bodies within the step. The effective masses of the blocks (point, angular lock) are those
+//   of the step's start, a fixed preconditioner, as Jolt does between position solves.
+// - Locked rows are "rigid": in the solve pass their error is corrected as a soft spring (jointSoftness,
+//   the world's jointHertz and jointDampingRatio), and the relax pass solves them rigid without bias, so
+//   that the correction leaves no velocity behind (Box2D v3's soft step). A joint with its own hertz is a
+//   real spring on those rows, in both passes.
+// - Limits are inequality rows with a speculative part: a limit not yet reached only forbids closing more
+//   than the remaining gap within one substep (bias = gap / h), so bodies stop at the limit, not past it.
+// - Motors are velocity rows whose accumulated impulse stays within maxForce * h; a Position motor adds a
+//   spring bias toward its target. Springs on the free degree of freedom are soft rows in both passes.
+// - Rows that share a block (the point's three, a weld's three angular ones, a hinge's two) are solved
+//   together with their 3x3 or 2x2 effective mass, so a chain converges like Box2D's, not row by row.
+// Impulses are kept as world vectors for the blocks (the point's linear impulse, the angular lock's or
+// hinge's angular impulse, a slider's perpendicular impulse) and as scalars along the axis for the rest.
+#pragma once
+
+#include "polytope/physics/contact_solver.h"
+#include "polytope/physics/joints.h"
+
+#include <cstdint>
+#include <span>
+
+namespace polytope::physics
+{
+
+/// The impulses of a joint's rows: per substep while solving, per step between steps (World's Joint).
+struct JointImpulses
+{
+    Vec3 linear{};        ///< N s, world: the point block (Ball, Hinge, Fixed, ConeTwist) or a slider's
+                          ///< perpendicular rows, applied to B at its anchor (A gets the opposite)
+    Vec3 angular{};       ///< N m s, world: the angular lock (Fixed, Slider) or a hinge's two rows, on B
+    float axial = 0.0f;   ///< N s: a distance joint's rigid length row
+    float spring = 0.0f;  ///< N s or N m s: the spring on the free degree of freedom
+    float motor = 0.0f;   ///< the motor
+    float lower = 0.0f;   ///< the lower limit (>= 0)
+    float upper = 0.0f;   ///< the upper limit (>= 0)
+    float swing = 0.0f;   ///< ConeTwist: the swing cone (>= 0)
+};
+
+/// Bits of JointConstraint::flags.
+inline constexpr std::uint8_t kJointSoft = 1u << 0;        ///< JointDesc::hertz > 0
+inline constexpr std::uint8_t kJointLimit = 1u << 1;       ///< limit enabled
+inline constexpr std::uint8_t kJointSpring = 1u << 2;      ///< spring enabled with hertz > 0
+inline constexpr std::uint8_t kJointRigidLength = 1u << 3; ///< Distance: spring not enabled
+inline constexpr std::uint8_t kJointCone = 1u << 4;        ///< ConeTwist: coneAngle < pi
+
+/// A joint prepared for one step's substeps at one substep level.
+struct JointConstraint
+{
+    std::uint32_t bodyA = 0; ///< solver body index (0: the static dummy)
+    std::uint32_t bodyB = 0;
+    JointType type = JointType::Ball;
+    std::uint8_t flags = 0; ///< kJoint* bits
+    MotorMode motorMode = MotorMode::Off;
+    Vec3 localAnchorA{}; ///< anchor minus the centre of mass, in body A's axes (static dummy: world point)
+    Vec3 localAnchorB{};
+    Quat frameA{}; ///< the joint frame's axes in body A's axes (static dummy: world axes)
+    Quat frameB{};
+    Vec3 inverseMassA{}; ///< per world axis, as SolverBodyMass
+    Vec3 inverseMassB{};
+    Mat3 inverseInertiaA = Mat3::zero(); ///< world, for the step
+    Mat3 inverseInertiaB = Mat3::zero();
+    Mat3 pointMass = Mat3::zero();   ///< inverse effective mass of the point block at the step's start
+    Mat3 angularMass = Mat3::zero(); ///< inverse of inverseInertiaA + inverseInertiaB
+    Softness lockSoftness{};   ///< the locked rows' (see kJointSoft)
+    Softness limitSoftness{};  ///< the world's joint softness, for limits past their bound
+    Softness springSoftness{}; ///< the spring's
+    Softness motorSoftness{};  ///< a Position motor's
+    float lower = 0.0f;        ///< limit (or Distance: min length)
+    float upper = 0.0f;
+    float coneAngle = 0.0f;
+    float length = 0.0f;        ///< Distance: rest length
+    float springTarget = 0.0f;  ///< Hinge, Slider
+    float motorTarget = 0.0f;   ///< Position
+    float motorVelocity = 0.0f; ///< Velocity
+    float maxMotorImpulse = 0.0f; ///< per substep: maxForce * h
+    JointImpulses impulses{};     ///< accumulated over the substep
+};
+
+/// The inverse effective mass of a joint's point block at anchors rA, rB (world, from the centres of mass).
+Mat3 jointPointMass(const JointConstraint& c, const Vec3& rA, const Vec3& rB);
+
+/// Applies the joint's accumulated impulses (warm start) to its bodies' velocities.
+void warmStartJoint(const JointConstraint& c, std::span<SolverBody> bodies,
+                    std::span<const SolverBodyMotion> motions);
+
+/// One pass over the joint's rows: spring, motor, limits, then the locked rows (soft with bias when
+/// `useBias`, rigid without). `inverseH`: 1 / substep seconds.
+void solveJoint(JointConstraint& c, std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions,
+                float inverseH, bool useBias);
+
+/// The joint's free coordinate and swing at the frames' world poses: Hinge angle, Slider position, Distance
+/// length, ConeTwist twist (position); ConeTwist swing.
+void jointCoordinates(JointType type, const Transform& worldFrameA, const Transform& worldFrameB,
+                      float& position, float& swing);
+
+} // namespace polytope::physics
