@@ -251,6 +251,7 @@ World::World(const WorldConfig& config)
 {
     m_config.substeps = std::clamp(m_config.substeps, 1, 64);
     m_config.relaxIterations = std::clamp(m_config.relaxIterations, 1, 16);
+    m_config.jointPositionIterations = std::clamp(m_config.jointPositionIterations, 0, 16);
     m_config.maxSubsteps = std::clamp(m_config.maxSubsteps, m_config.substeps, 64);
     if (!(m_config.substepLoadRatio >= 1.0f))
     {
@@ -564,6 +565,30 @@ WorldStatus World::destroyBody(BodyId id)
     }
     const std::uint32_t index = id.index;
     wakeIsland(index);
+    // Remove its joints (reported with the next step's events, in joint slot order), waking what they held.
+    if (m_bodies[index].jointList != kNoJoint)
+    {
+        std::vector<std::uint32_t> joints;
+        for (std::uint32_t j = m_bodies[index].jointList; j != kNoJoint;)
+        {
+            joints.push_back(j);
+            const Joint& joint = m_joints[j];
+            j = joint.desc.bodyA.index == index ? joint.next[0] : joint.next[1];
+        }
+        std::sort(joints.begin(), joints.end());
+        for (const std::uint32_t j : joints)
+        {
+            const Joint& joint = m_joints[j];
+            JointEvent event;
+            event.joint = {j, joint.generation};
+            event.bodyA = joint.desc.bodyA;
+            event.bodyB = joint.desc.bodyB;
+            event.kind = JointEventKind::BodyDestroyed;
+            event.userData = joint.desc.userData;
+            m_pendingJointEvents.push_back(event);
+            removeJoint(j);
+        }
+    }
     // Remove its contacts, waking what it touched.
     std::size_t out = 0;
     for (std::size_t k = 0; k < m_contactKeys.size(); ++k)
@@ -1823,6 +1848,17 @@ template <class Fn> void World::linkIslands(bool unite, Fn&& touchingOther)
             touchingOther(a ? c.bodyA : c.bodyB, a ? c.bodyB : c.bodyA);
         }
     }
+    if (unite && m_jointCount > 0)
+    {
+        // Joints link islands too (a joint to a static or kinematic body does not: see updateSleep).
+        for (const Joint& joint : m_joints)
+        {
+            if (joint.alive && awakeDynamic(joint.desc.bodyA.index) && awakeDynamic(joint.desc.bodyB.index))
+            {
+                m_islands.unite(joint.desc.bodyA.index, joint.desc.bodyB.index);
+            }
+        }
+    }
 }
 
 void World::chooseSubstepLevels(float dt)
@@ -1852,6 +1888,14 @@ void World::chooseSubstepLevels(float dt)
     {
         anyLevel = m_bodies[i].alive && awakeDynamic(i) && m_sims[i].substepLevel > 0;
     }
+    for (std::size_t j = 0; j < m_joints.size() && !anyLevel; ++j)
+    {
+        // A joint between a heavy and a light body, or one that hangs bodies from a static or kinematic one.
+        const Joint& joint = m_joints[j];
+        const bool a = awakeDynamic(joint.desc.bodyA.index);
+        const bool b = awakeDynamic(joint.desc.bodyB.index);
+        anyLevel = joint.alive && ((a && b && jointMassRatioLevel(joint) > 0) || a != b);
+    }
     for (std::size_t k = 0; k < m_contactKeys.size() && !anyLevel; ++k)
     {
         const ContactKey& entry = m_contactKeys[k];
@@ -1872,6 +1916,19 @@ void World::chooseSubstepLevels(float dt)
                         m_islandSupport[body].grounded = true; // rests on a static or kinematic body
                     }
                 });
+    for (const Joint& joint : m_joints)
+    {
+        const std::uint32_t a = joint.desc.bodyA.index;
+        const std::uint32_t b = joint.desc.bodyB.index;
+        if (joint.alive && awakeDynamic(a) != awakeDynamic(b))
+        {
+            const std::uint32_t other = awakeDynamic(a) ? b : a;
+            if (m_bodies[other].type != BodyType::Dynamic)
+            {
+                m_islandSupport[awakeDynamic(a) ? a : b].hangs = true;
+            }
+        }
+    }
     m_islandsBuilt = true; // updateSleep takes them as they are
     // Per island root: its box, its mass and the mass of its grounded bodies, the highest mass-ratio level.
     m_islandBoxes.resize(slotCount);
@@ -1885,6 +1942,7 @@ void World::chooseSubstepLevels(float dt)
             IslandSupport& island = m_islandSupport[root];
             island.mass += mass;
             island.groundedMass += m_islandSupport[i].grounded ? mass : 0.0f;
+            island.hangingMass += m_islandSupport[i].hangs ? mass : 0.0f;
         }
     }
     for (const ContactKey& entry : m_contactKeys)
@@ -1900,6 +1958,14 @@ void World::chooseSubstepLevels(float dt)
             island.level = std::max(island.level, massRatioLevelOf(c));
         }
     }
+    for (const Joint& joint : m_joints)
+    {
+        if (joint.alive && awakeDynamic(joint.desc.bodyA.index) && awakeDynamic(joint.desc.bodyB.index))
+        {
+            IslandSupport& island = m_islandSupport[m_islands.find(joint.desc.bodyA.index)];
+            island.level = std::max(island.level, jointMassRatioLevel(joint));
+        }
+    }
     const int upAxis = largestAxis(absPerElem(m_config.gravity));
     for (std::uint32_t i = 0; i < slotCount; ++i)
     {
@@ -1908,6 +1974,20 @@ void World::chooseSubstepLevels(float dt)
             continue;
         }
         IslandSupport& island = m_islandSupport[i];
+        if (island.hangingMass > 0.0f)
+        {
+            // Bodies hanging from joints (a chain, a bridge): a soft joint of angular frequency w sags by its
+            // load over its stiffness, about 2 g (carried mass / hanging mass) / w^2 for the most loaded one
+            // (the factor 2: its effective mass is about half its body's), and w doubles per level.
+            const float omega = 2.0f * kPi * std::min(m_config.jointHertz, 0.25f * m_config.substeps / dt);
+            float sag = 2.0f * length(m_config.gravity) * (island.mass / island.hangingMass) / (omega * omega);
+            int level = 0;
+            for (; level < m_maxSubstepLevel && sag > kJointSagTolerance; ++level)
+            {
+                sag *= 0.25f;
+            }
+            island.level = std::max(island.level, level);
+        }
         const Vec3 size = m_islandBoxes[i].max - m_islandBoxes[i].min;
         const float width = std::min(size[(upAxis + 1) % 3], size[(upAxis + 2) % 3]);
         if (size[upAxis] > kSlenderIslandRatio * width && island.groundedMass > 0.0f)
@@ -2026,6 +2106,31 @@ void World::solve(float dt)
                  }
              });
 
+    // Which joints are solved: those with an awake dynamic body, by its level, each level in slot order.
+    m_jointSlots.clear();
+    for (int level = 0; level < levels; ++level)
+    {
+        m_jointLevelStart[level] = static_cast<std::uint32_t>(m_jointSlots.size());
+        for (std::uint32_t j = 0; j < static_cast<std::uint32_t>(m_joints.size()) && m_jointCount > 0; ++j)
+        {
+            const Joint& joint = m_joints[j];
+            if (!joint.alive)
+            {
+                continue;
+            }
+            const std::uint32_t a = joint.desc.bodyA.index;
+            const std::uint32_t b = joint.desc.bodyB.index;
+            const bool awakeA = awakeDynamic(a);
+            if ((awakeA || awakeDynamic(b)) && m_substepLevel[awakeA ? a : b] == level)
+            {
+                m_jointSlots.push_back(j);
+            }
+        }
+    }
+    m_jointLevelStart[levels] = static_cast<std::uint32_t>(m_jointSlots.size());
+    m_jointConstraints.resize(m_jointSlots.size());
+    m_stats.joints = static_cast<std::uint32_t>(m_jointSlots.size());
+
     // Which contacts are solved: by the level of their dynamic body, each level in key order.
     m_constraintContacts.clear();
     std::uint32_t pointTotal = 0;
@@ -2121,6 +2226,9 @@ void World::solve(float dt)
         // solver works on the bundles and the overflow set.
         m_graph.color(setups, m_solverBodies.size());
         prepareContactBundles(m_graph, setups, m_solverBodies, m_solverMasses, m_tasks.get());
+        prepareJoints(level, h, substepsInverse);
+        const std::uint32_t jointBegin = m_jointLevelStart[level];
+        const std::uint32_t jointEnd = m_jointLevelStart[level + 1];
         m_stats.profile.setup += millisecondsSince(mark);
         const auto integrate = [&](auto&& body)
         {
@@ -2137,19 +2245,24 @@ void World::solve(float dt)
             integrate(
                 [&](std::uint32_t begin, std::uint32_t end)
                 { integrateVelocities(bodies, m_solverMotions, begin, end, h, m_config.maxLinearSpeed); });
+            warmStartJoints(jointBegin, jointEnd);
             warmStartContactsWide(m_graph, bodies, m_tasks.get());
+            solveJoints(jointBegin, jointEnd, inverseH, true);
             solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
                               true, m_tasks.get());
             integrate([&](std::uint32_t begin, std::uint32_t end)
                       { integratePositions(bodies, m_solverMotions, begin, end, h); });
             for (int relax = 0; relax < m_config.relaxIterations; ++relax)
             {
+                solveJoints(jointBegin, jointEnd, inverseH, false);
                 solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity,
                                   m_config.linearSlop, false, m_tasks.get());
             }
         }
         applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold, m_tasks.get());
+        projectJoints(jointBegin, jointEnd);
         m_stats.profile.solver += millisecondsSince(mark);
+        storeJointImpulses(jointBegin, jointEnd, substeps, dt);
         readContactImpulses(m_graph, std::span<ContactImpulses>(m_constraintImpulses.data() + first, count),
                             m_tasks.get());
 
@@ -2273,6 +2386,24 @@ void World::updateSleep()
                         }
                     });
     }
+    for (const Joint& joint : m_joints)
+    {
+        // A moving kinematic body keeps what it is joined to awake.
+        if (!joint.alive)
+        {
+            continue;
+        }
+        const std::uint32_t a = joint.desc.bodyA.index;
+        const std::uint32_t b = joint.desc.bodyB.index;
+        if (awakeDynamic(a) && m_bodies[b].type == BodyType::Kinematic && m_sims[b].sleepTime == 0.0f)
+        {
+            m_sims[a].sleepTime = 0.0f;
+        }
+        else if (awakeDynamic(b) && m_bodies[a].type == BodyType::Kinematic && m_sims[a].sleepTime == 0.0f)
+        {
+            m_sims[b].sleepTime = 0.0f;
+        }
+    }
     m_islandSleep.assign(slotCount, std::numeric_limits<float>::infinity());
     std::uint32_t islands = 0;
     for (std::uint32_t i = 0; i < slotCount; ++i)
@@ -2349,6 +2480,9 @@ StepStatus World::step(float dt)
         m_droppedPendingEvents = 0;
     }
     beginSensorStep();
+    // Joint events: the joints destroyed with bodies since the last step first, then this step's breaks.
+    m_jointEvents.swap(m_pendingJointEvents);
+    m_pendingJointEvents.clear();
     // Broadphase boxes cover this step's motion, with the velocities as they are now (after any calls
     // since the last step), so every contact the step needs exists before it starts. The tight boxes are
     // those of the poses the last step (or createBody, setTransform, restoreState) left.
@@ -2388,6 +2522,7 @@ StepStatus World::step(float dt)
     updatePairs(status);
     m_stats.profile.pairs = millisecondsSince(mark);
     collide();
+    wakeJointedIslands();
     m_stats.profile.collide = millisecondsSince(mark);
     solve(dt); // its own phases: levels, setup, solver, store
     mark = ProfileClock::now();
@@ -2400,6 +2535,7 @@ StepStatus World::step(float dt)
     m_stats.profile.finalize = millisecondsSince(mark);
     updateSleep();
     updateSensors();
+    breakJoints();
 
     std::uint32_t sleeping = 0;
     for (const Body& body : m_bodies)

@@ -14,6 +14,9 @@
 //   contacts    in key order: bodies, manifold (points, feature ids), accumulated impulses, and what
 //               manifold reuse needs (the pose the manifold is for, margin and slack left); for a sensor
 //               pair, whether it overlaps (and the pose that was found at, in the same fields)
+//   joints      every slot (dead ones keep their generation), with the description as last set, the
+//               impulses of the last step (warm start) and its force and torque; free joint slots in LIFO
+//               order. The bodies' joint lists are rebuilt (nothing depends on their order)
 // The broadphase tree is not stored: it is rebuilt from the fat boxes. Its shape may differ from the
 // original, but pairs are reported as a set and sorted by body slots, so the contacts come out the same.
 // Proxies whose fat box changed since the last pair update are marked moved again, as they were.
@@ -36,10 +39,10 @@ namespace
 {
 
 constexpr std::uint32_t kSnapshotMagic = 0x53575450u; // "PTWS" little-endian
-constexpr std::uint32_t kSnapshotVersion = 5; ///< 2: contacts carry their manifold-reuse state; 3: impulses
+constexpr std::uint32_t kSnapshotVersion = 6; ///< 2: contacts carry their manifold-reuse state; 3: impulses
                                               ///< per step, bodies' substep levels; 4: collision filters;
                                               ///< 5: compounds, meshes and heightfields, sensors (the
-                                              ///< body's flag, the pair's flag and overlap)
+                                              ///< body's flag, the pair's flag and overlap); 6: joints
 
 /// FNV-1a, 64 bits, over explicit little pieces (never over structs with padding).
 struct Fnv64
@@ -81,6 +84,10 @@ std::uint64_t configFingerprint(const WorldConfig& c)
     h.u32(c.maxBodies);
     h.u32(c.maxContacts);
     h.u32(c.maxHulls);
+    h.u32(c.maxJoints);
+    h.f32(c.jointHertz);
+    h.f32(c.jointDampingRatio);
+    h.u32(static_cast<std::uint32_t>(c.jointPositionIterations));
     h.u32(static_cast<std::uint32_t>(c.substeps));
     h.u32(static_cast<std::uint32_t>(c.relaxIterations));
     h.u32(static_cast<std::uint32_t>(c.maxSubsteps));
@@ -453,6 +460,124 @@ std::uint64_t World::stateHash() const
     return h.h;
 }
 
+namespace
+{
+
+/// A float that may be +infinity (break thresholds), as its bits.
+void writeThreshold(Writer& w, float v)
+{
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    w.u32(bits);
+}
+
+float readThreshold(Reader& r)
+{
+    const std::uint32_t bits = r.u32();
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v; // checked by validJointSettings: > 0, not NaN
+}
+
+void writeJoint(Writer& w, const JointDesc& d, const JointImpulses& i, const Vec3& force, const Vec3& torque)
+{
+    w.u8(static_cast<std::uint8_t>(d.type));
+    w.u32(d.bodyA.index);
+    w.u32(d.bodyA.generation);
+    w.u32(d.bodyB.index);
+    w.u32(d.bodyB.generation);
+    w.vec(d.frameA.p);
+    w.quat(d.frameA.q);
+    w.vec(d.frameB.p);
+    w.quat(d.frameB.q);
+    w.u8(d.collideConnected ? 1 : 0);
+    w.f32(d.hertz);
+    w.f32(d.dampingRatio);
+    w.u8(d.limit.enabled ? 1 : 0);
+    w.f32(d.limit.lower);
+    w.f32(d.limit.upper);
+    w.u8(static_cast<std::uint8_t>(d.motor.mode));
+    w.f32(d.motor.targetVelocity);
+    w.f32(d.motor.targetPosition);
+    w.f32(d.motor.maxForce);
+    w.f32(d.motor.hertz);
+    w.f32(d.motor.dampingRatio);
+    w.u8(d.spring.enabled ? 1 : 0);
+    w.f32(d.spring.hertz);
+    w.f32(d.spring.dampingRatio);
+    w.f32(d.spring.target);
+    w.f32(d.length);
+    w.f32(d.coneAngle);
+    writeThreshold(w, d.breakForce);
+    writeThreshold(w, d.breakTorque);
+    w.u64(d.userData);
+    w.vec(i.linear);
+    w.vec(i.angular);
+    for (const float v : {i.axial, i.spring, i.motor, i.lower, i.upper, i.swing})
+    {
+        w.f32(v);
+    }
+    w.vec(force);
+    w.vec(torque);
+}
+
+bool readJoint(Reader& r, JointDesc& d, JointImpulses& i, Vec3& force, Vec3& torque)
+{
+    const std::uint8_t type = r.u8();
+    d.type = static_cast<JointType>(type);
+    d.bodyA.index = r.u32();
+    d.bodyA.generation = r.u32();
+    d.bodyB.index = r.u32();
+    d.bodyB.generation = r.u32();
+    d.frameA.p = r.vec();
+    d.frameA.q = r.quat();
+    d.frameB.p = r.vec();
+    d.frameB.q = r.quat();
+    d.collideConnected = r.boolean();
+    d.hertz = r.f32();
+    d.dampingRatio = r.f32();
+    d.limit.enabled = r.boolean();
+    d.limit.lower = r.f32();
+    d.limit.upper = r.f32();
+    d.motor.mode = static_cast<MotorMode>(r.u8());
+    d.motor.targetVelocity = r.f32();
+    d.motor.targetPosition = r.f32();
+    d.motor.maxForce = r.f32();
+    d.motor.hertz = r.f32();
+    d.motor.dampingRatio = r.f32();
+    d.spring.enabled = r.boolean();
+    d.spring.hertz = r.f32();
+    d.spring.dampingRatio = r.f32();
+    d.spring.target = r.f32();
+    d.length = r.f32();
+    d.coneAngle = r.f32();
+    d.breakForce = readThreshold(r);
+    d.breakTorque = readThreshold(r);
+    d.userData = r.u64();
+    i.linear = r.vec();
+    i.angular = r.vec();
+    for (float* v : {&i.axial, &i.spring, &i.motor, &i.lower, &i.upper, &i.swing})
+    {
+        *v = r.f32();
+    }
+    force = r.vec();
+    torque = r.vec();
+    const auto unit = [](const Quat& q)
+    {
+        const float l2 = dot(q, q);
+        return l2 > 0.99f && l2 < 1.01f;
+    };
+    return r.ok && type < kJointTypeCount && unit(d.frameA.q) && unit(d.frameB.q) && maxAbs(d.frameA.p) <= kWorldBoundMeters &&
+           maxAbs(d.frameB.p) <= kWorldBoundMeters && d.hertz >= 0.0f && d.dampingRatio >= 0.0f && d.length >= 0.0f &&
+           d.coneAngle >= 0.0f && d.coneAngle <= kPi && validJointSettings(d) &&
+           maxAbs(i.linear) <= kMaxContactImpulse && maxAbs(i.angular) <= kMaxContactImpulse &&
+           std::fabs(i.axial) <= kMaxContactImpulse && std::fabs(i.spring) <= kMaxContactImpulse &&
+           std::fabs(i.motor) <= kMaxContactImpulse && std::fabs(i.lower) <= kMaxContactImpulse &&
+           std::fabs(i.upper) <= kMaxContactImpulse && std::fabs(i.swing) <= kMaxContactImpulse;
+}
+
+} // namespace
+
 void World::saveState(std::vector<std::uint8_t>& out) const
 {
     out.clear();
@@ -551,6 +676,22 @@ void World::saveState(std::vector<std::uint8_t>& out) const
         w.f32(c.cacheSlack);
         w.u8(c.sensor ? 1 : 0);
         w.u8(c.sensorOverlap ? 1 : 0);
+    }
+
+    w.u32(static_cast<std::uint32_t>(m_joints.size()));
+    for (const Joint& joint : m_joints)
+    {
+        w.u32(joint.generation);
+        w.u8(joint.alive ? 1 : 0);
+        if (joint.alive)
+        {
+            writeJoint(w, joint.desc, joint.impulses, joint.force, joint.torque);
+        }
+    }
+    w.u32(static_cast<std::uint32_t>(m_freeJoints.size()));
+    for (const std::uint32_t slot : m_freeJoints)
+    {
+        w.u32(slot);
     }
 }
 
@@ -842,7 +983,50 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
             return fail(RestoreStatus::Corrupt);
         }
     }
-    if (!r.ok || !r.atEnd())
+    // Joints.
+    const std::uint32_t jointSlots = r.count(m_config.maxJoints, 5);
+    std::vector<Joint> joints(jointSlots);
+    std::uint32_t jointsAlive = 0;
+    for (Joint& joint : joints)
+    {
+        joint.generation = r.u32();
+        joint.alive = r.boolean();
+        if (!r.ok)
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        if (!joint.alive)
+        {
+            continue;
+        }
+        ++jointsAlive;
+        if (!readJoint(r, joint.desc, joint.impulses, joint.force, joint.torque) || joint.generation == 0)
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        const std::uint32_t a = joint.desc.bodyA.index;
+        const std::uint32_t b = joint.desc.bodyB.index;
+        if (a >= slotCount || b >= slotCount || a == b || !bodies[a].alive || !bodies[b].alive ||
+            bodies[a].generation != joint.desc.bodyA.generation ||
+            bodies[b].generation != joint.desc.bodyB.generation ||
+            (bodies[a].type != BodyType::Dynamic && bodies[b].type != BodyType::Dynamic))
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+    }
+    const std::uint32_t freeJointCount = r.count(jointSlots, 4);
+    std::vector<std::uint32_t> freeJoints(freeJointCount);
+    std::vector<std::uint8_t> jointSeen(jointSlots, 0);
+    for (std::uint32_t& slot : freeJoints)
+    {
+        slot = r.u32();
+        if (!r.ok || slot >= jointSlots || joints[slot].alive || jointSeen[slot])
+        {
+            return fail(RestoreStatus::Corrupt);
+        }
+        jointSeen[slot] = 1;
+    }
+    if (!r.ok || freeJointCount + jointsAlive != jointSlots || !r.atEnd())
     {
         return fail(RestoreStatus::Corrupt);
     }
@@ -872,6 +1056,23 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
             m_planes.push_back(i);
         }
     }
+    m_joints.assign(joints.begin(), joints.end());
+    m_freeJoints.assign(freeJoints.begin(), freeJoints.end());
+    m_jointCount = jointsAlive;
+    for (std::uint32_t j = 0; j < jointSlots; ++j)
+    {
+        Joint& joint = m_joints[j];
+        if (joint.alive)
+        {
+            joint.next[0] = m_bodies[joint.desc.bodyA.index].jointList;
+            m_bodies[joint.desc.bodyA.index].jointList = j;
+            joint.next[1] = m_bodies[joint.desc.bodyB.index].jointList;
+            m_bodies[joint.desc.bodyB.index].jointList = j;
+        }
+    }
+    reserveJointBuffers();
+    m_jointEvents.clear();
+    m_pendingJointEvents.clear();
     m_contacts.assign(contacts.begin(), contacts.end());
     m_contactKeys.assign(keys.begin(), keys.end());
     m_freeContacts.clear();

@@ -112,6 +112,10 @@ struct JointDesc
     std::uint64_t userData = 0;
 };
 
+/// Whether the limit, motor, spring and break thresholds of `desc` are in range for its type (the checks
+/// createJoint and the setters make on them; bodies and frames are checked by createJoint).
+bool validJointSettings(const JointDesc& desc);
+
 /// A read-only view of one joint (World::getJoint).
 struct JointState
 {

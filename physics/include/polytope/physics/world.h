@@ -90,6 +90,9 @@ inline constexpr int kMaxSubstepLevels = 7;
 /// Seconds an island keeps a substep level after it stops asking for it, so that contacts coming and going
 /// do not switch the level (and the contacts' stiffness) step by step.
 inline constexpr float kSubstepLevelHoldSeconds = 1.0f;
+/// Largest sag (metres) the most loaded joint of an island hanging from static or kinematic bodies is let
+/// have at the island's substep level: its load over its stiffness, see chooseSubstepLevels.
+inline constexpr float kJointSagTolerance = 2e-4f;
 /// An island is slender when it is this many times taller (along gravity) than its narrower width: such a
 /// structure can buckle, so the weight its supported bodies carry raises its substeps (see
 /// WorldConfig::substepLoadRatio).
@@ -176,6 +179,8 @@ struct WorldConfig
                                          ///< with the substeps like contactHertz, capped at a quarter of the
                                          ///< substep rate)
     float jointDampingRatio = 2.0f;      ///< damping ratio of joint drift correction
+    int jointPositionIterations = 0;     ///< passes that move jointed bodies onto their joints after the
+                                         ///< substeps, without changing velocities, 0 .. 16 (0: none)
     float linearSlop = 0.0f;             ///< metres of penetration left uncorrected (each resting contact
                                          ///< sinks this far, so tall stacks want 0)
     float speculativeDistance = 0.02f;   ///< metres: contacts are made this far before shapes touch
@@ -945,8 +950,6 @@ class World
     /// Checks `desc` and resolves its bodies to slots; InvalidJointDesc (or StaleBodyId) when it is not
     /// valid. Normalises the frames' rotations into `out`.
     WorldStatus checkJointDesc(const JointDesc& desc, JointDesc& out) const;
-    /// Whether limit, motor, spring and thresholds are in range for a joint of `type`.
-    static bool jointSettingsValid(const JointDesc& desc);
     /// Removes joint slot j from its bodies' lists, frees it and wakes its bodies; a contact between them
     /// may be made again from the next step.
     void removeJoint(std::uint32_t j);
@@ -958,6 +961,8 @@ class World
     void prepareJoints(int level, float h, float substepsInverse);
     void warmStartJoints(std::uint32_t begin, std::uint32_t end);
     void solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, bool useBias);
+    /// WorldConfig::jointPositionIterations passes of projectJoint over the level's joints.
+    void projectJoints(std::uint32_t begin, std::uint32_t end);
     /// Stores the level's joint impulses for the next step and the forces they applied over dt.
     void storeJointImpulses(std::uint32_t begin, std::uint32_t end, int substeps, float dt);
     /// Destroys the joints whose force or torque exceeded their thresholds in the step, reporting each.
@@ -1050,8 +1055,10 @@ class World
     {
         float mass = 0.0f;
         float groundedMass = 0.0f;
+        float hangingMass = 0.0f; ///< of its bodies joined to a static or kinematic body
         int level = 0;
         bool grounded = false;
+        bool hangs = false; ///< joined to a static or kinematic body
     };
     std::vector<IslandSupport> m_islandSupport;
     bool m_islandsBuilt =
@@ -1097,6 +1104,7 @@ class World
     std::vector<JointConstraint> m_jointConstraints;  ///< per solved joint
     std::uint32_t m_jointLevelStart[kMaxSubstepLevels + 1] = {};
     std::vector<std::uint32_t> m_jointOrder;          ///< the level's joints grouped by colour (indices)
+    std::vector<std::uint8_t> m_jointColors;          ///< per joint of the level: its colour
     std::vector<std::uint32_t> m_jointColorStart;     ///< colour c: m_jointOrder[start[c] .. start[c + 1])
     std::vector<std::uint64_t> m_jointColorBits;      ///< per colour: bitset of the solver bodies in it
 };
