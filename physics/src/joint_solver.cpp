@@ -42,7 +42,8 @@ struct Pose
     Quat qB;
 };
 
-Pose poseOf(const JointConstraint& c, std::span<const SolverBodyMotion> motions)
+/// The joint's anchors always, and its frames' rotations when `frames` (every type but Ball and Distance).
+Pose poseOf(const JointConstraint& c, std::span<const SolverBodyMotion> motions, bool frames = true)
 {
     const SolverBodyMotion& mA = motions[c.bodyA];
     const SolverBodyMotion& mB = motions[c.bodyB];
@@ -50,9 +51,17 @@ Pose poseOf(const JointConstraint& c, std::span<const SolverBodyMotion> motions)
     p.rA = rotate(mA.rotation, c.localAnchorA);
     p.rB = rotate(mB.rotation, c.localAnchorB);
     p.d = (mB.center + p.rB) - (mA.center + p.rA);
-    p.qA = mA.rotation * c.frameA;
-    p.qB = mB.rotation * c.frameB;
+    if (frames)
+    {
+        p.qA = mA.rotation * c.frameA;
+        p.qB = mB.rotation * c.frameB;
+    }
     return p;
+}
+
+bool needsFrames(JointType type)
+{
+    return type != JointType::Ball && type != JointType::Distance;
 }
 
 /// Velocities of the two bodies, read once and written back once per joint.
@@ -84,17 +93,17 @@ void writeVelocities(const JointConstraint& c, const Velocities& v, std::span<So
 /// An impulse P on B at its anchor (rB) and -P on A at its anchor (rA).
 void applyPointImpulse(const JointConstraint& c, Velocities& v, const Vec3& rA, const Vec3& rB, const Vec3& P)
 {
-    v.vA = v.vA - mulPerElem(c.inverseMassA, P);
-    v.wA = v.wA - c.inverseInertiaA * cross(rA, P);
-    v.vB = v.vB + mulPerElem(c.inverseMassB, P);
-    v.wB = v.wB + c.inverseInertiaB * cross(rB, P);
+    v.vA = v.vA - mulPerElem(c.massA->inverseMass, P);
+    v.wA = v.wA - c.massA->inverseInertia * cross(rA, P);
+    v.vB = v.vB + mulPerElem(c.massB->inverseMass, P);
+    v.wB = v.wB + c.massB->inverseInertia * cross(rB, P);
 }
 
 /// An angular impulse L on B and -L on A.
 void applyAngularImpulse(const JointConstraint& c, Velocities& v, const Vec3& L)
 {
-    v.wA = v.wA - c.inverseInertiaA * L;
-    v.wB = v.wB + c.inverseInertiaB * L;
+    v.wA = v.wA - c.massA->inverseInertia * L;
+    v.wB = v.wB + c.massB->inverseInertia * L;
 }
 
 /// A slider's linear impulse P (perpendicular or along the axis): the rows whose direction turns with A, so
@@ -114,15 +123,15 @@ float linearRowMass(const JointConstraint& c, const Vec3& n, const Vec3& rA, con
 {
     const Vec3 uA = cross(rA, n);
     const Vec3 uB = cross(rB, n);
-    const float k = dot(n, mulPerElem(c.inverseMassA + c.inverseMassB, n)) + dot(uA, c.inverseInertiaA * uA) +
-                    dot(uB, c.inverseInertiaB * uB);
+    const float k = dot(n, mulPerElem(c.massA->inverseMass + c.massB->inverseMass, n)) + dot(uA, c.massA->inverseInertia * uA) +
+                    dot(uB, c.massB->inverseInertia * uB);
     return k > 0.0f ? 1.0f / k : 0.0f;
 }
 
 /// Inverse effective mass of an angular row about unit u.
 float angularRowMass(const JointConstraint& c, const Vec3& u)
 {
-    const float k = dot(u, c.inverseInertiaA * u) + dot(u, c.inverseInertiaB * u);
+    const float k = dot(u, c.massA->inverseInertia * u) + dot(u, c.massB->inverseInertia * u);
     return k > 0.0f ? 1.0f / k : 0.0f;
 }
 
@@ -235,7 +244,7 @@ void solveHingeAxes(JointConstraint& c, Velocities& v, const Pose& p, bool useBi
     const Vec3 b3 = rotate(p.qB, kAxisZ);
     const Vec3 u1 = cross(b2, a);
     const Vec3 u2 = cross(b3, a);
-    const Mat3 inertia = c.inverseInertiaA + c.inverseInertiaB;
+    const Mat3 inertia = c.massA->inverseInertia + c.massB->inverseInertia;
     const Vec3 iu1 = inertia * u1;
     const Vec3 iu2 = inertia * u2;
     const float k11 = dot(u1, iu1);
@@ -269,13 +278,13 @@ void solveSliderAxes(JointConstraint& c, Velocities& v, const Pose& p, bool useB
     const Vec3 a2 = cross(armA, p2);
     const Vec3 b1 = cross(p.rB, p1);
     const Vec3 b2 = cross(p.rB, p2);
-    const Vec3 inverseMass = c.inverseMassA + c.inverseMassB;
-    const float k11 = dot(p1, mulPerElem(inverseMass, p1)) + dot(a1, c.inverseInertiaA * a1) +
-                      dot(b1, c.inverseInertiaB * b1);
-    const float k12 = dot(p1, mulPerElem(inverseMass, p2)) + dot(a1, c.inverseInertiaA * a2) +
-                      dot(b1, c.inverseInertiaB * b2);
-    const float k22 = dot(p2, mulPerElem(inverseMass, p2)) + dot(a2, c.inverseInertiaA * a2) +
-                      dot(b2, c.inverseInertiaB * b2);
+    const Vec3 inverseMass = c.massA->inverseMass + c.massB->inverseMass;
+    const float k11 = dot(p1, mulPerElem(inverseMass, p1)) + dot(a1, c.massA->inverseInertia * a1) +
+                      dot(b1, c.massB->inverseInertia * b1);
+    const float k12 = dot(p1, mulPerElem(inverseMass, p2)) + dot(a1, c.massA->inverseInertia * a2) +
+                      dot(b1, c.massB->inverseInertia * b2);
+    const float k22 = dot(p2, mulPerElem(inverseMass, p2)) + dot(a2, c.massA->inverseInertia * a2) +
+                      dot(b2, c.massB->inverseInertia * b2);
     const float det = k11 * k22 - k12 * k12;
     if (!(det > 0.0f))
     {
@@ -464,20 +473,22 @@ Mat3 jointPointMass(const JointConstraint& c, const Vec3& rA, const Vec3& rB)
     // impulse; its inverse is the block's effective mass.
     const Mat3 sA = skew(rA);
     const Mat3 sB = skew(rB);
-    const Mat3 k = Mat3::diagonal(c.inverseMassA + c.inverseMassB) - sA * c.inverseInertiaA * sA -
-                   sB * c.inverseInertiaB * sB;
+    const Mat3 k = Mat3::diagonal(c.massA->inverseMass + c.massB->inverseMass) - sA * c.massA->inverseInertia * sA -
+                   sB * c.massB->inverseInertia * sB;
     return inverse(k);
 }
 
 void warmStartJoint(const JointConstraint& c, std::span<SolverBody> bodies,
                     std::span<const SolverBodyMotion> motions)
 {
-    const Pose p = poseOf(c, motions);
+    const Pose p = poseOf(c, motions, needsFrames(c.type));
     Velocities v = readVelocities(c, bodies);
     const JointImpulses& i = c.impulses;
     switch (c.type)
     {
     case JointType::Ball:
+        applyPointImpulse(c, v, p.rA, p.rB, i.linear);
+        break;
     case JointType::Fixed:
     case JointType::Hinge:
     case JointType::ConeTwist:
@@ -531,7 +542,7 @@ void warmStartJoint(const JointConstraint& c, std::span<SolverBody> bodies,
 void solveJoint(JointConstraint& c, std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions,
                 float inverseH, bool useBias)
 {
-    const Pose p = poseOf(c, motions);
+    const Pose p = poseOf(c, motions, needsFrames(c.type));
     Velocities v = readVelocities(c, bodies);
     switch (c.type)
     {
@@ -572,24 +583,24 @@ struct Mover
     {
         if (c.bodyA != 0)
         {
-            a.center = a.center - mulPerElem(c.inverseMassA, P);
-            a.rotation = integrateRotation(a.rotation, c.inverseInertiaA * cross(rA, P) * -1.0f, 1.0f);
+            a.center = a.center - mulPerElem(c.massA->inverseMass, P);
+            a.rotation = integrateRotation(a.rotation, c.massA->inverseInertia * cross(rA, P) * -1.0f, 1.0f);
         }
         if (c.bodyB != 0)
         {
-            b.center = b.center + mulPerElem(c.inverseMassB, P);
-            b.rotation = integrateRotation(b.rotation, c.inverseInertiaB * cross(rB, P), 1.0f);
+            b.center = b.center + mulPerElem(c.massB->inverseMass, P);
+            b.rotation = integrateRotation(b.rotation, c.massB->inverseInertia * cross(rB, P), 1.0f);
         }
     }
     void angular(const Vec3& L) const
     {
         if (c.bodyA != 0)
         {
-            a.rotation = integrateRotation(a.rotation, c.inverseInertiaA * L * -1.0f, 1.0f);
+            a.rotation = integrateRotation(a.rotation, c.massA->inverseInertia * L * -1.0f, 1.0f);
         }
         if (c.bodyB != 0)
         {
-            b.rotation = integrateRotation(b.rotation, c.inverseInertiaB * L, 1.0f);
+            b.rotation = integrateRotation(b.rotation, c.massB->inverseInertia * L, 1.0f);
         }
     }
 };
@@ -614,7 +625,7 @@ void projectHingeAxes(const JointConstraint& c, const Mover& move, std::span<con
     const Vec3 b3 = rotate(p.qB, kAxisZ);
     const Vec3 u1 = cross(b2, a);
     const Vec3 u2 = cross(b3, a);
-    const Mat3 inertia = c.inverseInertiaA + c.inverseInertiaB;
+    const Mat3 inertia = c.massA->inverseInertia + c.massB->inverseInertia;
     const float k11 = dot(u1, inertia * u1);
     const float k12 = dot(u1, inertia * u2);
     const float k22 = dot(u2, inertia * u2);

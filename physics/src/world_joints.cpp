@@ -462,9 +462,10 @@ void World::prepareJoints(int level, float h, float substepsInverse)
                      c = JointConstraint{};
                      c.type = d.type;
                      const auto side = [&](std::uint32_t slot, const Transform& frame, std::uint32_t& index,
-                                           Vec3& anchor, Quat& axes, Vec3& inverseMass, Mat3& inverseInertia)
+                                           Vec3& anchor, Quat& axes, const SolverBodyMass*& mass)
                      {
                          index = m_solverIndex[slot];
+                         mass = &m_solverMasses[index]; // the dummy's are zero
                          const BodySim& sim = m_sims[slot];
                          if (index == kStaticSolverIndex)
                          {
@@ -475,17 +476,16 @@ void World::prepareJoints(int level, float h, float substepsInverse)
                          }
                          anchor = frame.p - sim.localCenter;
                          axes = frame.q;
-                         inverseMass = m_solverMasses[index].inverseMass;
-                         inverseInertia = m_solverMasses[index].inverseInertia;
                      };
-                     side(d.bodyA.index, d.frameA, c.bodyA, c.localAnchorA, c.frameA, c.inverseMassA,
-                          c.inverseInertiaA);
-                     side(d.bodyB.index, d.frameB, c.bodyB, c.localAnchorB, c.frameB, c.inverseMassB,
-                          c.inverseInertiaB);
+                     side(d.bodyA.index, d.frameA, c.bodyA, c.localAnchorA, c.frameA, c.massA);
+                     side(d.bodyB.index, d.frameB, c.bodyB, c.localAnchorB, c.frameB, c.massB);
                      const Vec3 rA = rotate(m_solverMotions[c.bodyA].rotation, c.localAnchorA);
                      const Vec3 rB = rotate(m_solverMotions[c.bodyB].rotation, c.localAnchorB);
                      c.pointMass = jointPointMass(c, rA, rB);
-                     c.angularMass = inverse(c.inverseInertiaA + c.inverseInertiaB);
+                     if (d.type == JointType::Fixed || d.type == JointType::Slider)
+                     {
+                         c.angularMass = inverse(c.massA->inverseInertia + c.massB->inverseInertia);
+                     }
                      const bool soft = d.hertz > 0.0f;
                      c.flags = static_cast<std::uint8_t>(
                          (soft ? kJointSoft : 0) | (d.limit.enabled ? kJointLimit : 0) |
@@ -669,41 +669,45 @@ void World::storeJointImpulses(std::uint32_t begin, std::uint32_t end, int subst
         const JointConstraint& c = m_jointConstraints[k];
         const JointImpulses total = scaled(c.impulses, static_cast<float>(substeps));
         joint.impulses = impulsesFinite(total, kMaxContactImpulse) ? total : JointImpulses{};
-        // What the step applied to B, in world terms, along the axes at the step's end.
-        const Transform frameA = m_sims[joint.desc.bodyA.index].transform * joint.desc.frameA;
-        const Transform frameB = m_sims[joint.desc.bodyB.index].transform * joint.desc.frameB;
-        const Vec3 axisA = rotate(frameA.q, Vec3{1.0f, 0.0f, 0.0f});
+        // What the step applied to B, in world terms, along the axes at the step's start.
         const JointImpulses& i = joint.impulses;
-        const float free = i.spring + i.motor + i.lower - i.upper;
         Vec3 linear = i.linear;
         Vec3 angular = i.angular;
-        switch (joint.desc.type)
+        if (joint.desc.type != JointType::Ball && joint.desc.type != JointType::Fixed)
         {
-        case JointType::Hinge:
-            angular = angular + axisA * free;
-            break;
-        case JointType::Slider:
-            linear = linear + axisA * free;
-            break;
-        case JointType::Distance:
-        {
-            const Vec3 d = frameB.p - frameA.p;
-            const float len = length(d);
-            linear = len > 1e-6f ? d * ((i.axial + free) / len) : Vec3{};
-            break;
-        }
-        case JointType::ConeTwist:
-        {
-            const Vec3 axisB = rotate(frameB.q, Vec3{1.0f, 0.0f, 0.0f});
-            const Vec3 half = normalizeOr(axisA + axisB, axisA);
-            const Vec3 n = cross(axisA, axisB);
-            const float sine = length(n);
-            angular = angular + half * (i.lower - i.upper) + (sine > 1e-6f ? n * (-i.swing / sine) : Vec3{});
-            break;
-        }
-        case JointType::Ball:
-        case JointType::Fixed:
-            break;
+            const Transform frameA = m_sims[joint.desc.bodyA.index].transform * joint.desc.frameA;
+            const Transform frameB = m_sims[joint.desc.bodyB.index].transform * joint.desc.frameB;
+            const Vec3 axisA = rotate(frameA.q, Vec3{1.0f, 0.0f, 0.0f});
+            const float free = i.spring + i.motor + i.lower - i.upper;
+            switch (joint.desc.type)
+            {
+            case JointType::Hinge:
+                angular = angular + axisA * free;
+                break;
+            case JointType::Slider:
+                linear = linear + axisA * free;
+                break;
+            case JointType::Distance:
+            {
+                const Vec3 d = frameB.p - frameA.p;
+                const float len = length(d);
+                linear = len > 1e-6f ? d * ((i.axial + free) / len) : Vec3{};
+                break;
+            }
+            case JointType::ConeTwist:
+            {
+                const Vec3 axisB = rotate(frameB.q, Vec3{1.0f, 0.0f, 0.0f});
+                const Vec3 half = normalizeOr(axisA + axisB, axisA);
+                const Vec3 n = cross(axisA, axisB);
+                const float sine = length(n);
+                angular =
+                    angular + half * (i.lower - i.upper) + (sine > 1e-6f ? n * (-i.swing / sine) : Vec3{});
+                break;
+            }
+            case JointType::Ball:
+            case JointType::Fixed:
+                break;
+            }
         }
         joint.force = linear * inverseDt;
         joint.torque = angular * inverseDt;

@@ -52,7 +52,7 @@ inline constexpr std::uint8_t kJointSpring = 1u << 2;      ///< spring enabled w
 inline constexpr std::uint8_t kJointRigidLength = 1u << 3; ///< Distance: spring not enabled
 inline constexpr std::uint8_t kJointCone = 1u << 4;        ///< ConeTwist: coneAngle < pi
 
-/// A joint prepared for one step's substeps at one substep level.
+/// A joint prepared for one step's substeps at one substep level. The fields every pass reads come first.
 struct JointConstraint
 {
     std::uint32_t bodyA = 0; ///< solver body index (0: the static dummy)
@@ -62,27 +62,25 @@ struct JointConstraint
     MotorMode motorMode = MotorMode::Off;
     Vec3 localAnchorA{}; ///< anchor minus the centre of mass, in body A's axes (static dummy: world point)
     Vec3 localAnchorB{};
+    const SolverBodyMass* massA = nullptr; ///< the bodies' solver masses (the dummy's are zero), for the step
+    const SolverBodyMass* massB = nullptr;
+    Mat3 pointMass = Mat3::zero(); ///< inverse effective mass of the point block at the step's start
+    Softness lockSoftness{};       ///< the locked rows' (see kJointSoft)
+    JointImpulses impulses{};      ///< accumulated over the substep
     Quat frameA{}; ///< the joint frame's axes in body A's axes (static dummy: world axes)
     Quat frameB{};
-    Vec3 inverseMassA{}; ///< per world axis, as SolverBodyMass
-    Vec3 inverseMassB{};
-    Mat3 inverseInertiaA = Mat3::zero(); ///< world, for the step
-    Mat3 inverseInertiaB = Mat3::zero();
-    Mat3 pointMass = Mat3::zero();   ///< inverse effective mass of the point block at the step's start
-    Mat3 angularMass = Mat3::zero(); ///< inverse of inverseInertiaA + inverseInertiaB
-    Softness lockSoftness{};   ///< the locked rows' (see kJointSoft)
-    Softness limitSoftness{};  ///< the world's joint softness, for limits past their bound
-    Softness springSoftness{}; ///< the spring's
-    Softness motorSoftness{};  ///< a Position motor's
-    float lower = 0.0f;        ///< limit (or Distance: min length)
+    Mat3 angularMass = Mat3::zero(); ///< inverse of A's plus B's inverse inertia
+    Softness limitSoftness{};        ///< the world's joint softness, for limits past their bound
+    Softness springSoftness{};       ///< the spring's
+    Softness motorSoftness{};        ///< a Position motor's
+    float lower = 0.0f;              ///< limit (or Distance: min length)
     float upper = 0.0f;
     float coneAngle = 0.0f;
-    float length = 0.0f;        ///< Distance: rest length
-    float springTarget = 0.0f;  ///< Hinge, Slider
-    float motorTarget = 0.0f;   ///< Position
-    float motorVelocity = 0.0f; ///< Velocity
+    float length = 0.0f;          ///< Distance: rest length
+    float springTarget = 0.0f;    ///< Hinge, Slider
+    float motorTarget = 0.0f;     ///< Position
+    float motorVelocity = 0.0f;   ///< Velocity
     float maxMotorImpulse = 0.0f; ///< per substep: maxForce * h
-    JointImpulses impulses{};     ///< accumulated over the substep
 };
 
 /// The inverse effective mass of a joint's point block at anchors rA, rB (world, from the centres of mass).
