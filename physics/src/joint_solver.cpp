@@ -46,7 +46,8 @@ struct Pose
 };
 
 /// The joint's anchors always, and its frames' rotations when `frames` (every type but Ball and Distance).
-[[gnu::always_inline]] inline Pose poseOf(const JointConstraint& c, std::span<const SolverBodyMotion> motions, bool frames = true)
+[[gnu::always_inline]] inline Pose poseOf(const JointConstraint& c, std::span<const SolverBodyMotion> motions,
+                                          bool frames = true)
 {
     const SolverBodyMotion& mA = motions[c.bodyA];
     const SolverBodyMotion& mB = motions[c.bodyB];
@@ -73,13 +74,15 @@ struct Velocities
     Vec3 vA, wA, vB, wB;
 };
 
-[[gnu::always_inline]] inline Velocities readVelocities(const JointConstraint& c, std::span<const SolverBody> bodies)
+[[gnu::always_inline]] inline Velocities readVelocities(const JointConstraint& c,
+                                                        std::span<const SolverBody> bodies)
 {
     return {bodies[c.bodyA].linearVelocity, bodies[c.bodyA].angularVelocity, bodies[c.bodyB].linearVelocity,
             bodies[c.bodyB].angularVelocity};
 }
 
-[[gnu::always_inline]] inline void writeVelocities(const JointConstraint& c, const Velocities& v, std::span<SolverBody> bodies)
+[[gnu::always_inline]] inline void writeVelocities(const JointConstraint& c, const Velocities& v,
+                                                   std::span<SolverBody> bodies)
 {
     if (c.bodyA != 0)
     {
@@ -94,7 +97,8 @@ struct Velocities
 }
 
 /// An impulse P on B at its anchor (rB) and -P on A at its anchor (rA).
-[[gnu::always_inline]] inline void applyPointImpulse(const JointConstraint& c, Velocities& v, const Vec3& rA, const Vec3& rB, const Vec3& P)
+[[gnu::always_inline]] inline void applyPointImpulse(const JointConstraint& c, Velocities& v, const Vec3& rA,
+                                                     const Vec3& rB, const Vec3& P)
 {
     v.vA = v.vA - mulPerElem(c.massA->inverseMass, P);
     v.wA = v.wA - c.massA->inverseInertia * cross(rA, P);
@@ -126,8 +130,8 @@ float linearRowMass(const JointConstraint& c, const Vec3& n, const Vec3& rA, con
 {
     const Vec3 uA = cross(rA, n);
     const Vec3 uB = cross(rB, n);
-    const float k = dot(n, mulPerElem(c.massA->inverseMass + c.massB->inverseMass, n)) + dot(uA, c.massA->inverseInertia * uA) +
-                    dot(uB, c.massB->inverseInertia * uB);
+    const float k = dot(n, mulPerElem(c.massA->inverseMass + c.massB->inverseMass, n)) +
+                    dot(uA, c.massA->inverseInertia * uA) + dot(uB, c.massB->inverseInertia * uB);
     return k > 0.0f ? 1.0f / k : 0.0f;
 }
 
@@ -141,8 +145,8 @@ float angularRowMass(const JointConstraint& c, const Vec3& u)
 /// One inequality row keeping `gap` >= 0, where the gap closes at -gapRate: returns the impulse to apply
 /// along the row (>= 0 accumulated in `accumulated`). Speculative while the gap is open; past the bound the
 /// solve pass pulls back softly and the relax pass only stops the approach.
-float limitRow(const JointConstraint& c, float gap, float gapRate, float mass, float& accumulated, float inverseH,
-               bool useBias)
+float limitRow(const JointConstraint& c, float gap, float gapRate, float mass, float& accumulated,
+               float inverseH, bool useBias)
 {
     float bias = 0.0f;
     float massScale = 1.0f;
@@ -192,7 +196,8 @@ float motorRow(const JointConstraint& c, float position, float Cdot, float mass,
 }
 
 /// Softness of a locked row in this pass: the joint's own spring, the world's correction, or rigid.
-[[gnu::always_inline]] inline void lockScales(const JointConstraint& c, bool useBias, float& biasRate, float& massScale, float& impulseScale)
+[[gnu::always_inline]] inline void lockScales(const JointConstraint& c, bool useBias, float& biasRate,
+                                              float& massScale, float& impulseScale)
 {
     if ((c.flags & kJointSoft) != 0 || useBias)
     {
@@ -213,7 +218,8 @@ float motorRow(const JointConstraint& c, float position, float Cdot, float mass,
     float biasRate, massScale, impulseScale;
     lockScales(c, useBias, biasRate, massScale, impulseScale);
     const Vec3 Cdot = relativePointVelocity(v, p.rA, p.rB);
-    const Vec3 impulse = (c.pointMass * (Cdot + p.d * biasRate)) * -massScale - c.impulses.linear * impulseScale;
+    const Vec3 impulse =
+        (c.pointMass * (Cdot + p.d * biasRate)) * -massScale - c.impulses.linear * impulseScale;
     c.impulses.linear = c.impulses.linear + impulse;
     applyPointImpulse(c, v, p.rA, p.rB, impulse);
 }
@@ -327,12 +333,14 @@ void solveAngularFree(JointConstraint& c, Velocities& v, const Vec3& axis, float
     {
         {
             const float Cdot = dot(v.wB - v.wA, axis);
-            const float impulse = limitRow(c, angle - c.lower, Cdot, mass, c.impulses.lower, inverseH, useBias);
+            const float impulse =
+                limitRow(c, angle - c.lower, Cdot, mass, c.impulses.lower, inverseH, useBias);
             applyAngularImpulse(c, v, axis * impulse);
         }
         {
             const float Cdot = -dot(v.wB - v.wA, axis);
-            const float impulse = limitRow(c, c.upper - angle, Cdot, mass, c.impulses.upper, inverseH, useBias);
+            const float impulse =
+                limitRow(c, c.upper - angle, Cdot, mass, c.impulses.upper, inverseH, useBias);
             applyAngularImpulse(c, v, axis * -impulse);
         }
     }
@@ -386,8 +394,8 @@ void solveConeTwist(JointConstraint& c, Velocities& v, const Pose& p, float inve
         {
             const Vec3 u = n / sine; // swing grows as B turns about u relative to A
             const float mass = angularRowMass(c, u);
-            const float impulse = limitRow(c, c.coneAngle - swing, -dot(v.wB - v.wA, u), mass, c.impulses.swing,
-                                           inverseH, useBias);
+            const float impulse = limitRow(c, c.coneAngle - swing, -dot(v.wB - v.wA, u), mass,
+                                           c.impulses.swing, inverseH, useBias);
             applyAngularImpulse(c, v, u * -impulse);
         }
     }
@@ -442,13 +450,15 @@ void solveDistance(JointConstraint& c, Velocities& v, const Pose& p, float inver
     const auto rate = [&] { return dot(relativePointVelocity(v, p.rA, p.rB), n); };
     if ((c.flags & kJointSpring) != 0)
     {
-        const float impulse = springRow(c.springSoftness, current - c.length, rate(), mass, c.impulses.spring);
+        const float impulse =
+            springRow(c.springSoftness, current - c.length, rate(), mass, c.impulses.spring);
         applyPointImpulse(c, v, p.rA, p.rB, n * impulse);
     }
     if ((c.flags & kJointLimit) != 0)
     {
         {
-            const float impulse = limitRow(c, current - c.lower, rate(), mass, c.impulses.lower, inverseH, useBias);
+            const float impulse =
+                limitRow(c, current - c.lower, rate(), mass, c.impulses.lower, inverseH, useBias);
             applyPointImpulse(c, v, p.rA, p.rB, n * impulse);
         }
         {
@@ -476,8 +486,8 @@ Mat3 jointPointMass(const JointConstraint& c, const Vec3& rA, const Vec3& rB)
     // impulse; its inverse is the block's effective mass.
     const Mat3 sA = skew(rA);
     const Mat3 sB = skew(rB);
-    const Mat3 k = Mat3::diagonal(c.massA->inverseMass + c.massB->inverseMass) - sA * c.massA->inverseInertia * sA -
-                   sB * c.massB->inverseInertia * sB;
+    const Mat3 k = Mat3::diagonal(c.massA->inverseMass + c.massB->inverseMass) -
+                   sA * c.massA->inverseInertia * sA - sB * c.massB->inverseInertia * sB;
     return inverse(k);
 }
 
@@ -614,7 +624,8 @@ void projectPoint(const JointConstraint& c, const Mover& move, std::span<const S
     move.point(p.rA, p.rB, jointPointMass(c, p.rA, p.rB) * p.d * -1.0f);
 }
 
-void projectAngularLock(const JointConstraint& c, const Mover& move, std::span<const SolverBodyMotion> motions)
+void projectAngularLock(const JointConstraint& c, const Mover& move,
+                        std::span<const SolverBodyMotion> motions)
 {
     const Pose p = poseOf(c, motions);
     move.angular(c.angularMass * lockError(p) * -1.0f);
@@ -702,8 +713,8 @@ void projectJoint(const JointConstraint& c, std::span<SolverBodyMotion> motions)
     }
 }
 
-void jointCoordinates(JointType type, const Transform& worldFrameA, const Transform& worldFrameB, float& position,
-                      float& swing)
+void jointCoordinates(JointType type, const Transform& worldFrameA, const Transform& worldFrameB,
+                      float& position, float& swing)
 {
     position = 0.0f;
     swing = 0.0f;

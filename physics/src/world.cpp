@@ -1980,7 +1980,8 @@ void World::chooseSubstepLevels(float dt)
             // load over its stiffness, about 2 g (carried mass / hanging mass) / w^2 for the most loaded one
             // (the factor 2: its effective mass is about half its body's), and w doubles per level.
             const float omega = 2.0f * kPi * std::min(m_config.jointHertz, 0.25f * m_config.substeps / dt);
-            float sag = 2.0f * length(m_config.gravity) * (island.mass / island.hangingMass) / (omega * omega);
+            float sag =
+                2.0f * length(m_config.gravity) * (island.mass / island.hangingMass) / (omega * omega);
             int level = 0;
             for (; level < m_maxSubstepLevel && sag > kJointSagTolerance; ++level)
             {

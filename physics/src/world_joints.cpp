@@ -53,8 +53,8 @@ bool finiteNonNegative(float v)
 
 JointImpulses scaled(const JointImpulses& i, float s)
 {
-    return {i.linear * s, i.angular * s, i.axial * s, i.spring * s, i.motor * s, i.lower * s, i.upper * s,
-            i.swing * s};
+    return {i.linear * s, i.angular * s, i.axial * s, i.spring * s,
+            i.motor * s,  i.lower * s,   i.upper * s, i.swing * s};
 }
 
 bool impulsesFinite(const JointImpulses& i, float bound)
@@ -90,8 +90,9 @@ bool validJointSettings(const JointDesc& d)
     {
         return false;
     }
-    if (!std::isfinite(m.targetVelocity) || !std::isfinite(m.targetPosition) || !finiteNonNegative(m.maxForce) ||
-        !finiteNonNegative(m.dampingRatio) || !std::isfinite(m.hertz) || (m.mode == MotorMode::Position && !(m.hertz > 0.0f)))
+    if (!std::isfinite(m.targetVelocity) || !std::isfinite(m.targetPosition) ||
+        !finiteNonNegative(m.maxForce) || !finiteNonNegative(m.dampingRatio) || !std::isfinite(m.hertz) ||
+        (m.mode == MotorMode::Position && !(m.hertz > 0.0f)))
     {
         return false;
     }
@@ -101,7 +102,8 @@ bool validJointSettings(const JointDesc& d)
         return false;
     }
     // NaN thresholds are refused; infinity means unbreakable.
-    return d.breakForce > 0.0f && d.breakTorque > 0.0f && !std::isnan(d.breakForce) && !std::isnan(d.breakTorque);
+    return d.breakForce > 0.0f && d.breakTorque > 0.0f && !std::isnan(d.breakForce) &&
+           !std::isnan(d.breakTorque);
 }
 
 WorldStatus World::checkJointDesc(const JointDesc& desc, JointDesc& out) const
@@ -112,14 +114,16 @@ WorldStatus World::checkJointDesc(const JointDesc& desc, JointDesc& out) const
     }
     const std::uint8_t type = static_cast<std::uint8_t>(desc.type);
     if (type >= kJointTypeCount || desc.bodyA.index == desc.bodyB.index ||
-        (m_bodies[desc.bodyA.index].type != BodyType::Dynamic && m_bodies[desc.bodyB.index].type != BodyType::Dynamic))
+        (m_bodies[desc.bodyA.index].type != BodyType::Dynamic &&
+         m_bodies[desc.bodyB.index].type != BodyType::Dynamic))
     {
         return WorldStatus::InvalidJointDesc;
     }
     if (!finiteTransform(desc.frameA) || !finiteTransform(desc.frameB) || !withinWorld(desc.frameA.p) ||
-        !withinWorld(desc.frameB.p) || !finiteNonNegative(desc.hertz) || !finiteNonNegative(desc.dampingRatio) ||
-        !finiteNonNegative(desc.length) || !std::isfinite(desc.coneAngle) || desc.coneAngle < 0.0f ||
-        desc.coneAngle > kPi || !validJointSettings(desc))
+        !withinWorld(desc.frameB.p) || !finiteNonNegative(desc.hertz) ||
+        !finiteNonNegative(desc.dampingRatio) || !finiteNonNegative(desc.length) ||
+        !std::isfinite(desc.coneAngle) || desc.coneAngle < 0.0f || desc.coneAngle > kPi ||
+        !validJointSettings(desc))
     {
         return WorldStatus::InvalidJointDesc;
     }
@@ -143,10 +147,12 @@ bool World::localFrameOf(BodyId id, const Transform& world, Transform& local) co
 CreateJointResult World::createJoint(const JointDesc& desc, const Transform& worldFrame)
 {
     JointDesc local = desc;
-    if (!localFrameOf(desc.bodyA, worldFrame, local.frameA) || !localFrameOf(desc.bodyB, worldFrame, local.frameB))
+    if (!localFrameOf(desc.bodyA, worldFrame, local.frameA) ||
+        !localFrameOf(desc.bodyB, worldFrame, local.frameB))
     {
-        return {{}, isValid(desc.bodyA) && isValid(desc.bodyB) ? WorldStatus::InvalidJointDesc
-                                                                 : WorldStatus::StaleBodyId};
+        return {{},
+                isValid(desc.bodyA) && isValid(desc.bodyB) ? WorldStatus::InvalidJointDesc
+                                                           : WorldStatus::StaleBodyId};
     }
     return createJoint(local);
 }
@@ -225,8 +231,8 @@ void World::reserveJointBuffers()
 
 bool World::isValid(JointId id) const
 {
-    return id.index < m_joints.size() && m_joints[id.index].alive && m_joints[id.index].generation == id.generation &&
-           id.generation != 0;
+    return id.index < m_joints.size() && m_joints[id.index].alive &&
+           m_joints[id.index].generation == id.generation && id.generation != 0;
 }
 
 void World::removeJoint(std::uint32_t j)
@@ -433,7 +439,8 @@ int World::jointMassRatioLevel(const Joint& joint) const
     }
     const float massRatio = std::max(inverseMassA, inverseMassB) / lighterInverse;
     int level = 0;
-    for (float reach = m_config.substepMassRatio; level < m_maxSubstepLevel && massRatio > reach; reach *= 4.0f)
+    for (float reach = m_config.substepMassRatio; level < m_maxSubstepLevel && massRatio > reach;
+         reach *= 4.0f)
     {
         ++level;
     }
@@ -449,7 +456,8 @@ void World::prepareJoints(int level, float h, float substepsInverse)
         return;
     }
     const float inverseH = 1.0f / h;
-    const float hertz = std::min(m_config.jointHertz * static_cast<float>(1 << level), kJointHertzCap * inverseH);
+    const float hertz =
+        std::min(m_config.jointHertz * static_cast<float>(1 << level), kJointHertzCap * inverseH);
     const Softness jointSoftness = makeSoftness(hertz, m_config.jointDampingRatio, h);
     forRange(end - begin, kJointGrain,
              [&](std::uint32_t first, std::uint32_t last, int)
@@ -496,8 +504,9 @@ void World::prepareJoints(int level, float h, float substepsInverse)
                      c.limitSoftness = jointSoftness;
                      c.springSoftness = makeSoftness(d.spring.hertz, d.spring.dampingRatio, h);
                      c.motorSoftness = makeSoftness(d.motor.hertz, d.motor.dampingRatio, h);
-                     c.motorMode = (d.type == JointType::Hinge || d.type == JointType::Slider) ? d.motor.mode
-                                                                                                : MotorMode::Off;
+                     c.motorMode = (d.type == JointType::Hinge || d.type == JointType::Slider)
+                                       ? d.motor.mode
+                                       : MotorMode::Off;
                      c.lower = d.limit.lower;
                      c.upper = d.limit.upper;
                      c.coneAngle = d.coneAngle;
@@ -533,8 +542,10 @@ void World::prepareJoints(int level, float h, float substepsInverse)
         for (; color < kJointColorCount; ++color)
         {
             std::uint64_t* bits = m_jointColorBits.data() + color * words;
-            const bool freeA = c.bodyA == kStaticSolverIndex || ((bits[c.bodyA >> 6] >> (c.bodyA & 63)) & 1u) == 0;
-            const bool freeB = c.bodyB == kStaticSolverIndex || ((bits[c.bodyB >> 6] >> (c.bodyB & 63)) & 1u) == 0;
+            const bool freeA =
+                c.bodyA == kStaticSolverIndex || ((bits[c.bodyA >> 6] >> (c.bodyA & 63)) & 1u) == 0;
+            const bool freeB =
+                c.bodyB == kStaticSolverIndex || ((bits[c.bodyB >> 6] >> (c.bodyB & 63)) & 1u) == 0;
             if (freeA && freeB)
             {
                 if (c.bodyA != kStaticSolverIndex)

@@ -68,9 +68,9 @@ std::vector<JointId> hangChain(World& world, const Vec3& top, int links, float l
     {
         const float y = top.y - 0.5f * static_cast<float>(i);
         const bool heavy = lastDensity > 0.0f && i == links - 1;
-        const BodyId link = heavy ? addDynamic(world, Shape::makeSphere(0.25f), {top.x, y - 0.25f, top.z},
-                                               lastDensity)
-                                  : addDynamic(world, Shape::makeCapsule(0.25f, 0.05f), {top.x, y - 0.25f, top.z});
+        const BodyId link =
+            heavy ? addDynamic(world, Shape::makeSphere(0.25f), {top.x, y - 0.25f, top.z}, lastDensity)
+                  : addDynamic(world, Shape::makeCapsule(0.25f, 0.05f), {top.x, y - 0.25f, top.z});
         joints.push_back(join(world, JointDesc{}, previous, link, {top.x, y, top.z}));
         previous = link;
     }
@@ -106,7 +106,8 @@ TEST_CASE("a pendulum on a ball joint swings with the physical pendulum's period
     const float mass = bodyOf(world, bob).mass;
     const float inertia = 0.4f * mass * radius * radius + mass * length * length;
     const float g = 9.81f;
-    const float expected = 2.0f * kPi * std::sqrt(inertia / (mass * g * length)) * (1.0f + theta0 * theta0 / 16.0f);
+    const float expected =
+        2.0f * kPi * std::sqrt(inertia / (mass * g * length)) * (1.0f + theta0 * theta0 / 16.0f);
 
     // Periods from downward zero crossings of x (interpolated within the step); amplitude from the swing's
     // extremes in the first and last 5 s.
@@ -201,7 +202,8 @@ TEST_CASE("a hinge motor reaches its target speed and holds it under a load belo
     hinge.motor.targetVelocity = 5.0f;
     hinge.motor.maxForce = 200.0f; // N m; the wheel's inertia about the axis is 33 kg m^2
     // The hinge axis (the frame's x axis) along world z.
-    const JointId id = join(world, hinge, anchor, wheel, {}, quatFromAxisAngle({0.0f, 1.0f, 0.0f}, -kPi / 2.0f));
+    const JointId id =
+        join(world, hinge, anchor, wheel, {}, quatFromAxisAngle({0.0f, 1.0f, 0.0f}, -kPi / 2.0f));
     const auto spin = [&] { return bodyOf(world, wheel).angularVelocity.z; };
     for (int i = 0; i < 120; ++i)
     {
@@ -239,7 +241,8 @@ TEST_CASE("a position motor turns a hinge to its target angle", "[joints]")
     hinge.motor.targetPosition = 1.0f;
     hinge.motor.maxForce = 500.0f;
     hinge.motor.hertz = 4.0f;
-    const JointId id = join(world, hinge, anchor, arm, {}, quatFromAxisAngle({0.0f, 1.0f, 0.0f}, -kPi / 2.0f));
+    const JointId id =
+        join(world, hinge, anchor, arm, {}, quatFromAxisAngle({0.0f, 1.0f, 0.0f}, -kPi / 2.0f));
     for (int i = 0; i < 180; ++i)
     {
         world.step(kDt);
@@ -258,7 +261,8 @@ TEST_CASE("hinge and slider limits are never passed by more than 1 degree or 5 m
     JointDesc hinge;
     hinge.type = JointType::Hinge;
     hinge.limit = {true, -30.0f * kDegree, 45.0f * kDegree};
-    const JointId doorHinge = join(world, hinge, anchor, door, {}, quatFromAxisAngle({0.0f, 0.0f, 1.0f}, kPi / 2.0f));
+    const JointId doorHinge =
+        join(world, hinge, anchor, door, {}, quatFromAxisAngle({0.0f, 0.0f, 1.0f}, kPi / 2.0f));
     // A block slid hard against its limits.
     const BodyId post = addStatic(world, {0.0f, 5.0f, 0.0f});
     const BodyId block = addDynamic(world, Shape::makeBox({0.2f, 0.2f, 0.2f}), {0.0f, 5.0f, 0.0f});
@@ -282,7 +286,8 @@ TEST_CASE("hinge and slider limits are never passed by more than 1 degree or 5 m
             slideOver = std::max({slideOver, slide - slider.limit.upper, slider.limit.lower - slide});
         }
     }
-    INFO("past the hinge limits by " << angleOver / kDegree << " degrees, the slider's by " << slideOver << " m");
+    INFO("past the hinge limits by " << angleOver / kDegree << " degrees, the slider's by " << slideOver
+                                     << " m");
     CHECK(angleOver < 1.0f * kDegree);
     CHECK(slideOver < 0.005f);
     CHECK(angleOver > -0.5f * kDegree); // the limits were reached
@@ -301,10 +306,12 @@ TEST_CASE("a cone-twist joint keeps its swing within the cone and its twist with
     cone.coneAngle = 40.0f * kDegree;
     cone.limit = {true, -20.0f * kDegree, 20.0f * kDegree};
     // The twist axis (x) along the limb, downward.
-    const JointId id = join(world, cone, anchor, limb, {}, quatFromAxisAngle({0.0f, 0.0f, 1.0f}, -kPi / 2.0f));
+    const JointId id =
+        join(world, cone, anchor, limb, {}, quatFromAxisAngle({0.0f, 0.0f, 1.0f}, -kPi / 2.0f));
     float swingOver = -1.0f;
     float twistOver = -1.0f;
-    const Vec3 kicks[] = {{8.0f, 0.0f, 3.0f}, {0.0f, 12.0f, 0.0f}, {-6.0f, -9.0f, 5.0f}, {0.0f, 0.0f, -10.0f}};
+    const Vec3 kicks[] = {
+        {8.0f, 0.0f, 3.0f}, {0.0f, 12.0f, 0.0f}, {-6.0f, -9.0f, 5.0f}, {0.0f, 0.0f, -10.0f}};
     for (const Vec3& kick : kicks)
     {
         world.setVelocity(limb, {}, kick);
@@ -316,7 +323,8 @@ TEST_CASE("a cone-twist joint keeps its swing within the cone and its twist with
             twistOver = std::max({twistOver, s.position - cone.limit.upper, cone.limit.lower - s.position});
         }
     }
-    INFO("past the cone by " << swingOver / kDegree << " degrees, the twist limits by " << twistOver / kDegree);
+    INFO("past the cone by " << swingOver / kDegree << " degrees, the twist limits by "
+                             << twistOver / kDegree);
     CHECK(swingOver < 2.0f * kDegree);
     CHECK(twistOver < 2.0f * kDegree);
     CHECK(swingOver > -1.0f * kDegree);

@@ -34,15 +34,15 @@ namespace polytope::physics
 /// The impulses of a joint's rows: per substep while solving, per step between steps (World's Joint).
 struct JointImpulses
 {
-    Vec3 linear{};        ///< N s, world: the point block (Ball, Hinge, Fixed, ConeTwist) or a slider's
-                          ///< perpendicular rows, applied to B at its anchor (A gets the opposite)
-    Vec3 angular{};       ///< N m s, world: the angular lock (Fixed, Slider) or a hinge's two rows, on B
-    float axial = 0.0f;   ///< N s: a distance joint's rigid length row
-    float spring = 0.0f;  ///< N s or N m s: the spring on the free degree of freedom
-    float motor = 0.0f;   ///< the motor
-    float lower = 0.0f;   ///< the lower limit (>= 0)
-    float upper = 0.0f;   ///< the upper limit (>= 0)
-    float swing = 0.0f;   ///< ConeTwist: the swing cone (>= 0)
+    Vec3 linear{};       ///< N s, world: the point block (Ball, Hinge, Fixed, ConeTwist) or a slider's
+                         ///< perpendicular rows, applied to B at its anchor (A gets the opposite)
+    Vec3 angular{};      ///< N m s, world: the angular lock (Fixed, Slider) or a hinge's two rows, on B
+    float axial = 0.0f;  ///< N s: a distance joint's rigid length row
+    float spring = 0.0f; ///< N s or N m s: the spring on the free degree of freedom
+    float motor = 0.0f;  ///< the motor
+    float lower = 0.0f;  ///< the lower limit (>= 0)
+    float upper = 0.0f;  ///< the upper limit (>= 0)
+    float swing = 0.0f;  ///< ConeTwist: the swing cone (>= 0)
 };
 
 /// Bits of JointConstraint::flags.
@@ -67,7 +67,7 @@ struct JointConstraint
     Mat3 pointMass = Mat3::zero(); ///< inverse effective mass of the point block at the step's start
     Softness lockSoftness{};       ///< the locked rows' (see kJointSoft)
     JointImpulses impulses{};      ///< accumulated over the substep
-    Quat frameA{}; ///< the joint frame's axes in body A's axes (static dummy: world axes)
+    Quat frameA{};                 ///< the joint frame's axes in body A's axes (static dummy: world axes)
     Quat frameB{};
     Mat3 angularMass = Mat3::zero(); ///< inverse of A's plus B's inverse inertia
     Softness limitSoftness{};        ///< the world's joint softness, for limits past their bound

@@ -96,8 +96,8 @@ struct JointDesc
     JointType type = JointType::Ball;
     BodyId bodyA{};
     BodyId bodyB{};
-    Transform frameA{}; ///< in body A's local frame (the shape frame): anchor and axes
-    Transform frameB{}; ///< in body B's local frame
+    Transform frameA{};            ///< in body A's local frame (the shape frame): anchor and axes
+    Transform frameB{};            ///< in body B's local frame
     bool collideConnected = false; ///< false: the two bodies never collide with each other
     float hertz = 0.0f;            ///< 0: the locked degrees of freedom are rigid; > 0: a spring of this
                                    ///< frequency holds them (a soft weld or ball joint)

@@ -31,9 +31,9 @@
 #include "polytope/physics/function_ref.h"
 #include "polytope/physics/heightfield.h"
 #include "polytope/physics/ids.h"
-#include "polytope/physics/joints.h"
 #include "polytope/physics/island.h"
 #include "polytope/physics/joint_solver.h"
+#include "polytope/physics/joints.h"
 #include "polytope/physics/manifold.h"
 #include "polytope/physics/math.h"
 #include "polytope/physics/raycast.h"
@@ -50,7 +50,6 @@
 
 namespace polytope::physics
 {
-
 
 enum class BodyType : std::uint8_t
 {
@@ -216,18 +215,18 @@ struct WorldConfig
 enum class WorldStatus : std::uint8_t
 {
     Ok = 0,
-    BodyCapacityReached, ///< createBody refused: maxBodies bodies exist
-    InvalidBodyDesc,     ///< refused: a size, density or number is out of range or not finite
-    StaleBodyId,         ///< the id names no live body
-    HullCapacityReached, ///< addHull refused: maxHulls hulls exist
-    InvalidHull,         ///< addHull refused: the hull is not a closed, finite solid
-    WrongBodyType,       ///< the call does not apply to this body's type (e.g. a force on a static body)
-    CatalogueFull,       ///< addCompound, addMesh or addHeightField refused: that catalogue is full
-    InvalidShape,        ///< addCompound, addMesh or addHeightField refused: invalid or empty geometry
+    BodyCapacityReached,  ///< createBody refused: maxBodies bodies exist
+    InvalidBodyDesc,      ///< refused: a size, density or number is out of range or not finite
+    StaleBodyId,          ///< the id names no live body
+    HullCapacityReached,  ///< addHull refused: maxHulls hulls exist
+    InvalidHull,          ///< addHull refused: the hull is not a closed, finite solid
+    WrongBodyType,        ///< the call does not apply to this body's type (e.g. a force on a static body)
+    CatalogueFull,        ///< addCompound, addMesh or addHeightField refused: that catalogue is full
+    InvalidShape,         ///< addCompound, addMesh or addHeightField refused: invalid or empty geometry
     JointCapacityReached, ///< createJoint refused: maxJoints joints exist
-    InvalidJointDesc,     ///< createJoint (or a setter) refused: a body stale, the same body twice, no dynamic
-                          ///< body, or a number out of range or not finite
-    StaleJointId,         ///< the id names no live joint
+    InvalidJointDesc, ///< createJoint (or a setter) refused: a body stale, the same body twice, no dynamic
+                      ///< body, or a number out of range or not finite
+    StaleJointId,     ///< the id names no live joint
 };
 
 /// Result of createBody: the id, or a null id and the reason.
@@ -955,7 +954,8 @@ class World
     void removeJoint(std::uint32_t j);
     /// Grows the per-step joint arrays to hold every live joint (outside steps).
     void reserveJointBuffers();
-    /// Wakes sleeping islands joined to awake bodies (a joint made or changed since, a kinematic body moving).
+    /// Wakes sleeping islands joined to awake bodies (a joint made or changed since, a kinematic body
+    /// moving).
     void wakeJointedIslands();
     /// The solver's joints of level `level`: m_jointConstraints[m_jointLevelStart[level] ..), coloured.
     void prepareJoints(int level, float h, float substepsInverse);
@@ -1094,19 +1094,19 @@ class World
     std::vector<SensorEndEvent> m_pendingSensorEndEvents; ///< sensor pairs removed since the last step
 
     // Joints.
-    std::vector<Joint> m_joints;               ///< by slot
-    std::vector<std::uint32_t> m_freeJoints;   ///< LIFO
-    std::uint32_t m_jointCount = 0;            ///< live joints
-    std::vector<JointEvent> m_jointEvents;     ///< the last step's
+    std::vector<Joint> m_joints;                  ///< by slot
+    std::vector<std::uint32_t> m_freeJoints;      ///< LIFO
+    std::uint32_t m_jointCount = 0;               ///< live joints
+    std::vector<JointEvent> m_jointEvents;        ///< the last step's
     std::vector<JointEvent> m_pendingJointEvents; ///< joints destroyed with a body since the last step
     // Per step: the solved joints by level (each level in slot order), then coloured within the level.
-    std::vector<std::uint32_t> m_jointSlots;          ///< per solved joint: its slot
-    std::vector<JointConstraint> m_jointConstraints;  ///< per solved joint
+    std::vector<std::uint32_t> m_jointSlots;         ///< per solved joint: its slot
+    std::vector<JointConstraint> m_jointConstraints; ///< per solved joint
     std::uint32_t m_jointLevelStart[kMaxSubstepLevels + 1] = {};
-    std::vector<std::uint32_t> m_jointOrder;          ///< the level's joints grouped by colour (indices)
-    std::vector<std::uint8_t> m_jointColors;          ///< per joint of the level: its colour
-    std::vector<std::uint32_t> m_jointColorStart;     ///< colour c: m_jointOrder[start[c] .. start[c + 1])
-    std::vector<std::uint64_t> m_jointColorBits;      ///< per colour: bitset of the solver bodies in it
+    std::vector<std::uint32_t> m_jointOrder;      ///< the level's joints grouped by colour (indices)
+    std::vector<std::uint8_t> m_jointColors;      ///< per joint of the level: its colour
+    std::vector<std::uint32_t> m_jointColorStart; ///< colour c: m_jointOrder[start[c] .. start[c + 1])
+    std::vector<std::uint64_t> m_jointColorBits;  ///< per colour: bitset of the solver bodies in it
 };
 
 } // namespace polytope::physics
