@@ -251,7 +251,6 @@ World::World(const WorldConfig& config)
 {
     m_config.substeps = std::clamp(m_config.substeps, 1, 64);
     m_config.relaxIterations = std::clamp(m_config.relaxIterations, 1, 16);
-    m_config.jointPositionIterations = std::clamp(m_config.jointPositionIterations, 0, 16);
     m_config.maxSubsteps = std::clamp(m_config.maxSubsteps, m_config.substeps, 64);
     if (!(m_config.substepLoadRatio >= 1.0f))
     {
@@ -2261,7 +2260,6 @@ void World::solve(float dt)
             }
         }
         applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold, m_tasks.get());
-        projectJoints(jointBegin, jointEnd);
         m_stats.profile.solver += millisecondsSince(mark);
         storeJointImpulses(jointBegin, jointEnd, substeps, dt);
         readContactImpulses(m_graph, std::span<ContactImpulses>(m_constraintImpulses.data() + first, count),

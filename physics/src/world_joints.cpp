@@ -639,38 +639,6 @@ void World::solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, 
     }
 }
 
-void World::projectJoints(std::uint32_t begin, std::uint32_t end)
-{
-    if (begin == end)
-    {
-        return;
-    }
-    const std::span<SolverBodyMotion> motions(m_solverMotions);
-    for (int iteration = 0; iteration < m_config.jointPositionIterations; ++iteration)
-    {
-        for (std::uint32_t color = 0; color <= kJointColorCount; ++color)
-        {
-            const std::uint32_t first = m_jointColorStart[color];
-            const std::uint32_t count = m_jointColorStart[color + 1] - first;
-            const auto run = [&](std::uint32_t b, std::uint32_t e, int)
-            {
-                for (std::uint32_t k = first + b; k < first + e; ++k)
-                {
-                    projectJoint(m_jointConstraints[m_jointOrder[k]], motions);
-                }
-            };
-            if (color < kJointColorCount)
-            {
-                forRange(count, kJointGrain, run);
-            }
-            else if (count > 0)
-            {
-                run(0, count, 0);
-            }
-        }
-    }
-}
-
 void World::storeJointImpulses(std::uint32_t begin, std::uint32_t end, int substeps, float dt)
 {
     const float inverseDt = 1.0f / dt;

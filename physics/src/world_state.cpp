@@ -87,7 +87,6 @@ std::uint64_t configFingerprint(const WorldConfig& c)
     h.u32(c.maxJoints);
     h.f32(c.jointHertz);
     h.f32(c.jointDampingRatio);
-    h.u32(static_cast<std::uint32_t>(c.jointPositionIterations));
     h.u32(static_cast<std::uint32_t>(c.substeps));
     h.u32(static_cast<std::uint32_t>(c.relaxIterations));
     h.u32(static_cast<std::uint32_t>(c.maxSubsteps));

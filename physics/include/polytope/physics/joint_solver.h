@@ -95,11 +95,6 @@ void warmStartJoint(const JointConstraint& c, std::span<SolverBody> bodies,
 void solveJoint(JointConstraint& c, std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions,
                 float inverseH, bool useBias);
 
-/// Position projection of the joint's locked rows after the substeps (non-linear Gauss-Seidel, as Box2D
-/// v2 and Jolt's position iterations): moves the bodies' centres and rotations to remove the remaining
-/// error, without touching velocities. Soft joints (JointDesc::hertz > 0) are springs and are left alone.
-void projectJoint(const JointConstraint& c, std::span<SolverBodyMotion> motions);
-
 /// The joint's free coordinate and swing at the frames' world poses: Hinge angle, Slider position, Distance
 /// length, ConeTwist twist (position); ConeTwist swing.
 void jointCoordinates(JointType type, const Transform& worldFrameA, const Transform& worldFrameB,

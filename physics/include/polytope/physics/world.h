@@ -178,8 +178,6 @@ struct WorldConfig
                                          ///< with the substeps like contactHertz, capped at a quarter of the
                                          ///< substep rate)
     float jointDampingRatio = 2.0f;      ///< damping ratio of joint drift correction
-    int jointPositionIterations = 0;     ///< passes that move jointed bodies onto their joints after the
-                                         ///< substeps, without changing velocities, 0 .. 16 (0: none)
     float linearSlop = 0.0f;             ///< metres of penetration left uncorrected (each resting contact
                                          ///< sinks this far, so tall stacks want 0)
     float speculativeDistance = 0.02f;   ///< metres: contacts are made this far before shapes touch
@@ -961,8 +959,6 @@ class World
     void prepareJoints(int level, float h, float substepsInverse);
     void warmStartJoints(std::uint32_t begin, std::uint32_t end);
     void solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, bool useBias);
-    /// WorldConfig::jointPositionIterations passes of projectJoint over the level's joints.
-    void projectJoints(std::uint32_t begin, std::uint32_t end);
     /// Stores the level's joint impulses for the next step and the forces they applied over dt.
     void storeJointImpulses(std::uint32_t begin, std::uint32_t end, int substeps, float dt);
     /// Destroys the joints whose force or torque exceeded their thresholds in the step, reporting each.
