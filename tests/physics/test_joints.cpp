@@ -687,3 +687,88 @@ TEST_CASE("a snapshot with a damaged joint is refused and changes nothing", "[jo
     std::vector<std::uint8_t> truncated(saved.begin(), saved.end() - 3);
     CHECK(world.restoreState(truncated) == RestoreStatus::Truncated);
 }
+
+TEST_CASE("joints survive random creation, destruction, body removal and restores", "[joints]")
+{
+    // A seeded churn of bodies and joints of every type between steps: nothing may crash, counts and ids
+    // must agree, every state must stay finite, and a restore must bring back the same joints.
+    std::uint32_t seed = 12345u;
+    const auto next = [&seed]
+    {
+        seed = seed * 1664525u + 1013904223u;
+        return seed >> 8;
+    };
+    const auto unit = [&] { return static_cast<float>(next() % 10000u) / 10000.0f; };
+    World world;
+    BodyDesc ground;
+    ground.type = BodyType::Static;
+    ground.shape = Shape::makePlane({0.0f, 1.0f, 0.0f}, 0.0f);
+    world.createBody(ground);
+    std::vector<BodyId> bodies;
+    std::vector<JointId> joints;
+    std::vector<std::uint8_t> saved;
+    std::uint32_t savedJoints = 0;
+    for (int round = 0; round < 300; ++round)
+    {
+        const std::uint32_t action = next() % 10u;
+        if (action < 3 || bodies.size() < 4)
+        {
+            BodyDesc desc;
+            desc.type = next() % 5u == 0 ? BodyType::Static : BodyType::Dynamic;
+            desc.shape = next() % 2u == 0 ? Shape::makeSphere(0.2f + 0.3f * unit())
+                                          : Shape::makeBox({0.2f + unit(), 0.2f + unit(), 0.2f + unit()});
+            desc.transform.p = {10.0f * unit() - 5.0f, 1.0f + 5.0f * unit(), 10.0f * unit() - 5.0f};
+            bodies.push_back(world.createBody(desc).id);
+        }
+        else if (action < 7)
+        {
+            JointDesc desc;
+            desc.type = static_cast<JointType>(next() % kJointTypeCount);
+            desc.bodyA = bodies[next() % bodies.size()];
+            desc.bodyB = bodies[next() % bodies.size()];
+            desc.limit = {next() % 2u == 0, -unit(), unit()};
+            desc.motor = {static_cast<MotorMode>(next() % 3u), 2.0f * unit(), unit(), 100.0f * unit()};
+            desc.spring = {next() % 2u == 0, 5.0f * unit(), unit(), 0.0f};
+            desc.length = 2.0f * unit();
+            desc.coneAngle = kPi * unit();
+            desc.breakForce = next() % 4u == 0 ? 1e4f * unit() + 1.0f : desc.breakForce;
+            desc.collideConnected = next() % 2u == 0;
+            const Vec3 at{10.0f * unit() - 5.0f, 5.0f * unit(), 10.0f * unit() - 5.0f};
+            const CreateJointResult made = world.createJoint(desc, Transform{at, {}});
+            if (made.status == WorldStatus::Ok)
+            {
+                joints.push_back(made.id);
+            }
+        }
+        else if (action < 8 && !joints.empty())
+        {
+            world.destroyJoint(joints[next() % joints.size()]);
+        }
+        else if (action < 9)
+        {
+            world.destroyBody(bodies[next() % bodies.size()]);
+        }
+        else if (saved.empty())
+        {
+            world.saveState(saved);
+            savedJoints = world.jointCount();
+        }
+        else
+        {
+            REQUIRE(world.restoreState(saved) == RestoreStatus::Ok);
+            CHECK(world.jointCount() == savedJoints);
+            saved.clear();
+        }
+        world.step(kDt);
+        std::uint32_t live = 0;
+        world.forEachJoint(
+            [&](const JointState& s)
+            {
+                ++live;
+                CHECK(world.isValid(s.id));
+                CHECK(std::isfinite(s.anchorSeparation));
+            });
+        CHECK(live == world.jointCount());
+        world.forEachBody([&](const BodyState& s) { CHECK(isFinite(s.transform.p)); });
+    }
+}
