@@ -166,6 +166,13 @@ constexpr std::array kScenes{
     SceneInfo{"mixed", "spheres, capsules, boxes and convex hulls falling in a heap", &buildMixed},
     SceneInfo{"ramp", "a cube resting on a 20 degree incline", &buildRampDefault},
     SceneInfo{"planar", "2D boxes (planar motion in xy) falling onto rotated slopes", &buildPlanar},
+    SceneInfo{"chain", "a chain of 20 capsule links on ball joints swinging down from a static anchor",
+              &buildChain},
+    SceneInfo{"bridge",
+              "a rope bridge of 40 planks on hinge joints between two posts, with boxes dropped on it",
+              &buildBridge},
+    SceneInfo{"car", "a box chassis on four sphere wheels driven by hinge motors up a ramp of static boxes",
+              &buildCar},
     SceneInfo{
         "terrain",
         "a 129 x 129-sample heightfield of hills in a basin with spheres, boxes, capsules and compounds "
