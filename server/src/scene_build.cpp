@@ -2,7 +2,8 @@
 // in the description's order, then the bodies, each hull and compound found in the world's catalogues or
 // added (identical ones once), so that building one description always gives the same catalogues: a
 // checkpoint's world restores only into a world whose catalogues match (World::restoreState). Player
-// templates made later (makePlayerBody) find theirs the same way.
+// templates made later (makePlayerBody) find theirs the same way. The joints come last, between bodies
+// already placed.
 #include "polytope/server/scene_file.h"
 
 #include "scene_file_detail.h"
@@ -273,6 +274,7 @@ bool buildScene(const SceneDescription& scene, physics::World& world, std::strin
         HullCatalogue catalogue(world);
         CompoundCatalogue compounds(world);
         std::string why;
+        std::vector<physics::BodyId> ids(scene.bodies.size());
         for (std::size_t i = 0; i < scene.bodies.size(); ++i)
         {
             const SceneBody& body = scene.bodies[i];
@@ -304,6 +306,21 @@ bool buildScene(const SceneDescription& scene, physics::World& world, std::strin
             {
                 return fail(error, path,
                             std::string("the world refused the body (") + statusName(created.status) + ")");
+            }
+            ids[i] = created.id;
+        }
+        for (std::size_t i = 0; i < scene.joints.size(); ++i)
+        {
+            const SceneJoint& joint = scene.joints[i];
+            physics::JointDesc desc = joint.desc;
+            desc.bodyA = ids[joint.bodyA];
+            desc.bodyB = ids[joint.bodyB];
+            const physics::CreateJointResult created =
+                joint.worldFrame ? world.createJoint(desc, *joint.worldFrame) : world.createJoint(desc);
+            if (created.status != physics::WorldStatus::Ok)
+            {
+                return fail(error, "joints[" + std::to_string(i) + "]",
+                            std::string("the world refused the joint (") + statusName(created.status) + ")");
             }
         }
         std::uint32_t playerIndex = 0;

@@ -5,7 +5,8 @@
 // field's path.
 // Longer than 600 lines on purpose: it is one check per field of scene.fbs, read top to bottom in the
 // schema's order, and splitting it would scatter the schema's rules over files. Reading the geometry files a
-// scene names is scene_geometry.cpp; building a World from the result is scene_build.cpp.
+// scene names is scene_geometry.cpp; the joints, which refer to bodies by name, are scene_joints.cpp;
+// building a World from the result is scene_build.cpp.
 #include "polytope/server/scene_file.h"
 
 #include "scene_file_detail.h"
@@ -57,9 +58,12 @@ constexpr float kMaxGravityScale = 100.0f;
 constexpr float kMaxEulerDegrees = 360.0f;
 constexpr std::size_t kMaxNameBytes = 1024;
 constexpr std::uint32_t kMaxBodiesPerClient = 100000;
-constexpr float kDegreesToRadians = 0.017453292519943295f;
 
-/// v finite and in [lo, hi].
+} // namespace
+
+namespace detail
+{
+
 bool checkRange(const std::string& path, float v, float lo, float hi, std::string& error)
 {
     if (!std::isfinite(v))
@@ -73,6 +77,69 @@ bool checkRange(const std::string& path, float v, float lo, float hi, std::strin
     }
     return true;
 }
+
+bool readVec3(const std::string& path, const fbs::Vec3& v, float lo, float hi, Vec3& out, std::string& error)
+{
+    out = {v.x(), v.y(), v.z()};
+    return checkRange(path + ".x", out.x, lo, hi, error) && checkRange(path + ".y", out.y, lo, hi, error) &&
+           checkRange(path + ".z", out.z, lo, hi, error);
+}
+
+bool readOrientation(const std::string& path, const fbs::Quat* orientation, const fbs::Vec3* euler,
+                     physics::Quat& out, std::string& error)
+{
+    if (orientation != nullptr && euler != nullptr)
+    {
+        return fail(error, path + ".orientation", "give orientation or euler_degrees, not both");
+    }
+    if (orientation != nullptr)
+    {
+        const fbs::Quat& q = *orientation;
+        const std::string qPath = path + ".orientation";
+        if (!checkRange(qPath + ".x", q.x(), -1.0e6f, 1.0e6f, error) ||
+            !checkRange(qPath + ".y", q.y(), -1.0e6f, 1.0e6f, error) ||
+            !checkRange(qPath + ".z", q.z(), -1.0e6f, 1.0e6f, error) ||
+            !checkRange(qPath + ".w", q.w(), -1.0e6f, 1.0e6f, error))
+        {
+            return false;
+        }
+        const double x = q.x(), y = q.y(), z = q.z(), w = q.w();
+        const double length = std::sqrt(x * x + y * y + z * z + w * w);
+        if (!(length > 1e-6))
+        {
+            return fail(error, qPath,
+                        "must not be zero (identity is {\"x\": 0, \"y\": 0, \"z\": 0, \"w\": 1})");
+        }
+        out = {static_cast<float>(x / length), static_cast<float>(y / length), static_cast<float>(z / length),
+               static_cast<float>(w / length)};
+    }
+    if (euler != nullptr)
+    {
+        Vec3 degrees;
+        if (!readVec3(path + ".euler_degrees", *euler, -kMaxEulerDegrees, kMaxEulerDegrees, degrees, error))
+        {
+            return false;
+        }
+        // Extrinsic x, then y, then z (about the fixed world axes): q = qz * qy * qx.
+        const physics::Quat qx =
+            physics::quatFromAxisAngle({1.0f, 0.0f, 0.0f}, degrees.x * kDegreesToRadians);
+        const physics::Quat qy =
+            physics::quatFromAxisAngle({0.0f, 1.0f, 0.0f}, degrees.y * kDegreesToRadians);
+        const physics::Quat qz =
+            physics::quatFromAxisAngle({0.0f, 0.0f, 1.0f}, degrees.z * kDegreesToRadians);
+        out = physics::normalize(qz * (qy * qx));
+    }
+    return true;
+}
+
+} // namespace detail
+
+namespace
+{
+
+using detail::checkRange;
+using detail::readOrientation;
+using detail::readVec3;
 
 /// v finite, > 0 and <= hi.
 bool checkPositive(const std::string& path, float v, float hi, std::string& error)
@@ -101,13 +168,6 @@ bool checkOptionalPositive(const std::string& path, flatbuffers::Optional<float>
     }
     out = *v;
     return checkPositive(path, out, hi, error);
-}
-
-bool readVec3(const std::string& path, const fbs::Vec3& v, float lo, float hi, Vec3& out, std::string& error)
-{
-    out = {v.x(), v.y(), v.z()};
-    return checkRange(path + ".x", out.x, lo, hi, error) && checkRange(path + ".y", out.y, lo, hi, error) &&
-           checkRange(path + ".z", out.z, lo, hi, error);
 }
 
 bool readPositiveVec3(const std::string& path, const fbs::Vec3& v, float hi, Vec3& out, std::string& error)
@@ -188,55 +248,6 @@ bool readHull(const fbs::Hull& hull, const std::string& shapePath, std::uint32_t
     }
     out = std::move(built.hull);
     shape = physics::Shape::makeHull(hullIndex);
-    return true;
-}
-
-/// A body's or a compound child's rotation: `orientation` (normalised) or `euler_degrees`, at most one of
-/// them; identity when neither is given. `path` is the body's or the child's.
-bool readOrientation(const std::string& path, const fbs::Quat* orientation, const fbs::Vec3* euler,
-                     physics::Quat& out, std::string& error)
-{
-    if (orientation != nullptr && euler != nullptr)
-    {
-        return fail(error, path + ".orientation", "give orientation or euler_degrees, not both");
-    }
-    if (orientation != nullptr)
-    {
-        const fbs::Quat& q = *orientation;
-        const std::string qPath = path + ".orientation";
-        if (!checkRange(qPath + ".x", q.x(), -1.0e6f, 1.0e6f, error) ||
-            !checkRange(qPath + ".y", q.y(), -1.0e6f, 1.0e6f, error) ||
-            !checkRange(qPath + ".z", q.z(), -1.0e6f, 1.0e6f, error) ||
-            !checkRange(qPath + ".w", q.w(), -1.0e6f, 1.0e6f, error))
-        {
-            return false;
-        }
-        const double x = q.x(), y = q.y(), z = q.z(), w = q.w();
-        const double length = std::sqrt(x * x + y * y + z * z + w * w);
-        if (!(length > 1e-6))
-        {
-            return fail(error, qPath,
-                        "must not be zero (identity is {\"x\": 0, \"y\": 0, \"z\": 0, \"w\": 1})");
-        }
-        out = {static_cast<float>(x / length), static_cast<float>(y / length), static_cast<float>(z / length),
-               static_cast<float>(w / length)};
-    }
-    if (euler != nullptr)
-    {
-        Vec3 degrees;
-        if (!readVec3(path + ".euler_degrees", *euler, -kMaxEulerDegrees, kMaxEulerDegrees, degrees, error))
-        {
-            return false;
-        }
-        // Extrinsic x, then y, then z (about the fixed world axes): q = qz * qy * qx.
-        const physics::Quat qx =
-            physics::quatFromAxisAngle({1.0f, 0.0f, 0.0f}, degrees.x * kDegreesToRadians);
-        const physics::Quat qy =
-            physics::quatFromAxisAngle({0.0f, 1.0f, 0.0f}, degrees.y * kDegreesToRadians);
-        const physics::Quat qz =
-            physics::quatFromAxisAngle({0.0f, 0.0f, 1.0f}, degrees.z * kDegreesToRadians);
-        out = physics::normalize(qz * (qy * qx));
-    }
     return true;
 }
 
@@ -690,6 +701,19 @@ bool readShape(const fbs::Body& body, const std::string& path, SceneBody& out, G
 bool readBody(const fbs::Body& body, const std::string& path, SceneBody& out, GeometryRegistry& registry,
               std::string& error)
 {
+    if (body.name() != nullptr)
+    {
+        if (body.name()->size() == 0)
+        {
+            return fail(error, path + ".name", "must not be empty (leave it out for an unnamed body)");
+        }
+        if (body.name()->size() > kMaxSceneBodyNameBytes)
+        {
+            return fail(error, path + ".name",
+                        "longer than " + std::to_string(kMaxSceneBodyNameBytes) + " bytes");
+        }
+        out.name = body.name()->str();
+    }
     physics::BodyDesc& desc = out.desc;
     switch (body.motion())
     {
@@ -873,13 +897,26 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
                             std::to_string(kMaxSceneBodies) + ")");
         }
         out.bodies.resize(bodies.size());
+        std::map<std::string_view, flatbuffers::uoffset_t> named;
         for (flatbuffers::uoffset_t i = 0; i < bodies.size(); ++i)
         {
-            if (!readBody(*bodies.Get(i), "bodies[" + std::to_string(i) + "]", out.bodies[i], registry,
-                          error))
+            const std::string path = "bodies[" + std::to_string(i) + "]";
+            if (!readBody(*bodies.Get(i), path, out.bodies[i], registry, error))
             {
                 return false;
             }
+            const std::string& name = out.bodies[i].name;
+            if (name.empty())
+            {
+                continue;
+            }
+            if (const auto earlier = named.find(name); earlier != named.end())
+            {
+                return fail(error, path + ".name",
+                            "\"" + printableExcerpt(name) + "\" is already the name of bodies[" +
+                                std::to_string(earlier->second) + "]");
+            }
+            named.emplace(name, i);
         }
     }
     if (scene.player() != nullptr)
@@ -890,6 +927,11 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
             return fail(error, "player.shape_type",
                         std::string("must be Sphere, Capsule, Box, Hull or Compound (got ") +
                             fbs::EnumNameShape(playerShape) + ")");
+        }
+        if (scene.player()->name() != nullptr)
+        {
+            return fail(error, "player.name",
+                        "not for the player template (joints join the scene's own bodies, by name)");
         }
         SceneBody player;
         if (!readBody(*scene.player(), "player", player, registry, error))
@@ -971,7 +1013,7 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
             out.layerPairs.push_back(entry);
         }
     }
-    return true;
+    return detail::readJoints(scene, out, error);
 }
 
 } // namespace

@@ -1,9 +1,9 @@
 // libFuzzer target: scene files (parseSceneJson, then buildScene into a small World and a player spawn, as
-// the server does). An accepted scene must hold only finite numbers and geometry paths that stay in the
-// scene's folder, and building it may fail only for lack of capacity, never because a checked value was
-// refused. Geometry files are not read (the text has no folder, and fuzz_geometry_files covers the readers):
-// a small stand-in mesh or heightfield takes the place of each file, so that bodies naming one are still
-// built.
+// the server does). An accepted scene must hold only finite numbers, geometry paths that stay in the
+// scene's folder and joints between two of its bodies, and building it may fail only for lack of capacity,
+// never because a checked value (a body's or a joint's) was refused. Geometry files are not read (the text
+// has no folder, and fuzz_geometry_files covers the readers): a small stand-in mesh or heightfield takes the
+// place of each file, so that bodies naming one are still built.
 #include "polytope/server/scene_file.h"
 
 #include <cmath>
@@ -69,6 +69,30 @@ void checkBody(const polytope::server::SceneBody& body)
     }
 }
 
+/// A checked joint joins two different bodies of the scene, one of them dynamic, with finite numbers.
+void checkJoint(const polytope::server::SceneJoint& joint, const polytope::server::SceneDescription& scene)
+{
+    using polytope::physics::BodyType;
+    const polytope::physics::JointDesc& d = joint.desc;
+    if (joint.bodyA >= scene.bodies.size() || joint.bodyB >= scene.bodies.size() ||
+        joint.bodyA == joint.bodyB ||
+        (scene.bodies[joint.bodyA].desc.type != BodyType::Dynamic &&
+         scene.bodies[joint.bodyB].desc.type != BodyType::Dynamic))
+    {
+        std::abort();
+    }
+    if (!finite(d.frameA.p) || !isFinite(d.frameA.q) || !finite(d.frameB.p) || !isFinite(d.frameB.q) ||
+        (joint.worldFrame && (!finite(joint.worldFrame->p) || !isFinite(joint.worldFrame->q))) ||
+        !std::isfinite(d.hertz) || !std::isfinite(d.dampingRatio) || !std::isfinite(d.limit.lower) ||
+        !std::isfinite(d.limit.upper) || d.limit.lower > d.limit.upper || !std::isfinite(d.motor.maxForce) ||
+        !std::isfinite(d.motor.targetVelocity) || !std::isfinite(d.motor.targetPosition) ||
+        !std::isfinite(d.spring.hertz) || !std::isfinite(d.spring.target) || !std::isfinite(d.length) ||
+        !std::isfinite(d.coneAngle) || !(d.breakForce > 0.0f) || !(d.breakTorque > 0.0f))
+    {
+        std::abort();
+    }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
@@ -95,6 +119,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (scene.player)
     {
         checkBody(*scene.player);
+    }
+    for (const server::SceneJoint& joint : scene.joints)
+    {
+        checkJoint(joint, scene);
     }
     for (server::SceneGeometry& geometry : scene.geometry)
     {

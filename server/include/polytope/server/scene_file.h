@@ -37,6 +37,10 @@ inline constexpr std::size_t kMaxSceneFileBytes = 16u * 1024u * 1024u;
 inline constexpr std::size_t kMaxSceneBodies = 100000;
 /// Most points one hull may list.
 inline constexpr std::size_t kMaxSceneHullPoints = 1024;
+/// Most joints a scene file may list.
+inline constexpr std::size_t kMaxSceneJoints = 100000;
+/// Longest body name, bytes.
+inline constexpr std::size_t kMaxSceneBodyNameBytes = 256;
 /// Most spawn points a scene file may list.
 inline constexpr std::size_t kMaxSceneSpawnPoints = 4096;
 /// Densities are limited to this range (kg/m^3); sizes, speeds and damping to the ones in docs/SCENES.md.
@@ -63,6 +67,7 @@ inline constexpr std::uint32_t kMaxSceneMeshTriangles = 4u * 1024 * 1024;
 /// - Mesh, HeightField: `geometry` indexes SceneDescription::geometry.
 struct SceneBody
 {
+    std::string name; ///< empty: none; else unique within the scene (joints name their bodies by it)
     physics::BodyDesc desc;
     physics::ConvexHull hull;                    ///< hull shapes only; empty otherwise
     physics::CompoundShape compound;             ///< compound shapes only; empty otherwise
@@ -102,6 +107,20 @@ struct SceneLayerPair
     bool collide = true;
 };
 
+/// One joint of a scene, ready for World::createJoint once its bodies exist: desc.bodyA and desc.bodyB are
+/// left null, buildScene sets them to the bodies `bodyA` and `bodyB` name. The two bodies differ and at
+/// least one of them is dynamic; every number is in range for the joint's type.
+struct SceneJoint
+{
+    physics::JointDesc desc;
+    std::uint32_t bodyA = 0; ///< index into SceneDescription::bodies
+    std::uint32_t bodyB = 0; ///< index into SceneDescription::bodies
+    /// Set: both frames come from this one world frame at the bodies' starting poses
+    /// (World::createJoint(desc, worldFrame)), and desc.frameA and frameB are unused. Unset: desc.frameA and
+    /// frameB, in the bodies' local frames.
+    std::optional<physics::Transform> worldFrame;
+};
+
 /// A checked scene file. Every number is finite and in range; orientations are unit quaternions; plane
 /// normals are unit.
 struct SceneDescription
@@ -117,6 +136,7 @@ struct SceneDescription
     bool keepBodiesOnLeave = false;            ///< a leaving client's bodies stay (unowned) instead of going
     std::vector<SceneGeometry> geometry;    ///< meshes and heightfields, in the order bodies first name them
     std::vector<SceneLayerPair> layerPairs; ///< applied in order; each pair of layers at most once
+    std::vector<SceneJoint> joints;         ///< created after every body, in file order
     /// Things loadSceneGeometry skipped in geometry files that do not make them wrong ("bodies[2].shape.file:
     /// level.obj: dropped 3 degenerate triangles ..."), one line each, for the log.
     std::vector<std::string> warnings;
@@ -192,8 +212,9 @@ inline constexpr FileRules kSceneDirectoryFileRules{kMaxSceneFileBytes, false};
 /// Builds `scene` into `world`: sets its gravity, builds the built-in scene (if any), applies the layer
 /// table, adds the meshes and heightfields (in SceneDescription::geometry's order), every hull and compound
 /// as the bodies need them (the player template's too, so the catalogue is complete before any client
-/// joins; identical hulls, and identical compounds, are added once), and the bodies in order. Returns false
-/// with an error (naming the body index) when the world refuses something, e.g. for lack of capacity, or
+/// joins; identical hulls, and identical compounds, are added once), the bodies in order, then the joints in
+/// order. Returns false with an error (naming the body or joint index) when the world refuses something,
+/// e.g. for lack of capacity, or
 /// when a geometry file was not loaded (a scene parsed from text names none it can read). On failure
 /// `world` may be partly filled: callers build into a fresh World and swap it in only on success.
 /// Deterministic: the same description builds the same catalogues and bodies, so a checkpointed world
