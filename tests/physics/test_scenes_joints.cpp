@@ -1,8 +1,10 @@
 // The jointed built-in scenes (scenes_joints.cpp): each builds with its bodies and joints and stays finite
 // and sensible for seconds at 60 Hz: the chain holds together as it swings down, the bridge carries its boxes
-// above the ground, the car's motors drive it up the ramp. Each re-simulates bit-exactly from a snapshot.
+// above the ground, the car's motors drive it up the ramp. Each re-simulates bit-exactly from a snapshot, and
+// steps without allocating once warm.
 #include "polytope/physics/scenes.h"
 #include "polytope/physics/world.h"
+#include "support/allocation_counter.h"
 
 #include <catch2/catch.hpp>
 
@@ -225,4 +227,17 @@ TEST_CASE("jointed scenes re-simulate bit-exactly from a snapshot restored into 
     checkRestoresBitExactly("chain", 60, 60);
     checkRestoresBitExactly("bridge", 90, 60);
     checkRestoresBitExactly("car", 60, 60);
+}
+
+TEST_CASE("jointed scenes step without allocating once warm", "[scenes][joints][allocation]")
+{
+    for (const char* name : {"chain", "bridge", "car"})
+    {
+        CAPTURE(name);
+        World world;
+        REQUIRE(findScene(name)->build(world));
+        const std::int64_t allocations =
+            polytope::test::allocationsOfWarmSteps(30, 300, [&](bool) { world.step(kDt); });
+        CHECK(allocations == 0);
+    }
 }
