@@ -42,16 +42,23 @@ BodyDesc staticBox(const Vec3& halfExtents, const Transform& transform, float fr
 // there (jointed bodies do not collide).
 constexpr float kChainLinkRadius = 0.1f;
 constexpr float kChainLinkHalfHeight = 0.25f;
+// 1/s, linear and angular. Let go level with its anchor, the chain's end whips through at 30 m/s and its
+// links strike each other; undamped, a link struck spinning about its axis keeps spinning (capsules barely
+// resist it), and one such run ended with a link flung away (joint separation 1e6 m, after 11 s). Damped, the
+// swing dies down in about a minute and the chain sleeps.
+constexpr float kChainLinkDamping = 0.2f;
 
 // Bridge.
 constexpr float kPlankHalfLength = 0.25f; // along the bridge: the planks' pitch is twice this
 constexpr float kPlankHalfThickness = 0.05f;
-constexpr float kPlankHalfWidth = 1.0f;
+constexpr float kPlankHalfWidth = 1.5f;
 constexpr float kPlankDensity = 600.0f;
+constexpr float kPlankDamping =
+    0.5f; // 1/s, linear and angular: air and rope friction, so that it comes to rest
 constexpr float kPostHalfThickness = 0.25f;
 constexpr float kBoxHalfSize = 0.3f;
 constexpr float kBoxDensity = 500.0f;
-constexpr float kBoxDropHeight = 9.0f;
+constexpr float kBoxDropHeight = 1.0f; // above the bridge where it starts, to the box's bottom
 
 /// The angle each plank turns by along the circular arc of kBridgePlanks chords of length `chord` whose
 /// ends are `span` apart (span < kBridgePlanks * chord), by bisection: the span shrinks as the angle grows.
@@ -104,6 +111,8 @@ bool buildChain(World& world)
         link.shape = Shape::makeCapsule(kChainLinkHalfHeight, kChainLinkRadius);
         link.transform = {joint + Vec3{0.5f * kChainLinkPitchMeters, 0.0f, 0.0f}, kYToX};
         link.friction = kSceneFriction;
+        link.linearDamping = kChainLinkDamping;
+        link.angularDamping = kChainLinkDamping;
         BodyId id;
         if (!addBody(world, link, id))
         {
@@ -177,6 +186,8 @@ bool buildBridge(World& world)
             plank.transform = {(joint + end) * 0.5f,
                                quatFromAxisAngle({0.0f, 0.0f, 1.0f}, std::atan2(along.y, along.x))};
             plank.density = kPlankDensity;
+            plank.linearDamping = kPlankDamping;
+            plank.angularDamping = kPlankDamping;
             plank.friction = kSceneFriction;
             if (!addBody(world, plank, next))
             {
@@ -192,13 +203,15 @@ bool buildBridge(World& world)
         previous = next;
     }
 
+    // The boxes, square to the bridge so that they land flat on its middle, above planks 4 m apart.
     for (int i = 0; i < kBridgeBoxes; ++i)
     {
         BodyDesc box;
         box.shape = Shape::makeBox({kBoxHalfSize, kBoxHalfSize, kBoxHalfSize});
         const float x = (static_cast<float>(i) - 0.5f * static_cast<float>(kBridgeBoxes - 1)) * 4.0f;
-        box.transform = {{x, kBoxDropHeight, 0.0f},
-                         quatFromAxisAngle({0.0f, 1.0f, 0.0f}, 0.3f * static_cast<float>(i))};
+        const double angle = std::asin(x / radius);
+        const float below = static_cast<float>(centerY - radius * std::cos(angle));
+        box.transform = {{x, below + kBoxDropHeight + kBoxHalfSize, 0.0f}, Quat::identity()};
         box.density = kBoxDensity;
         box.friction = kSceneFriction;
         BodyId id;

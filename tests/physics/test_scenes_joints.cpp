@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 using namespace polytope::physics;
@@ -239,5 +240,62 @@ TEST_CASE("jointed scenes step without allocating once warm", "[scenes][joints][
         const std::int64_t allocations =
             polytope::test::allocationsOfWarmSteps(30, 300, [&](bool) { world.step(kDt); });
         CHECK(allocations == 0);
+    }
+}
+
+TEST_CASE("jointed scenes hold together until they come to rest: the chain hangs straight, the bridge "
+          "holds its boxes, the car stands at the wall",
+          "[scenes][joints]")
+{
+    struct Case
+    {
+        const char* name;
+        int seconds; // by when every body sleeps
+    };
+    for (const Case& c : {Case{"chain", 75}, Case{"bridge", 30}, Case{"car", 15}})
+    {
+        CAPTURE(c.name);
+        World world;
+        REQUIRE(findScene(c.name)->build(world));
+        float largestSeparation = 0.0f;
+        for (int step = 0; step < c.seconds * 60; ++step)
+        {
+            REQUIRE(world.step(kDt).ok());
+            largestSeparation = std::max(largestSeparation, requireFiniteAndLargestSeparation(world));
+        }
+        CHECK(largestSeparation < 0.01f);
+        const std::vector<BodyState> bodies = dynamicBodies(world);
+        for (const BodyState& b : bodies)
+        {
+            CHECK(b.sleeping);
+        }
+        const std::string_view name = c.name;
+        if (name == "chain")
+        {
+            const Vec3 end =
+                transformPoint(bodies.back().transform, {0.0f, 0.5f * kChainLinkPitchMeters, 0.0f});
+            CAPTURE(end.x, end.y, end.z);
+            // Within about a degree of straight down (it falls asleep at the end of its last slow swing).
+            CHECK(std::fabs(end.x) < 0.25f);
+            CHECK(std::fabs(end.z) < 0.25f);
+            CHECK(end.y == Approx(kChainAnchor.y - kChainLinkPitchMeters * kChainLinks).margin(0.05f));
+        }
+        else if (name == "bridge")
+        {
+            for (int i = 0; i < kBridgeBoxes; ++i)
+            {
+                const Vec3 p = bodies[static_cast<std::size_t>(kBridgePlanks + i)].transform.p;
+                CAPTURE(i, p.x, p.y, p.z);
+                CHECK(p.y > 1.5f);
+                CHECK(std::fabs(p.z) < 1.0f);
+            }
+        }
+        else
+        {
+            // Against the wall at the platform's far end, still upright.
+            const BodyState& chassis = bodies.front();
+            CHECK(chassis.transform.p.x > kCarRampStartX + 19.0f);
+            CHECK(rotate(chassis.transform.q, Vec3{0.0f, 1.0f, 0.0f}).y > 0.99f);
+        }
     }
 }

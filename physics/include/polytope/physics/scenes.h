@@ -128,12 +128,12 @@ inline constexpr float kChainLinkPitchMeters = 0.6f;
 /// Where the chain hangs from: the centre of its static anchor block, and the first link's joint.
 inline constexpr Vec3 kChainAnchor{0.0f, 14.0f, 0.0f};
 
-/// A chain of kChainLinks capsules (radius 0.1 m, axis 0.5 m, 1000 kg/m^3) joined end to end by Ball
-/// joints, the first to a static block at kChainAnchor, laid out along +x from it and let go, so that it
-/// swings down and hangs (12 m long: its end stops 2 m above the ground). Link i's axis is its local y:
-/// its joint with link i - 1 (or the block) is at local (0, -kChainLinkPitchMeters / 2, 0), its joint with
-/// link i + 1 at (0, +kChainLinkPitchMeters / 2, 0). Bodies in order: the ground plane, the block, the
-/// links from the block outward; joints likewise.
+/// A chain of kChainLinks capsules (radius 0.1 m, axis 0.5 m, 1000 kg/m^3, damping 0.2/s) joined end to end
+/// by Ball joints, the first to a static block at kChainAnchor, laid out along +x from it and let go, so that
+/// it swings down and, within about a minute, comes to hang (12 m long: its end 2 m above the ground). Link
+/// i's axis is its local y: its joint with link i - 1 (or the block) is at local (0, -kChainLinkPitchMeters /
+/// 2, 0), its joint with link i + 1 at (0, +kChainLinkPitchMeters / 2, 0). Bodies in order: the ground plane,
+/// the block, the links from the block outward; joints likewise.
 bool buildChain(World& world);
 
 /// Planks of the bridge scene, metres between the anchors on its two posts, and their height.
@@ -143,12 +143,13 @@ inline constexpr float kBridgeAnchorHeightMeters = 6.0f;
 /// Boxes dropped on the bridge.
 inline constexpr int kBridgeBoxes = 4;
 
-/// A rope bridge: kBridgePlanks planks (0.5 x 0.1 x 2 m, 600 kg/m^3, 20 m end to end) joined edge to edge by
-/// Hinge joints about z, the end planks hinged to two static posts standing on the ground, whose anchors
-/// are kBridgeSpanMeters apart at height kBridgeAnchorHeightMeters (x = -+kBridgeSpanMeters / 2). The planks
-/// start on the circular arc that makes that span, so every joint starts without error; the bridge sags
-/// about 2.6 m in the middle. kBridgeBoxes boxes (0.6 m, 500 kg/m^3) fall onto it from y = 9. Bodies in
-/// order: the ground plane, the two posts (-x first), the planks from -x, the boxes.
+/// A rope bridge: kBridgePlanks planks (0.5 x 0.1 x 3 m, 600 kg/m^3, damping 0.5/s, 20 m end to end) joined
+/// edge to edge by Hinge joints about z, the end planks hinged to two static posts standing on the ground,
+/// whose anchors are kBridgeSpanMeters apart at height kBridgeAnchorHeightMeters (x = -+kBridgeSpanMeters /
+/// 2). The planks start on the circular arc that makes that span, so every joint starts without error; the
+/// bridge sags about 2.6 m in the middle. kBridgeBoxes boxes (0.6 m, 500 kg/m^3) fall onto it from 1 m above,
+/// 4 m apart; it comes to rest with them in about 15 s. Bodies in order: the ground plane, the two posts (-x
+/// first), the planks from -x, the boxes.
 bool buildBridge(World& world);
 
 /// Wheels of the car scene: radius, the speed their motors drive them at, and the motors' torque limit.
@@ -165,8 +166,9 @@ inline constexpr float kCarRampDegrees = 10.0f;
 /// kCarMotorTorqueNewtonMeters) turns it at kCarWheelSpeedRadiansPerSecond so that the car rolls toward +x.
 /// It starts on the ground at x = kCarStartX and drives up a ramp of static boxes: a 10 m incline of
 /// kCarRampDegrees from x = kCarRampStartX, a 12 m platform at its top, and a wall at the platform's end
-/// that stops it. Bodies in order: the ground plane, the incline, the platform, the wall, the chassis, the
-/// wheels (front left, front right, back left, back right); joints in the wheels' order.
+/// that stops it (where it comes to rest, motors stalled, after about 9 s). Bodies in order: the ground
+/// plane, the incline, the platform, the wall, the chassis, the wheels (front left, front right, back left,
+/// back right); joints in the wheels' order.
 bool buildCar(World& world);
 
 /// Samples per side of the terrain scene's heightfield, and metres between them: a 128 m square centred on
