@@ -25,7 +25,8 @@ namespace fbs = polytope::scene;
 using physics::JointType;
 
 // Ranges of the values a joint may hold (docs/SCENES.md lists them).
-constexpr float kMaxJointMeters = 1.0e4f;       // limits, slider targets, distance lengths
+// Metres: limits, slider targets, distance lengths, and how far an anchor lies from its body along an axis.
+constexpr float kMaxJointMeters = 1.0e4f;
 constexpr float kMaxJointDegrees = 180.0f;      // limits and targets of angles; the cone angle
 constexpr float kMaxJointSpeed = 1.0e3f;        // motor target velocity, rad/s or m/s
 constexpr float kMaxJointForce = 1.0e12f;       // motor maximum force (N) or torque (N m)
@@ -112,19 +113,38 @@ bool readFreeValue(JointType type, const std::string& path, float value, float l
     return checkRange(path, value, lowestMeters, kMaxJointMeters, error);
 }
 
-bool readFrame(const std::string& path, const fbs::JointFrame& frame, physics::Transform& out,
-               std::string& error)
+/// A frame whose anchor lies within [lo, hi] along each axis.
+bool readFrame(const std::string& path, const fbs::JointFrame& frame, float lo, float hi,
+               physics::Transform& out, std::string& error)
 {
     out = physics::Transform::identity();
     return (frame.position() == nullptr ||
-            readVec3(path + ".position", *frame.position(), -physics::kWorldBoundMeters,
-                     physics::kWorldBoundMeters, out.p, error)) &&
+            readVec3(path + ".position", *frame.position(), lo, hi, out.p, error)) &&
            readOrientation(path, frame.orientation(), frame.euler_degrees(), out.q, error);
+}
+
+/// A world frame's anchor within kMaxJointMeters of the body's starting position along each axis, as a local
+/// frame's must be of the body's origin (the engine keeps local anchors within its world bound).
+bool checkNear(const std::string& path, const physics::Vec3& anchor, const SceneBody& body,
+               std::string& error)
+{
+    const physics::Vec3 offset = anchor - body.desc.transform.p;
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        if (std::fabs(offset[axis]) > kMaxJointMeters)
+        {
+            return fail(error, path + "." + "xyz"[axis],
+                        "must lie within " + number(kMaxJointMeters) + " m of body " + quoted(body.name) +
+                            " (got " + number(std::fabs(offset[axis])) + " m away)");
+        }
+    }
+    return true;
 }
 
 /// Either one world frame (`frame`) or a local frame per body (`frame_a`, `frame_b`, each the identity when
 /// left out).
-bool readFrames(const fbs::Joint& joint, const std::string& path, SceneJoint& out, std::string& error)
+bool readFrames(const fbs::Joint& joint, const std::string& path, const SceneBody& a, const SceneBody& b,
+                SceneJoint& out, std::string& error)
 {
     if (joint.frame() != nullptr)
     {
@@ -134,17 +154,20 @@ bool readFrames(const fbs::Joint& joint, const std::string& path, SceneJoint& ou
                         "give frame (one world frame) or frame_a and frame_b (local frames), not both");
         }
         physics::Transform world;
-        if (!readFrame(path + ".frame", *joint.frame(), world, error))
+        if (!readFrame(path + ".frame", *joint.frame(), -physics::kWorldBoundMeters,
+                       physics::kWorldBoundMeters, world, error) ||
+            !checkNear(path + ".frame.position", world.p, a, error) ||
+            !checkNear(path + ".frame.position", world.p, b, error))
         {
             return false;
         }
         out.worldFrame = world;
         return true;
     }
-    return (joint.frame_a() == nullptr ||
-            readFrame(path + ".frame_a", *joint.frame_a(), out.desc.frameA, error)) &&
-           (joint.frame_b() == nullptr ||
-            readFrame(path + ".frame_b", *joint.frame_b(), out.desc.frameB, error));
+    return (joint.frame_a() == nullptr || readFrame(path + ".frame_a", *joint.frame_a(), -kMaxJointMeters,
+                                                    kMaxJointMeters, out.desc.frameA, error)) &&
+           (joint.frame_b() == nullptr || readFrame(path + ".frame_b", *joint.frame_b(), -kMaxJointMeters,
+                                                    kMaxJointMeters, out.desc.frameB, error));
 }
 
 bool readLimit(const fbs::JointLimit& limit, const std::string& path, JointType type,
@@ -337,7 +360,7 @@ bool readJoint(const fbs::Joint& joint, const std::string& path,
                     "joins " + quoted(a.name) + " (" + motionName(a.desc.type) + ") and " + quoted(b.name) +
                         " (" + motionName(b.desc.type) + "): a joint needs a Dynamic body");
     }
-    if (!readFrames(joint, path, out, error))
+    if (!readFrames(joint, path, a, b, out, error))
     {
         return false;
     }

@@ -286,6 +286,11 @@ TEST_CASE("joint numbers out of range are refused with the field named", "[scene
           "joints[0].break_torque: must be finite (got -inf)");
     CHECK(jointError(hinge(R"("frame": {"position": {"x": 0, "y": 2e6, "z": 0}})")) ==
           "joints[0].frame.position.y: must be in [-1e+06, 1e+06] (got 2e+06)");
+    // The engine holds anchors in the bodies' frames: they may lie at most 10 km from each body.
+    CHECK(jointError(hinge(R"("frame": {"position": {"x": 0, "y": 2e4, "z": 0}})")) ==
+          R"(joints[0].frame.position.y: must lie within 10000 m of body "post" (got 20000 m away))");
+    CHECK(jointError(hinge(R"("frame_b": {"position": {"x": -2e4, "y": 0, "z": 0}})")) ==
+          "joints[0].frame_b.position.x: must be in [-10000, 10000] (got -20000)");
 
     std::string json = withJoints("");
     json.resize(json.size() - 2); // "]}"
