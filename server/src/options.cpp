@@ -377,8 +377,9 @@ std::string sceneProblem(const RoomConfig& room)
     }
     if (!isSceneName(room.scene))
     {
+        // The built-in names, not parseSceneName's message: that repeats the name and grows with the ranges.
         return "unknown scene '" + printableExcerpt(room.scene, kMaxQuotedPathBytes) +
-               "': not a built-in scene, a scene name or a path (" + why + ")";
+               "': not a scene name or a path, nor a built-in scene (" + physics::acceptedSceneNames() + ")";
     }
     const std::string file = sceneFileFor(room.sceneDirectory, room.scene);
     if (checkRegularFile(file, kSceneDirectoryFileRules, why) != FileStatus::Ok)
