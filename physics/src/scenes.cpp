@@ -182,6 +182,8 @@ constexpr std::array kScenes{
               "a triangle-mesh bowl with a staircase and a ramp, and a pile of convex shapes and compounds "
               "falling into it",
               &buildConvexVsMesh},
+    SceneInfo{"ragdolls", "20 ragdolls of 11 bodies (cone-twist and hinge joints) dropped into a pile",
+              &buildRagdolls},
 };
 
 } // namespace

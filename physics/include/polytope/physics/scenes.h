@@ -8,6 +8,7 @@
 
 #include "polytope/physics/world.h"
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -190,5 +191,94 @@ bool buildTerrain(World& world);
 /// and an arrow whose head is a hull). No ground plane: the mesh is the ground. Adds one mesh, two hulls and
 /// three compounds to the catalogues.
 bool buildConvexVsMesh(World& world);
+
+// ---- Ragdolls (scenes_ragdoll.cpp) ------------------------------------------------------------------------
+// One humanoid ragdoll, described as data so that the tests, the `ragdolls` scene and bench/ (which builds
+// the same ragdoll in Bullet) share every number. The ragdoll frame: standing, the soles at y = 0, facing +z,
+// its left side toward +x. At rest every part is upright (identity rotation): boxes for the pelvis and the
+// chest, capsules along their local y for the head and the limbs (arms hanging at the sides).
+
+/// The parts of a ragdoll, in the order addRagdoll creates their bodies.
+enum class RagdollPart : std::uint8_t
+{
+    Pelvis,
+    Chest,
+    Head,
+    UpperArmLeft,
+    LowerArmLeft,
+    UpperArmRight,
+    LowerArmRight,
+    UpperLegLeft,
+    LowerLegLeft,
+    UpperLegRight,
+    LowerLegRight,
+};
+inline constexpr int kRagdollPartCount = 11;
+/// Joints of a ragdoll: spine, neck, shoulders and hips (cone-twist), elbows and knees (hinges).
+inline constexpr int kRagdollJointCount = 10;
+
+/// One part: its shape and where its shape origin sits in the ragdoll frame at rest (no rotation).
+struct RagdollPartDesc
+{
+    std::string_view name;
+    Shape shape{};   ///< a box or a capsule (along local y)
+    Vec3 position{}; ///< metres, ragdoll frame
+};
+
+/// One joint. Body A is the part nearer the pelvis (`parent`), body B the other (`child`). `frame` is the
+/// joint's frame in the ragdoll frame at rest, where both bodies' frames coincide: the anchor, and as its x
+/// axis the twist axis (cone-twist, pointing from the parent into the child) or the hinge axis (the angle
+/// grows as the joint bends: elbows bend the forearm forward, knees the shin backward).
+struct RagdollJointDesc
+{
+    std::string_view name;
+    JointType type = JointType::ConeTwist; ///< ConeTwist or Hinge
+    RagdollPart parent = RagdollPart::Pelvis;
+    RagdollPart child = RagdollPart::Chest;
+    Transform frame{};      ///< ragdoll frame, at rest
+    float coneAngle = 0.0f; ///< ConeTwist: the largest angle between the two twist axes, radians
+    JointLimit limit{}; ///< ConeTwist: the twist range (symmetric, -t .. t); Hinge: the angle range (radians)
+};
+
+/// The whole ragdoll: parts, joints and material. Masses follow from the shapes and `density` (about 79 kg).
+struct RagdollModel
+{
+    std::array<RagdollPartDesc, kRagdollPartCount> parts;
+    std::array<RagdollJointDesc, kRagdollJointCount> joints;
+    float density = 1000.0f; ///< kg/m^3, every part
+    float friction = kSceneFriction;
+};
+
+/// The humanoid ragdoll that addRagdoll builds (the same object on every call).
+const RagdollModel& humanoidRagdoll();
+
+/// A joint's frame in the local frame of its part `part` (the parent's or the child's): what JointDesc's
+/// frameA or frameB gets.
+Transform ragdollLocalFrame(const RagdollModel& model, const RagdollJointDesc& joint, RagdollPart part);
+
+/// The bodies and joints addRagdoll made, in the order of RagdollModel's parts and joints.
+struct RagdollIds
+{
+    std::array<BodyId, kRagdollPartCount> bodies{};
+    std::array<JointId, kRagdollJointCount> joints{};
+};
+
+/// Adds one humanoidRagdoll() with its frame at `placement` (world), every part a dynamic body in collision
+/// group `group` (non-zero: the parts never collide with each other, but do with everything else), joined as
+/// the model says (collideConnected false). Writes the ids to `out` when given. False when the world refused
+/// a body or a joint (capacity); what was added before stays.
+bool addRagdoll(World& world, const Transform& placement, std::uint32_t group, RagdollIds* out = nullptr);
+
+/// Ragdolls in the `ragdolls` scene.
+inline constexpr int kRagdollPileCount = 20;
+
+/// Where ragdoll i (0 .. kRagdollPileCount - 1) of the `ragdolls` scene starts: lying face down, its middle
+/// over the origin at 0.3 + 0.4 i metres, turned about the vertical by i times 137.5 degrees, so that each
+/// crosses the one below it.
+Transform ragdollPilePlacement(int i);
+
+/// The `ragdolls` scene: the ground plane and kRagdollPileCount ragdolls at ragdollPilePlacement(i), ragdoll
+/// i in collision group i + 1, dropped together into a pile.
+bool buildRagdolls(World& world);
 
 } // namespace polytope::physics
