@@ -16,6 +16,7 @@ void runBroadphaseSuite(Report& report, const SuiteOptions& options);
 void runQueriesSuite(Report& report, const SuiteOptions& options);
 void runConvexVsMeshSuite(Report& report, const SuiteOptions& options);
 void runRaycastSuite(Report& report, const SuiteOptions& options);
+void runJointsSuite(Report& report, const SuiteOptions& options);
 
 namespace
 {
@@ -42,6 +43,10 @@ const Suite kSuites[] = {
      "the ConvexVsMesh scene settled, then rays and sphere casts into it: Polytope and Bullet, queries per "
      "second and agreement of the closest hit",
      &runRaycastSuite},
+    {"joints",
+     "Box2D's joint_grid in 3D (10,000 spheres, 19,800 ball joints) and a pile of 20 ragdolls: Polytope and "
+     "Bullet, steps per second and the largest joint error",
+     &runJointsSuite},
     {"bandwidth", "snapshots of Fiedler's 900-cube scene through Server and Client at 5% loss (kbps)",
      &runBandwidthSuite},
 };
