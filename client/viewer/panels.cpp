@@ -90,6 +90,12 @@ void drawPanels(const PanelInput& input, PanelState& state)
             state.pauseRequested = true;
         }
     }
+    if (input.frame != nullptr && !input.frame->joints.empty())
+    {
+        ImGui::Checkbox("Joints", &state.showJoints);
+        ImGui::SameLine();
+        ImGui::TextDisabled("%zu: anchors, x axes (A red, B blue)", input.frame->joints.size());
+    }
     ImGui::Separator();
     state.frameMs.plot("frame", "ms");
     state.snapshotRate.plot("snapshots", "/s");

@@ -34,6 +34,7 @@ struct PanelState
     History rttMs;
     History stepMs;
     bool pauseRequested = false;
+    bool showJoints = false; ///< the "Joints" toggle: draw joint anchors and axes (local scenes)
 };
 
 struct PanelInput

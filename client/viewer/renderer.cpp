@@ -91,6 +91,27 @@ void main()
 }
 )";
 
+const char* kLineVertexShader = R"(#version 330 core
+layout(location = 0) in vec3 a_position;
+layout(location = 1) in vec3 a_colour;
+uniform mat4 u_viewProjection;
+out vec3 v_colour;
+void main()
+{
+    gl_Position = u_viewProjection * vec4(a_position, 1.0);
+    v_colour = a_colour;
+}
+)";
+
+const char* kLineFragmentShader = R"(#version 330 core
+in vec3 v_colour;
+out vec4 o_colour;
+void main()
+{
+    o_colour = vec4(v_colour, 1.0);
+}
+)";
+
 unsigned compile(unsigned type, const char* source, std::string& error)
 {
     const unsigned shader = glCreateShader(type);
@@ -272,8 +293,11 @@ Renderer::~Renderer()
     }
     glDeleteVertexArrays(1, &m_groundVao);
     glDeleteBuffers(1, &m_groundBuffer);
+    glDeleteVertexArrays(1, &m_lineVao);
+    glDeleteBuffers(1, &m_lineBuffer);
     glDeleteProgram(m_shapeProgram);
     glDeleteProgram(m_groundProgram);
+    glDeleteProgram(m_lineProgram);
 }
 
 void Renderer::makeMesh(Mesh& mesh, const std::vector<float>& vertices, const std::vector<unsigned>& indices)
@@ -324,10 +348,12 @@ bool Renderer::init(std::string& error)
 {
     m_shapeProgram = link(kShapeVertexShader, kShapeFragmentShader, error);
     m_groundProgram = m_shapeProgram == 0 ? 0 : link(kGroundVertexShader, kGroundFragmentShader, error);
-    if (m_shapeProgram == 0 || m_groundProgram == 0)
+    m_lineProgram = m_groundProgram == 0 ? 0 : link(kLineVertexShader, kLineFragmentShader, error);
+    if (m_shapeProgram == 0 || m_groundProgram == 0 || m_lineProgram == 0)
     {
         return false;
     }
+    m_uLineViewProjection = glGetUniformLocation(m_lineProgram, "u_viewProjection");
     m_uViewProjection = glGetUniformLocation(m_shapeProgram, "u_viewProjection");
     m_uCapsule = glGetUniformLocation(m_shapeProgram, "u_capsule");
     m_uLightDirection = glGetUniformLocation(m_shapeProgram, "u_lightDirection");
@@ -357,6 +383,17 @@ bool Renderer::init(std::string& error)
     glBufferData(GL_ARRAY_BUFFER, sizeof quad, quad, GL_STATIC_DRAW);
     glEnableVertexAttribArray(0);
     glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, 3 * sizeof(float), reinterpret_cast<const void*>(0));
+
+    glGenVertexArrays(1, &m_lineVao);
+    glBindVertexArray(m_lineVao);
+    glGenBuffers(1, &m_lineBuffer);
+    glBindBuffer(GL_ARRAY_BUFFER, m_lineBuffer);
+    glEnableVertexAttribArray(0);
+    glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, sizeof(LineVertex),
+                          reinterpret_cast<const void*>(offsetof(LineVertex, position)));
+    glEnableVertexAttribArray(1);
+    glVertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, sizeof(LineVertex),
+                          reinterpret_cast<const void*>(offsetof(LineVertex, colour)));
     glBindVertexArray(0);
     m_ready = true;
     return true;
@@ -412,8 +449,34 @@ void Renderer::drawInstances(Mesh& mesh, const std::vector<Instance>& instances,
     ++m_drawCalls;
 }
 
+void Renderer::drawJoints(const ViewFrame& frame, const Mat4& viewProjection)
+{
+    m_lines.clear();
+    appendJointLines(frame, m_lines);
+    if (m_lines.empty())
+    {
+        return;
+    }
+    glBindVertexArray(m_lineVao);
+    glBindBuffer(GL_ARRAY_BUFFER, m_lineBuffer);
+    const auto bytes = static_cast<GLsizeiptr>(m_lines.size() * sizeof(LineVertex));
+    if (bytes > m_lineCapacity)
+    {
+        m_lineCapacity = bytes + bytes / 2;
+        glBufferData(GL_ARRAY_BUFFER, m_lineCapacity, nullptr, GL_DYNAMIC_DRAW);
+    }
+    glBufferSubData(GL_ARRAY_BUFFER, 0, bytes, m_lines.data());
+    glUseProgram(m_lineProgram);
+    glUniformMatrix4fv(m_uLineViewProjection, 1, GL_FALSE, viewProjection.m.data());
+    // Over everything: a joint's anchors are usually inside its bodies.
+    glDisable(GL_DEPTH_TEST);
+    glDrawArrays(GL_LINES, 0, static_cast<GLsizei>(m_lines.size()));
+    glEnable(GL_DEPTH_TEST);
+    ++m_drawCalls;
+}
+
 void Renderer::draw(const ViewFrame& frame, const OrbitCamera& camera, int width, int height,
-                    const std::optional<BodyKey>& selected)
+                    const std::optional<BodyKey>& selected, bool showJoints)
 {
     m_drawCalls = 0;
     glViewport(0, 0, width, height);
@@ -582,6 +645,11 @@ void Renderer::draw(const ViewFrame& frame, const OrbitCamera& camera, int width
     }
     glDisable(GL_POLYGON_OFFSET_FILL);
     glEnable(GL_CULL_FACE);
+
+    if (showJoints)
+    {
+        drawJoints(frame, viewProjection);
+    }
 
     glBindVertexArray(0);
     glUseProgram(0);

@@ -5,10 +5,13 @@
 // bounding box when their surface is unknown (a live client knows only that box) and as their own surface,
 // one draw call per distinct hull, when the source has it (local scenes); capsules use a sphere mesh split at
 // the equator whose vertex shader pushes each hemisphere out by the half height, so they keep round ends at
-// any length. Plane bodies are the ground: a large quad with a grid drawn by the fragment shader.
+// any length. Plane bodies are the ground: a large quad with a grid drawn by the fragment shader. Joints
+// (local scenes, when shown) are lines drawn last without the depth test, so that anchors inside bodies show
+// (joint_overlay.h).
 #pragma once
 
 #include "viewer/camera.h"
+#include "viewer/joint_overlay.h"
 #include "viewer/view_frame.h"
 
 #include <cstdint>
@@ -45,9 +48,10 @@ class Renderer
     /// Uploads the surfaces of the hulls that ViewBody::hullIndex refers to; bodies whose hull has no mesh
     /// are drawn as their bounding box.
     void setHullMeshes(const std::vector<HullMesh>& meshes);
-    /// Draws the frame into the current framebuffer (cleared first).
+    /// Draws the frame into the current framebuffer (cleared first), with its joints' anchors and axes over
+    /// the bodies when `showJoints`.
     void draw(const ViewFrame& frame, const OrbitCamera& camera, int width, int height,
-              const std::optional<BodyKey>& selected);
+              const std::optional<BodyKey>& selected, bool showJoints = false);
     /// Draw calls issued by the last draw().
     int drawCalls() const { return m_drawCalls; }
 
@@ -70,21 +74,28 @@ class Renderer
 
     void makeMesh(Mesh& mesh, const std::vector<float>& vertices, const std::vector<unsigned>& indices);
     void drawInstances(Mesh& mesh, const std::vector<Instance>& instances, bool capsule);
+    void drawJoints(const ViewFrame& frame, const Mat4& viewProjection);
 
     bool m_ready = false;
     unsigned m_shapeProgram = 0;
     unsigned m_groundProgram = 0;
+    unsigned m_lineProgram = 0;
     int m_uViewProjection = -1;
     int m_uCapsule = -1;
     int m_uLightDirection = -1;
     int m_uGroundViewProjection = -1;
     int m_uGroundModel = -1;
     int m_uGroundEye = -1;
+    int m_uLineViewProjection = -1;
     Mesh m_box;
     Mesh m_sphere;
     Mesh m_capsule;
     unsigned m_groundVao = 0;
     unsigned m_groundBuffer = 0;
+    unsigned m_lineVao = 0;
+    unsigned m_lineBuffer = 0;
+    long m_lineCapacity = 0;              ///< bytes allocated in m_lineBuffer
+    std::vector<LineVertex> m_lines;      ///< this frame's joint lines
     std::vector<Instance> m_instances[4]; ///< by kind: sphere, capsule, box, hull (as its bounding box)
     std::vector<Mesh> m_hullMeshes;       ///< by hull index
     std::vector<std::vector<Instance>> m_hullInstances; ///< by hull index

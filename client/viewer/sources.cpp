@@ -1,5 +1,7 @@
 #include "viewer/sources.h"
 
+#include "viewer/joint_overlay.h"
+
 #include "polytope/client/interpolation.h"
 #include "polytope/client/recording.h"
 #include "polytope/client/token_file.h"
@@ -230,6 +232,28 @@ void captureFrame(const physics::World& world, const std::vector<std::array<floa
     // Slot order is id order already; keep the promise explicit.
     std::sort(out.bodies.begin(), out.bodies.end(),
               [](const ViewBody& a, const ViewBody& b) { return a.id < b.id; });
+    out.joints.clear();
+    out.joints.reserve(world.jointCount());
+    world.forEachJoint(
+        [&](const physics::JointState& j)
+        {
+            const auto array = [](const physics::Vec3& v) { return std::array<float, 3>{v.x, v.y, v.z}; };
+            const physics::Vec3 xAxis{1.0f, 0.0f, 0.0f};
+            ViewJoint v;
+            v.bodyA = j.desc.bodyA.index;
+            v.generationA = j.desc.bodyA.generation;
+            v.bodyB = j.desc.bodyB.index;
+            v.generationB = j.desc.bodyB.generation;
+            v.localAnchorA = array(j.desc.frameA.p);
+            v.localAxisA = array(physics::rotate(j.desc.frameA.q, xAxis));
+            v.localAnchorB = array(j.desc.frameB.p);
+            v.localAxisB = array(physics::rotate(j.desc.frameB.q, xAxis));
+            v.anchorA = array(j.worldFrameA.p);
+            v.axisA = array(physics::rotate(j.worldFrameA.q, xAxis));
+            v.anchorB = array(j.worldFrameB.p);
+            v.axisB = array(physics::rotate(j.worldFrameB.q, xAxis));
+            out.joints.push_back(v);
+        });
 }
 
 /// A captured state as a snapshot for the interpolation buffer, received at `receiveTime` (display clock).
@@ -407,6 +431,9 @@ class LocalSource final : public ViewSource
         }
         toViewFrame(m_buffer, sample, m_bodies, out);
         addLocalDetails(m_newest, out);
+        // The joints of the newest state, moved onto the bodies' poses as blended for this frame.
+        out.joints = m_newest.joints;
+        placeJoints(out);
         return true;
     }
 

@@ -32,12 +32,31 @@ struct ViewBody
     float mass = 0.0f;                      ///< kg, local scenes only
 };
 
+/// One joint of a local scene: where its frames sit on its two bodies, and where they are in the frame
+/// shown (joint_overlay.h draws its anchors and axes).
+struct ViewJoint
+{
+    std::uint32_t bodyA = 0; ///< ViewBody::id
+    std::uint32_t generationA = 0;
+    std::uint32_t bodyB = 0;
+    std::uint32_t generationB = 0;
+    std::array<float, 3> localAnchorA{}; ///< metres, in body A's frame
+    std::array<float, 3> localAxisA{};   ///< unit: frame A's x axis (twist, hinge or slide axis) in A's frame
+    std::array<float, 3> localAnchorB{};
+    std::array<float, 3> localAxisB{};
+    std::array<float, 3> anchorA{}; ///< world, at the bodies' poses of the frame shown
+    std::array<float, 3> axisA{};
+    std::array<float, 3> anchorB{};
+    std::array<float, 3> axisB{};
+};
+
 /// The state to draw for one display frame: bodies sorted by id.
 struct ViewFrame
 {
     std::uint64_t tick = 0;
     double time = 0.0; ///< seconds of simulation time shown
     std::vector<ViewBody> bodies;
+    std::vector<ViewJoint> joints; ///< local scenes only; empty from servers and recordings
 };
 
 /// A convex hull's surface for drawing: flat-shaded triangles in the body's local frame, each vertex

@@ -4,6 +4,7 @@
 //   polytope-viewer --scene mixed               a built-in scene simulated in-process at 60 Hz
 //   polytope-viewer --replay FILE               a recording made by polytope-inspect record
 //   ... --screenshot out.png --frames N         render N frames, save the last, exit
+//   ... --joints                                local scene: draw the joints' anchors and axes from the start
 //
 // Exit status: 0 when done, 1 on bad usage, 2 when no window can be opened or no server answers,
 // 3 when the connection is lost or the server closes it. See docs/VIEWER.md.
@@ -98,6 +99,7 @@ int main(int argc, char** argv)
     int height = 720;
     bool reportFps = false;
     bool noUi = false;
+    bool showJoints = false;
     bool paused = false;
     bool deterministic = false;
     bool realtime = false;
@@ -123,6 +125,8 @@ int main(int argc, char** argv)
         ->check(CLI::Range(64, 8192));
     app.add_flag("--report-fps", reportFps, "print the frames per second measured over the run at exit");
     app.add_flag("--no-ui", noUi, "hide the panels");
+    app.add_flag("--joints", showJoints,
+                 "local scene: start with the joints' anchors and axes drawn (the panel's Joints toggle)");
     app.add_flag("--paused", paused, "local scene or replay: start paused");
     app.add_flag("--deterministic", deterministic,
                  "local scene: exactly one 1/60 s step per frame; replay: 1/60 s per frame (the default with "
@@ -259,6 +263,7 @@ int main(int argc, char** argv)
             }
         }
         PanelState panels;
+        panels.showJoints = showJoints;
         double lastFrameTime = glfwGetTime();
         double firstFrameTime = 0.0;
         double lastSample = 0.0;
@@ -363,7 +368,7 @@ int main(int argc, char** argv)
             mouse.x = mx;
             mouse.y = my;
 
-            renderer.draw(frame, camera, fbWidth, fbHeight, selected);
+            renderer.draw(frame, camera, fbWidth, fbHeight, selected, panels.showJoints);
 
             // Panels and their plots.
             const double frameSeconds = now - lastFrameTime;

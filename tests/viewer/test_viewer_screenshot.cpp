@@ -1,6 +1,7 @@
 // polytope-viewer under Xvfb: renders known local scenes to PNG files and checks their pixels against the
 // scene's bodies projected with the same camera. Run by ctest inside xvfb-run (tests/CMakeLists.txt).
 #include "viewer/camera.h"
+#include "viewer/joint_overlay.h"
 #include "viewer/renderer.h"
 #include "viewer/sources.h"
 
@@ -33,16 +34,17 @@ struct Image
     }
 };
 
-/// Runs the viewer on a local scene for `frames` frames and loads the screenshot.
-Image screenshot(const std::string& scene, int frames, int width, int height)
+/// Runs the viewer on a local scene for `frames` frames (with `options` added to its command line) and loads
+/// the screenshot.
+Image screenshot(const std::string& scene, int frames, int width, int height, const std::string& options = "")
 {
     const std::filesystem::path file =
         std::filesystem::temp_directory_path() / ("polytope_viewer_test_" + scene + ".png");
     std::filesystem::remove(file);
     const std::string command = std::string("'") + POLYTOPE_VIEWER_PATH + "' --scene " + scene +
                                 " --frames " + std::to_string(frames) + " --width " + std::to_string(width) +
-                                " --height " + std::to_string(height) + " --no-ui --screenshot '" +
-                                file.string() + "'";
+                                " --height " + std::to_string(height) + " " + options +
+                                " --no-ui --screenshot '" + file.string() + "'";
     INFO(command);
     REQUIRE(std::system(command.c_str()) == 0);
     Image image;
@@ -188,4 +190,52 @@ TEST_CASE("viewer screenshot of the mixed scene shades every shape kind")
         REQUIRE(present[kind] > 0);
         CHECK(matches[kind] * 3 >= present[kind]);
     }
+}
+
+TEST_CASE("viewer screenshot of the ragdolls with --joints marks every joint's anchors, and without it none")
+{
+    const int frames = 30, width = 640, height = 360;
+    OrbitCamera camera;
+    const ViewFrame state = expectedState("ragdolls", frames, camera);
+    REQUIRE(state.joints.size() == 200);
+    const auto magenta = [](const std::array<int, 3>& c) { return c[0] > 200 && c[1] < 100 && c[2] > 170; };
+
+    const Image plain = screenshot("ragdolls", frames, width, height);
+    int magentaPixels = 0;
+    for (int y = 0; y < height; ++y)
+    {
+        for (int x = 0; x < width; ++x)
+        {
+            magentaPixels += magenta(plain.at(x, y)) ? 1 : 0;
+        }
+    }
+    CHECK(magentaPixels == 0);
+
+    // With --joints, each anchor's cross is drawn over the bodies: a magenta pixel within 2 pixels of it.
+    const Image marked = screenshot("ragdolls", frames, width, height, "--joints");
+    int shown = 0;
+    int found = 0;
+    for (const ViewJoint& j : state.joints)
+    {
+        const auto pixel = projectToPixel(camera, j.anchorA, width, height);
+        if (!pixel)
+        {
+            continue;
+        }
+        ++shown;
+        const int px = static_cast<int>((*pixel)[0]);
+        const int py = static_cast<int>((*pixel)[1]);
+        bool hit = false;
+        for (int y = std::max(0, py - 2); y <= std::min(height - 1, py + 2) && !hit; ++y)
+        {
+            for (int x = std::max(0, px - 2); x <= std::min(width - 1, px + 2) && !hit; ++x)
+            {
+                hit = magenta(marked.at(x, y));
+            }
+        }
+        found += hit ? 1 : 0;
+    }
+    INFO(found << " of " << shown << " anchors on screen marked");
+    CHECK(shown > 150);
+    CHECK(found * 10 >= shown * 9);
 }

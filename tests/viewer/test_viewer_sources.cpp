@@ -1,5 +1,7 @@
 // polytope-viewer's sources without OpenGL: a replay plays its recording through client::InterpolationBuffer,
-// blending the two recorded frames around the play time and holding the last one at the end.
+// blending the two recorded frames around the play time and holding the last one at the end; a local scene's
+// joints come with its frames, placed on their bodies, and become the overlay's lines.
+#include "viewer/joint_overlay.h"
 #include "viewer/sources.h"
 
 #include "polytope/client/recording.h"
@@ -111,4 +113,68 @@ TEST_CASE("viewer local scenes: available, or refused with a message that says w
         CHECK(source == nullptr);
         CHECK(error.find("POLYTOPE_VIEWER_LOCAL_SIM") != std::string::npos);
     }
+}
+
+TEST_CASE("viewer local scenes: a jointed scene's joints sit on their bodies and become the overlay's lines")
+{
+    if (!localScenesAvailable())
+    {
+        SUCCEED("built without local scenes");
+        return;
+    }
+    LocalOptions options;
+    options.scene = "ragdolls";
+    options.deterministic = true;
+    std::string error;
+    auto source = makeLocalSource(options, error);
+    REQUIRE(source != nullptr);
+    for (int i = 0; i < 40; ++i)
+    {
+        REQUIRE(source->update(0.0));
+    }
+    ViewFrame frame;
+    REQUIRE(source->frame(0.0, frame));
+    REQUIRE(frame.joints.size() == 200); // 20 ragdolls of 10 joints
+
+    // Placing the joints on the frame's own bodies gives back the engine's world frames.
+    ViewFrame placed = frame;
+    placeJoints(placed);
+    for (std::size_t i = 0; i < frame.joints.size(); ++i)
+    {
+        const ViewJoint& engine = frame.joints[i];
+        const ViewJoint& mine = placed.joints[i];
+        for (std::size_t k = 0; k < 3; ++k)
+        {
+            CHECK(mine.anchorA[k] == Approx(engine.anchorA[k]).margin(1e-4));
+            CHECK(mine.anchorB[k] == Approx(engine.anchorB[k]).margin(1e-4));
+            CHECK(mine.axisA[k] == Approx(engine.axisA[k]).margin(1e-4));
+            CHECK(mine.axisB[k] == Approx(engine.axisB[k]).margin(1e-4));
+        }
+        // The joint holds: its anchors are (nearly) one point.
+        const float dx = engine.anchorA[0] - engine.anchorB[0];
+        const float dy = engine.anchorA[1] - engine.anchorB[1];
+        const float dz = engine.anchorA[2] - engine.anchorB[2];
+        CHECK(std::sqrt(dx * dx + dy * dy + dz * dz) < 0.02f);
+    }
+
+    std::vector<LineVertex> lines;
+    appendJointLines(frame, lines);
+    REQUIRE(lines.size() == frame.joints.size() * 2 * kSegmentsPerJoint);
+    // The first joint's segments: the two crosses, then axis A from anchor A, axis B from anchor B, the link.
+    const ViewJoint& first = frame.joints.front();
+    const LineVertex* axisA = &lines[12];
+    CHECK(axisA[0].position == first.anchorA);
+    CHECK(axisA[0].colour == kJointAxisAColour);
+    CHECK(axisA[1].position[1] == Approx(first.anchorA[1] + kJointAxisMeters * first.axisA[1]));
+    const LineVertex* link = &lines[16];
+    CHECK(link[0].position == first.anchorA);
+    CHECK(link[1].position == first.anchorB);
+    CHECK(lines[0].colour == kJointAnchorColour);
+
+    // A scene without joints has none.
+    options.scene = "stack10";
+    auto stack = makeLocalSource(options, error);
+    REQUIRE(stack != nullptr);
+    REQUIRE(stack->frame(0.0, frame));
+    CHECK(frame.joints.empty());
 }
