@@ -46,7 +46,8 @@ int main(int argc, char** argv)
         ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
     app.add_option("--seconds", options.seconds,
                    "scenes: simulated seconds per scene, at 60 steps a second (default: each scene's, "
-                   "10 to 60)")
+                   "10 to 60); joints: timed seconds per case after the warm-up (default: 5 for joint_grid, "
+                   "10 for ragdolls)")
         ->check(CLI::Range(kMinSceneSeconds, kMaxSceneSeconds));
     app.add_option(
            "--substeps", options.substeps,
@@ -58,8 +59,8 @@ int main(int argc, char** argv)
            "a quarter of the substep rate)")
         ->check(CLI::Range(0.1, 10000.0));
     app.add_option("--scene", options.scenes,
-                   "scenes: run only this scene; queries, convex_vs_mesh, raycast: only this case (repeat "
-                   "for several; default: every scene or case of the suite)");
+                   "scenes: run only this scene; queries, convex_vs_mesh, raycast, joints: only this case "
+                   "(repeat for several; default: every scene or case of the suite)");
     // Signed, so that "-3" is refused rather than wrapped round.
     std::int64_t seed = static_cast<std::int64_t>(options.seed);
     app.add_option("--seed", seed, "random seed")
