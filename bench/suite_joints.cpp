@@ -8,6 +8,9 @@
 //    from that corner like a cloth, stretching every joint. The spheres never collide with each other
 //    (Polytope: all in one collision group; Bullet: a filter group bit that the spheres' mask leaves out),
 //    and there is no ground. Bullet: btPoint2PointConstraint with the same pivots.
+//  - joint_grid_zero_gravity: the same grid without gravity, as Box2D v3's benchmark now runs it ("to isolate
+//    joint performance"): nothing moves, so it times the joint solve alone, at each engine's default
+//    iterations (Polytope's base substeps, Bullet's 10 iterations), and the errors stay at rounding.
 //  - ragdolls: the `ragdolls` built-in scene (scenes.h: 20 humanoid ragdolls of 11 bodies dropped into a
 //    pile on the ground plane). Bullet gets the same ragdoll from the same data (humanoidRagdoll(),
 //    ragdollPilePlacement): the same boxes and capsules at the same poses, Polytope's masses and inertias
@@ -39,10 +42,12 @@
 //   the two twist axes; the twist of B about it relative to A, by swing-twist decomposition):
 //   max_cone_excess_deg, max_twist_excess_deg, max_hinge_excess_deg
 //   non_finite: bodies whose position is not finite at the end (first run)
-//   phase_solver_ms, phase_setup_ms, phase_step_ms: Polytope only, StepStats::profile per timed step
+//   substeps_mean: Polytope only, the most substeps any island was solved with (StepStats::mostSubsteps),
+//     averaged over the timed steps: the hanging grid is raised to keep its most loaded joint's sag small
+//   phase_step_ms, phase_setup_ms, phase_solver_ms: Polytope only, StepStats::profile per timed step
 //
-// --scene NAME (repeatable) picks cases: joint_grid, ragdolls. About a minute on the 2-core development
-// machine.
+// --scene NAME (repeatable) picks cases: joint_grid, joint_grid_zero_gravity, ragdolls. About a minute on the
+// 2-core development machine.
 #include "bench_common.h"
 #include "bullet_world.h"
 
@@ -198,13 +203,20 @@ struct RunFigures
     LimitExcess limits;
     int nonFinite = 0;
     ph::StepProfile phaseSums{}; ///< Polytope: StepStats::profile summed over the timed steps
+    double substepSum = 0.0;     ///< Polytope: StepStats::mostSubsteps summed over the timed steps
 };
 
 enum class Case : std::uint8_t
 {
     JointGrid,
+    JointGridZeroGravity,
     Ragdolls,
 };
+
+ph::Vec3 gravityOf(Case which)
+{
+    return which == Case::JointGridZeroGravity ? ph::Vec3{} : ph::WorldConfig{}.gravity;
+}
 
 // ---- Polytope -------------------------------------------------------------------------------------------
 
@@ -213,6 +225,7 @@ std::unique_ptr<ph::World> buildPolytope(Case which, int threads)
     ph::WorldConfig config;
     config.threads = threads;
     config.enableSleep = false;
+    config.gravity = gravityOf(which);
     auto world = std::make_unique<ph::World>(config);
     if (which == Case::Ragdolls)
     {
@@ -299,6 +312,7 @@ void runPolytope(Case which, int threads, int warmup, int timed, bool first, Run
             f.phaseSums.step += p.step;
             f.phaseSums.setup += p.setup;
             f.phaseSums.solver += p.solver;
+            f.substepSum += world->stepStats().mostSubsteps;
         }
         const bool last = s + 1 == warmup + timed;
         double errorSum = 0.0;
@@ -414,10 +428,10 @@ struct BulletScene
     }
 };
 
-std::unique_ptr<BulletScene> buildBulletGrid()
+std::unique_ptr<BulletScene> buildBulletGrid(Case which)
 {
     auto s = std::make_unique<BulletScene>();
-    s->world.setGravity(toBullet(ph::WorldConfig{}.gravity));
+    s->world.setGravity(toBullet(gravityOf(which)));
     s->shapes.push_back(std::make_unique<btSphereShape>(kGridRadius));
     btCollisionShape* sphere = s->shapes.back().get();
     const ph::MassProperties mass = ph::computeMassProperties(ph::SphereShape{kGridRadius}, kGridDensity);
@@ -550,7 +564,7 @@ void sampleBullet(const BulletScene& scene, RunFigures& f, double* errorSum)
 void runBullet(Case which, int warmup, int timed, bool first, RunFigures& f)
 {
     const std::unique_ptr<BulletScene> scene =
-        which == Case::JointGrid ? buildBulletGrid() : buildBulletRagdolls();
+        which == Case::Ragdolls ? buildBulletRagdolls() : buildBulletGrid(which);
     for (int s = 0; s < warmup + timed; ++s)
     {
         const auto t0 = Clock::now();
@@ -623,7 +637,7 @@ void runCase(Report& report, Case which, const char* caseName, int warmup, int t
             }
         }
     }
-    const bool grid = which == Case::JointGrid;
+    const bool grid = which != Case::Ragdolls;
     const std::int64_t bodies = grid ? kGridBodies : ph::kRagdollPileCount * ph::kRagdollPartCount;
     const int joints = grid ? kGridJoints : ph::kRagdollPileCount * ph::kRagdollJointCount;
     const double bulletStepsPerSecond = 1e3 / mean(figures[std::size(kEngines) - 1].msPerStep);
@@ -654,14 +668,15 @@ void runCase(Report& report, Case which, const char* caseName, int warmup, int t
         if (polytope)
         {
             const double steps = static_cast<double>(f.msPerStep.size());
-            r.add("phase_step_ms", f.phaseSums.step / steps)
+            r.add("substeps_mean", f.substepSum / steps)
+                .add("phase_step_ms", f.phaseSums.step / steps)
                 .add("phase_setup_ms", f.phaseSums.setup / steps)
                 .add("phase_solver_ms", f.phaseSums.solver / steps);
         }
     }
 }
 
-constexpr const char* kCases[] = {"joint_grid", "ragdolls"};
+constexpr const char* kCases[] = {"joint_grid", "joint_grid_zero_gravity", "ragdolls"};
 
 bool wanted(const SuiteOptions& options, std::string_view caseName)
 {
@@ -689,6 +704,11 @@ void runJointsSuite(Report& report, const SuiteOptions& options)
     if (wanted(options, "joint_grid"))
     {
         runCase(report, Case::JointGrid, "joint_grid", kGridWarmupSteps, timedSteps(kGridTimedSteps));
+    }
+    if (wanted(options, "joint_grid_zero_gravity"))
+    {
+        runCase(report, Case::JointGridZeroGravity, "joint_grid_zero_gravity", kGridWarmupSteps,
+                timedSteps(kGridTimedSteps));
     }
     if (wanted(options, "ragdolls"))
     {
