@@ -13,7 +13,7 @@ TEST_CASE("warm steps allocate nothing, in every built-in scene and through slee
 {
     // Two threads as well: the task pool hands out work without allocating.
     for (const char* name : {"default", "mixed", "pyramid20", "planar", "ramp", "stack10", "pile1000",
-                             "terrain", "convex_vs_mesh"})
+                             "terrain", "convex_vs_mesh", "ragdolls"})
     {
         WorldConfig config;
         config.maxBodies = 4096;
