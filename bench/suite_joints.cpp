@@ -46,8 +46,8 @@
 //     averaged over the timed steps: the hanging grid is raised to keep its most loaded joint's sag small
 //   phase_step_ms, phase_setup_ms, phase_solver_ms: Polytope only, StepStats::profile per timed step
 //
-// --scene NAME (repeatable) picks cases: joint_grid, joint_grid_zero_gravity, ragdolls. About a minute on the
-// 2-core development machine.
+// --scene NAME (repeatable) picks cases: joint_grid, joint_grid_zero_gravity, ragdolls. About 5 minutes on
+// the 2-core development machine (most of it joint_grid).
 #include "bench_common.h"
 #include "bullet_world.h"
 
