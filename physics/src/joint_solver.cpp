@@ -144,7 +144,7 @@ float angularRowMass(const JointConstraint& c, const Vec3& u)
 
 /// One inequality row keeping `gap` >= 0, where the gap closes at -gapRate: returns the impulse to apply
 /// along the row (>= 0 accumulated in `accumulated`). Speculative while the gap is open; past the bound the
-/// solve pass pulls back softly and the relax pass only stops the approach.
+/// solve pass pulls back at the joint softness' rate and the relax pass only stops the approach.
 float limitRow(const JointConstraint& c, float gap, float gapRate, float mass, float& accumulated,
                float inverseH, bool useBias)
 {
@@ -157,9 +157,10 @@ float limitRow(const JointConstraint& c, float gap, float gapRate, float mass, f
     }
     else if (useBias)
     {
+        // Past the bound: pulled back at the joint softness' rate, but without the soft constraint's
+        // impulse leak (massScale, impulseScale), which would leave a limit under a steady load (a limb
+        // resting on its elbow) sagging past it by load over stiffness: 2.3 degrees in the ragdoll pile.
         bias = c.limitSoftness.biasRate * gap;
-        massScale = c.limitSoftness.massScale;
-        impulseScale = c.limitSoftness.impulseScale;
     }
     const float impulse = -massScale * mass * (gapRate + bias) - impulseScale * accumulated;
     const float total = std::max(accumulated + impulse, 0.0f);
@@ -310,9 +311,8 @@ void solveSliderAxes(JointConstraint& c, Velocities& v, const Pose& p, bool useB
     applySliderImpulse(c, v, p, impulse);
 }
 
-/// Spring, motor and limits on a free angular coordinate `angle` about world axis `axis`.
-void solveAngularFree(JointConstraint& c, Velocities& v, const Vec3& axis, float angle, float inverseH,
-                      bool useBias, bool withMotor)
+/// Spring and motor on a free angular coordinate `angle` about world axis `axis`.
+void solveAngularDrive(JointConstraint& c, Velocities& v, const Vec3& axis, float angle, bool withMotor)
 {
     const float mass = angularRowMass(c, axis);
     if ((c.flags & kJointSpring) != 0)
@@ -329,20 +329,23 @@ void solveAngularFree(JointConstraint& c, Velocities& v, const Vec3& axis, float
         c.impulses.motor += impulse;
         applyAngularImpulse(c, v, axis * impulse);
     }
-    if ((c.flags & kJointLimit) != 0)
+}
+
+/// The limits of a free angular coordinate `angle` about world axis `axis`. Solved after the joint's locked
+/// rows (as Jolt does), so that the rows solved last in the joint are the ones users see first.
+void solveAngularLimits(JointConstraint& c, Velocities& v, const Vec3& axis, float angle, float inverseH,
+                        bool useBias)
+{
+    const float mass = angularRowMass(c, axis);
     {
-        {
-            const float Cdot = dot(v.wB - v.wA, axis);
-            const float impulse =
-                limitRow(c, angle - c.lower, Cdot, mass, c.impulses.lower, inverseH, useBias);
-            applyAngularImpulse(c, v, axis * impulse);
-        }
-        {
-            const float Cdot = -dot(v.wB - v.wA, axis);
-            const float impulse =
-                limitRow(c, c.upper - angle, Cdot, mass, c.impulses.upper, inverseH, useBias);
-            applyAngularImpulse(c, v, axis * -impulse);
-        }
+        const float Cdot = dot(v.wB - v.wA, axis);
+        const float impulse = limitRow(c, angle - c.lower, Cdot, mass, c.impulses.lower, inverseH, useBias);
+        applyAngularImpulse(c, v, axis * impulse);
+    }
+    {
+        const float Cdot = -dot(v.wB - v.wA, axis);
+        const float impulse = limitRow(c, c.upper - angle, Cdot, mass, c.impulses.upper, inverseH, useBias);
+        applyAngularImpulse(c, v, axis * -impulse);
     }
 }
 
@@ -364,13 +367,19 @@ float twistAngle(const Quat& qA, const Quat& qB)
 void solveHinge(JointConstraint& c, Velocities& v, const Pose& p, float inverseH, bool useBias)
 {
     const Vec3 axis = rotate(p.qA, kAxisX);
-    solveAngularFree(c, v, axis, hingeAngle(p.qA, p.qB, axis), inverseH, useBias, true);
+    const float angle = hingeAngle(p.qA, p.qB, axis);
+    solveAngularDrive(c, v, axis, angle, true);
     solveHingeAxes(c, v, p, useBias);
     solvePoint(c, v, p, useBias);
+    if ((c.flags & kJointLimit) != 0)
+    {
+        solveAngularLimits(c, v, axis, angle, inverseH, useBias);
+    }
 }
 
 void solveConeTwist(JointConstraint& c, Velocities& v, const Pose& p, float inverseH, bool useBias)
 {
+    solvePoint(c, v, p, useBias);
     const Vec3 a = rotate(p.qA, kAxisX);
     const Vec3 b = rotate(p.qB, kAxisX);
     if ((c.flags & kJointLimit) != 0)
@@ -379,8 +388,7 @@ void solveConeTwist(JointConstraint& c, Velocities& v, const Pose& p, float inve
         const float halfLength = length(half);
         if (halfLength > 1e-4f)
         {
-            const Vec3 axis = half / halfLength;
-            solveAngularFree(c, v, axis, twistAngle(p.qA, p.qB), inverseH, useBias, false);
+            solveAngularLimits(c, v, half / halfLength, twistAngle(p.qA, p.qB), inverseH, useBias);
         }
     }
     if ((c.flags & kJointCone) != 0)
@@ -399,7 +407,6 @@ void solveConeTwist(JointConstraint& c, Velocities& v, const Pose& p, float inve
             applyAngularImpulse(c, v, u * -impulse);
         }
     }
-    solvePoint(c, v, p, useBias);
 }
 
 void solveSlider(JointConstraint& c, Velocities& v, const Pose& p, float inverseH, bool useBias)

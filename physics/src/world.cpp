@@ -2247,16 +2247,16 @@ void World::solve(float dt)
                 { integrateVelocities(bodies, m_solverMotions, begin, end, h, m_config.maxLinearSpeed); });
             warmStartJoints(jointBegin, jointEnd);
             warmStartContactsWide(m_graph, bodies, m_tasks.get());
-            solveJoints(jointBegin, jointEnd, inverseH, true);
             solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
                               true, m_tasks.get());
+            solveJoints(jointBegin, jointEnd, inverseH, true); // after the contacts: see joint_solver.h
             integrate([&](std::uint32_t begin, std::uint32_t end)
                       { integratePositions(bodies, m_solverMotions, begin, end, h); });
             for (int relax = 0; relax < m_config.relaxIterations; ++relax)
             {
-                solveJoints(jointBegin, jointEnd, inverseH, false);
                 solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity,
                                   m_config.linearSlop, false, m_tasks.get());
+                solveJoints(jointBegin, jointEnd, inverseH, false);
             }
         }
         applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold, m_tasks.get());

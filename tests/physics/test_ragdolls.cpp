@@ -219,13 +219,10 @@ TEST_CASE("20 ragdolls piled for 60 s stay finite, joined and in a pile on the g
     CHECK(f.farthest < 10.0f);
 }
 
-// Issue 18 item 7's limits. [!mayfail]: the engine of 4e493f8 exceeds them (cone by 5.4 degrees as ragdolls
-// land, twist by 4.5 and hinges by 4.1; at rest a shoulder held at both its cone and its twist limit
-// stays 2.3 degrees beyond the twist, an elbow 1 degree beyond its hinge limit). The failures are reported;
-// drop the tag when the limits hold.
+// Issue 18 item 7's limits, at every step of the minute, landing included.
 TEST_CASE("20 ragdolls piled for 60 s keep within their cones and twist ranges (2 degrees) and hinge limits "
           "(1 degree)",
-          "[ragdoll][scenes][!mayfail]")
+          "[ragdoll][scenes]")
 {
     const PileFigures f = pileRagdolls();
     INFO("worst beyond cone " << f.cone / kDegree << " deg, twist " << f.twist / kDegree << " deg, hinge "

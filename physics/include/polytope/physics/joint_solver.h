@@ -2,8 +2,11 @@
 //
 // Rationale (after Box2D v3's joint.c / revolute_joint.c and Jolt's constraint parts; written afresh, in
 // 3D). Each joint is a set of rows on the relative motion of its two frames, solved in the same passes as
-// the contacts and before them: warm start, solve (useBias), relax (no bias), with impulses accumulated over
-// the substep and carried to the next substep and step (warm starting).
+// the contacts and after them: warm start, solve (useBias), relax (no bias), with impulses accumulated over
+// the substep and carried to the next substep and step (warm starting). After, not before as in Box2D and
+// Jolt: Gauss-Seidel favours what it solves last, and a ragdoll's limbs pressed into the ground by their
+// contacts then passed their limits by up to 4 degrees (measured in the ragdolls scene); solved last they
+// stay within 1.7, with no more penetration.
 // - Position error is read every pass from the bodies' current poses (SolverBodyMotion's centre and
 //   rotation, which integratePositions advances each substep), not estimated: the anchors and axes turn
 //   with their bodies within the step. The effective masses of the blocks (point, angular lock) are those
@@ -13,7 +16,9 @@
 //   that the correction leaves no velocity behind (Box2D v3's soft step). A joint with its own hertz is a
 //   real spring on those rows, in both passes.
 // - Limits are inequality rows with a speculative part: a limit not yet reached only forbids closing more
-//   than the remaining gap within one substep (bias = gap / h), so bodies stop at the limit, not past it.
+//   than the remaining gap within one substep (bias = gap / h), so bodies stop at the limit, not past it;
+//   past it they are pulled back at the joint softness' rate without its impulse leak, so that a steady
+//   load leaves no sag. They are solved after the joint's locked rows, as Jolt does.
 // - Motors are velocity rows whose accumulated impulse stays within maxForce * h; a Position motor adds a
 //   spring bias toward its target. Springs on the free degree of freedom are soft rows in both passes.
 // - Rows that share a block (the point's three, a weld's three angular ones, a hinge's two) are solved

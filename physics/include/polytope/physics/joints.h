@@ -16,7 +16,7 @@
 //   ConeTwist  anchors together; frame B's x axis (the twist axis) within `coneAngle` of frame A's (the
 //              swing cone), and the twist about it within the limit (a shoulder or hip of a ragdoll)
 //
-// Solving (see joint_solver.h): joints are solved in the soft step with the contacts, before them in each
+// Solving (see joint_solver.h): joints are solved in the soft step with the contacts, after them in each
 // pass (warm start, solve with soft position bias, relax), with impulses warm-started across steps. The
 // locked degrees of freedom are rigid: their drift is pulled back at WorldConfig::jointHertz (soft, as
 // Box2D v3 does), and the relax pass removes the velocity that adds. A joint with `hertz` > 0 is instead a
