@@ -1850,11 +1850,11 @@ template <class Fn> void World::linkIslands(bool unite, Fn&& touchingOther)
     if (unite && m_jointCount > 0)
     {
         // Joints link islands too (a joint to a static or kinematic body does not: see updateSleep).
-        for (const Joint& joint : m_joints)
+        for (const JointLink& link : m_jointLinks)
         {
-            if (joint.alive && awakeDynamic(joint.desc.bodyA.index) && awakeDynamic(joint.desc.bodyB.index))
+            if (link.alive && awakeDynamic(link.a) && awakeDynamic(link.b))
             {
-                m_islands.unite(joint.desc.bodyA.index, joint.desc.bodyB.index);
+                m_islands.unite(link.a, link.b);
             }
         }
     }
@@ -1887,13 +1887,13 @@ void World::chooseSubstepLevels(float dt)
     {
         anyLevel = m_bodies[i].alive && awakeDynamic(i) && m_sims[i].substepLevel > 0;
     }
-    for (std::size_t j = 0; j < m_joints.size() && !anyLevel; ++j)
+    for (std::size_t j = 0; j < m_jointLinks.size() && !anyLevel; ++j)
     {
         // A joint between a heavy and a light body, or one that hangs bodies from a static or kinematic one.
-        const Joint& joint = m_joints[j];
-        const bool a = awakeDynamic(joint.desc.bodyA.index);
-        const bool b = awakeDynamic(joint.desc.bodyB.index);
-        anyLevel = joint.alive && ((a && b && jointMassRatioLevel(joint) > 0) || a != b);
+        const JointLink& link = m_jointLinks[j];
+        const bool a = awakeDynamic(link.a);
+        const bool b = awakeDynamic(link.b);
+        anyLevel = link.alive && ((a && b && jointMassRatioLevel(link.a, link.b) > 0) || a != b);
     }
     for (std::size_t k = 0; k < m_contactKeys.size() && !anyLevel; ++k)
     {
@@ -1915,11 +1915,11 @@ void World::chooseSubstepLevels(float dt)
                         m_islandSupport[body].grounded = true; // rests on a static or kinematic body
                     }
                 });
-    for (const Joint& joint : m_joints)
+    for (const JointLink& link : m_jointLinks)
     {
-        const std::uint32_t a = joint.desc.bodyA.index;
-        const std::uint32_t b = joint.desc.bodyB.index;
-        if (joint.alive && awakeDynamic(a) != awakeDynamic(b))
+        const std::uint32_t a = link.a;
+        const std::uint32_t b = link.b;
+        if (link.alive && awakeDynamic(a) != awakeDynamic(b))
         {
             const std::uint32_t other = awakeDynamic(a) ? b : a;
             if (m_bodies[other].type != BodyType::Dynamic)
@@ -1957,12 +1957,12 @@ void World::chooseSubstepLevels(float dt)
             island.level = std::max(island.level, massRatioLevelOf(c));
         }
     }
-    for (const Joint& joint : m_joints)
+    for (const JointLink& link : m_jointLinks)
     {
-        if (joint.alive && awakeDynamic(joint.desc.bodyA.index) && awakeDynamic(joint.desc.bodyB.index))
+        if (link.alive && awakeDynamic(link.a) && awakeDynamic(link.b))
         {
-            IslandSupport& island = m_islandSupport[m_islands.find(joint.desc.bodyA.index)];
-            island.level = std::max(island.level, jointMassRatioLevel(joint));
+            IslandSupport& island = m_islandSupport[m_islands.find(link.a)];
+            island.level = std::max(island.level, jointMassRatioLevel(link.a, link.b));
         }
     }
     const int upAxis = largestAxis(absPerElem(m_config.gravity));
@@ -2111,15 +2111,16 @@ void World::solve(float dt)
     for (int level = 0; level < levels; ++level)
     {
         m_jointLevelStart[level] = static_cast<std::uint32_t>(m_jointSlots.size());
-        for (std::uint32_t j = 0; j < static_cast<std::uint32_t>(m_joints.size()) && m_jointCount > 0; ++j)
+        for (std::uint32_t j = 0; j < static_cast<std::uint32_t>(m_jointLinks.size()) && m_jointCount > 0;
+             ++j)
         {
-            const Joint& joint = m_joints[j];
-            if (!joint.alive)
+            const JointLink& link = m_jointLinks[j];
+            if (!link.alive)
             {
                 continue;
             }
-            const std::uint32_t a = joint.desc.bodyA.index;
-            const std::uint32_t b = joint.desc.bodyB.index;
+            const std::uint32_t a = link.a;
+            const std::uint32_t b = link.b;
             const bool awakeA = awakeDynamic(a);
             if ((awakeA || awakeDynamic(b)) && m_substepLevel[awakeA ? a : b] == level)
             {
@@ -2385,15 +2386,15 @@ void World::updateSleep()
                         }
                     });
     }
-    for (const Joint& joint : m_joints)
+    for (const JointLink& link : m_jointLinks)
     {
         // A moving kinematic body keeps what it is joined to awake.
-        if (!joint.alive)
+        if (!link.alive)
         {
             continue;
         }
-        const std::uint32_t a = joint.desc.bodyA.index;
-        const std::uint32_t b = joint.desc.bodyB.index;
+        const std::uint32_t a = link.a;
+        const std::uint32_t b = link.b;
         if (awakeDynamic(a) && m_bodies[b].type == BodyType::Kinematic && m_sims[b].sleepTime == 0.0f)
         {
             m_sims[a].sleepTime = 0.0f;

@@ -133,6 +133,12 @@ WorldStatus World::checkJointDesc(const JointDesc& desc, JointDesc& out) const
     return WorldStatus::Ok;
 }
 
+World::JointLink World::linkOf(const JointDesc& desc)
+{
+    return {desc.bodyA.index, desc.bodyB.index, true,
+            std::isfinite(desc.breakForce) || std::isfinite(desc.breakTorque)};
+}
+
 bool World::localFrameOf(BodyId id, const Transform& world, Transform& local) const
 {
     if (!isValid(id) || !finiteTransform(world))
@@ -179,6 +185,7 @@ CreateJointResult World::createJoint(const JointDesc& desc)
     {
         j = static_cast<std::uint32_t>(m_joints.size());
         m_joints.emplace_back();
+        m_jointLinks.emplace_back();
     }
     Joint& joint = m_joints[j];
     joint.generation = joint.generation + 1 == 0 ? 1 : joint.generation + 1;
@@ -189,6 +196,7 @@ CreateJointResult World::createJoint(const JointDesc& desc)
     joint.torque = {};
     const std::uint32_t a = checked.bodyA.index;
     const std::uint32_t b = checked.bodyB.index;
+    m_jointLinks[j] = linkOf(checked);
     joint.next[0] = m_bodies[a].jointList;
     m_bodies[a].jointList = j;
     joint.next[1] = m_bodies[b].jointList;
@@ -253,6 +261,7 @@ void World::removeJoint(std::uint32_t j)
     const std::uint32_t a = joint.desc.bodyA.index;
     const std::uint32_t b = joint.desc.bodyB.index;
     joint.alive = false;
+    m_jointLinks[j].alive = false;
     joint.next[0] = kNoJoint;
     joint.next[1] = kNoJoint;
     m_freeJoints.push_back(j);
@@ -393,6 +402,7 @@ WorldStatus World::setJointBreakThresholds(JointId id, float breakForce, float b
         return WorldStatus::InvalidJointDesc;
     }
     joint.desc = changed;
+    m_jointLinks[id.index] = linkOf(changed);
     wakeIsland(changed.bodyA.index);
     wakeIsland(changed.bodyB.index);
     return WorldStatus::Ok;
@@ -409,14 +419,14 @@ void World::wakeJointedIslands()
         const Body& body = m_bodies[i];
         return !body.sleeping && body.type != BodyType::Static;
     };
-    for (const Joint& joint : m_joints)
+    for (const JointLink& link : m_jointLinks)
     {
-        if (!joint.alive)
+        if (!link.alive)
         {
             continue;
         }
-        const std::uint32_t a = joint.desc.bodyA.index;
-        const std::uint32_t b = joint.desc.bodyB.index;
+        const std::uint32_t a = link.a;
+        const std::uint32_t b = link.b;
         if (m_bodies[a].sleeping && keepsAwake(b))
         {
             wakeIsland(a);
@@ -428,10 +438,10 @@ void World::wakeJointedIslands()
     }
 }
 
-int World::jointMassRatioLevel(const Joint& joint) const
+int World::jointMassRatioLevel(std::uint32_t a, std::uint32_t b) const
 {
-    const float inverseMassA = m_sims[joint.desc.bodyA.index].inverseMass;
-    const float inverseMassB = m_sims[joint.desc.bodyB.index].inverseMass;
+    const float inverseMassA = m_sims[a].inverseMass;
+    const float inverseMassB = m_sims[b].inverseMass;
     const float lighterInverse = std::min(inverseMassA, inverseMassB);
     if (!(lighterInverse > 0.0f))
     {
@@ -699,11 +709,15 @@ void World::breakJoints()
     {
         return;
     }
-    for (std::uint32_t j = 0; j < static_cast<std::uint32_t>(m_joints.size()); ++j)
+    for (std::uint32_t j = 0; j < static_cast<std::uint32_t>(m_jointLinks.size()); ++j)
     {
+        if (!m_jointLinks[j].alive || !m_jointLinks[j].breakable)
+        {
+            continue;
+        }
         Joint& joint = m_joints[j];
-        if (!joint.alive || (!(length(joint.force) > joint.desc.breakForce) &&
-                             !(length(joint.torque) > joint.desc.breakTorque)))
+        if (!(length(joint.force) > joint.desc.breakForce) &&
+            !(length(joint.torque) > joint.desc.breakTorque))
         {
             continue;
         }

@@ -1057,6 +1057,14 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         }
     }
     m_joints.assign(joints.begin(), joints.end());
+    m_jointLinks.assign(jointSlots, JointLink{});
+    for (std::uint32_t j = 0; j < jointSlots; ++j)
+    {
+        if (m_joints[j].alive)
+        {
+            m_jointLinks[j] = linkOf(m_joints[j].desc);
+        }
+    }
     m_freeJoints.assign(freeJoints.begin(), freeJoints.end());
     m_jointCount = jointsAlive;
     for (std::uint32_t j = 0; j < jointSlots; ++j)

@@ -749,6 +749,15 @@ class World
         Vec3 force{};                                 ///< N, on B over the last step
         Vec3 torque{};                                ///< N m
     };
+    /// Per joint slot: what the per-step passes over every joint read (12 bytes, not a Joint's 250), kept
+    /// with m_joints by createJoint, removeJoint, setJointBreakThresholds and restoreState.
+    struct JointLink
+    {
+        std::uint32_t a = 0; ///< body A's slot
+        std::uint32_t b = 0; ///< body B's slot
+        bool alive = false;
+        bool breakable = false; ///< a finite breakForce or breakTorque
+    };
 
     /// Motion state and mass of a body (by slot).
     struct BodySim
@@ -944,6 +953,8 @@ class World
 
     // Joints (world_joints.cpp).
     void fillJointState(std::uint32_t j, JointState& out) const;
+    /// The link of a live joint of this description.
+    static JointLink linkOf(const JointDesc& desc);
     /// Checks `desc` and resolves its bodies to slots; InvalidJointDesc (or StaleBodyId) when it is not
     /// valid. Normalises the frames' rotations into `out`.
     WorldStatus checkJointDesc(const JointDesc& desc, JointDesc& out) const;
@@ -963,8 +974,8 @@ class World
     void storeJointImpulses(std::uint32_t begin, std::uint32_t end, int substeps, float dt);
     /// Destroys the joints whose force or torque exceeded their thresholds in the step, reporting each.
     void breakJoints();
-    /// The substep level (0 .. m_maxSubstepLevel) that the mass ratio across joint j asks for.
-    int jointMassRatioLevel(const Joint& joint) const;
+    /// The substep level (0 .. m_maxSubstepLevel) that the mass ratio between joined bodies a and b asks for.
+    int jointMassRatioLevel(std::uint32_t a, std::uint32_t b) const;
 
     // Sensors (world_sensors.cpp).
     /// Whether a sensor pair (exactly one of a, b a sensor) may become a contact: see "Sensors" above.
@@ -1091,6 +1102,7 @@ class World
 
     // Joints.
     std::vector<Joint> m_joints;                  ///< by slot
+    std::vector<JointLink> m_jointLinks;          ///< by slot (see JointLink)
     std::vector<std::uint32_t> m_freeJoints;      ///< LIFO
     std::uint32_t m_jointCount = 0;               ///< live joints
     std::vector<JointEvent> m_jointEvents;        ///< the last step's
