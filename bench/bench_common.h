@@ -74,4 +74,16 @@ inline double secondsSince(Clock::time_point start)
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+/// The engines of a stepping suite that runs Polytope on 1 and 2 threads beside Bullet, each a column of
+/// its records (convex_vs_mesh, joints).
+enum class PeerEngine : std::uint8_t
+{
+    Polytope1,
+    Polytope2,
+    Bullet,
+};
+inline constexpr PeerEngine kPeerEngines[] = {PeerEngine::Polytope1, PeerEngine::Polytope2,
+                                              PeerEngine::Bullet};
+inline constexpr const char* kPeerEngineNames[] = {"polytope_1t", "polytope_2t", "bullet"};
+
 } // namespace polytope::bench

@@ -680,15 +680,9 @@ void judgeBullet(const BulletScene& scene, const TerrainGrid& grid, RunFigures& 
     }
 }
 
-/// The engines of a stepping case, each a column of its records.
-enum class Engine : std::uint8_t
-{
-    Polytope1,
-    Polytope2,
-    Bullet,
-};
-constexpr Engine kEngines[] = {Engine::Polytope1, Engine::Polytope2, Engine::Bullet};
-constexpr const char* kEngineNames[] = {"polytope_1t", "polytope_2t", "bullet"};
+using Engine = PeerEngine;
+constexpr const auto& kEngines = kPeerEngines;
+constexpr const auto& kEngineNames = kPeerEngineNames;
 
 /// One run: builds the world, checks its surface (first run only), steps it, judges it (first run only).
 void runOnce(const SceneAssets& assets, TerrainKind kind, bool sleep, Engine engine, bool first,

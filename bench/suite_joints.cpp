@@ -595,14 +595,9 @@ void runBullet(Case which, int warmup, int timed, bool first, RunFigures& f)
 
 // ---- The suite ------------------------------------------------------------------------------------------
 
-enum class Engine : std::uint8_t
-{
-    Polytope1,
-    Polytope2,
-    Bullet,
-};
-constexpr Engine kEngines[] = {Engine::Polytope1, Engine::Polytope2, Engine::Bullet};
-constexpr const char* kEngineNames[] = {"polytope_1t", "polytope_2t", "bullet"};
+using Engine = PeerEngine;
+constexpr const auto& kEngines = kPeerEngines;
+constexpr const auto& kEngineNames = kPeerEngineNames;
 
 double mean(const std::vector<double>& v)
 {

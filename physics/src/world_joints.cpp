@@ -328,7 +328,7 @@ bool World::getJoint(JointId id, JointState& out) const
     return true;
 }
 
-WorldStatus World::setJointMotor(JointId id, const JointMotor& motor)
+template <class Change> WorldStatus World::changeJoint(JointId id, Change&& change)
 {
     if (!isValid(id))
     {
@@ -336,67 +336,7 @@ WorldStatus World::setJointMotor(JointId id, const JointMotor& motor)
     }
     Joint& joint = m_joints[id.index];
     JointDesc changed = joint.desc;
-    changed.motor = motor;
-    if (!validJointSettings(changed))
-    {
-        return WorldStatus::InvalidJointDesc;
-    }
-    joint.desc = changed;
-    wakeIsland(changed.bodyA.index);
-    wakeIsland(changed.bodyB.index);
-    return WorldStatus::Ok;
-}
-
-WorldStatus World::setJointLimit(JointId id, const JointLimit& limit)
-{
-    if (!isValid(id))
-    {
-        return WorldStatus::StaleJointId;
-    }
-    Joint& joint = m_joints[id.index];
-    JointDesc changed = joint.desc;
-    changed.limit = limit;
-    if (!validJointSettings(changed))
-    {
-        return WorldStatus::InvalidJointDesc;
-    }
-    joint.desc = changed;
-    joint.impulses.lower = 0.0f; // a moved bound starts cold
-    joint.impulses.upper = 0.0f;
-    wakeIsland(changed.bodyA.index);
-    wakeIsland(changed.bodyB.index);
-    return WorldStatus::Ok;
-}
-
-WorldStatus World::setJointSpring(JointId id, const JointSpring& spring)
-{
-    if (!isValid(id))
-    {
-        return WorldStatus::StaleJointId;
-    }
-    Joint& joint = m_joints[id.index];
-    JointDesc changed = joint.desc;
-    changed.spring = spring;
-    if (!validJointSettings(changed))
-    {
-        return WorldStatus::InvalidJointDesc;
-    }
-    joint.desc = changed;
-    wakeIsland(changed.bodyA.index);
-    wakeIsland(changed.bodyB.index);
-    return WorldStatus::Ok;
-}
-
-WorldStatus World::setJointBreakThresholds(JointId id, float breakForce, float breakTorque)
-{
-    if (!isValid(id))
-    {
-        return WorldStatus::StaleJointId;
-    }
-    Joint& joint = m_joints[id.index];
-    JointDesc changed = joint.desc;
-    changed.breakForce = breakForce;
-    changed.breakTorque = breakTorque;
+    change(changed);
     if (!validJointSettings(changed))
     {
         return WorldStatus::InvalidJointDesc;
@@ -406,6 +346,37 @@ WorldStatus World::setJointBreakThresholds(JointId id, float breakForce, float b
     wakeIsland(changed.bodyA.index);
     wakeIsland(changed.bodyB.index);
     return WorldStatus::Ok;
+}
+
+WorldStatus World::setJointMotor(JointId id, const JointMotor& motor)
+{
+    return changeJoint(id, [&](JointDesc& d) { d.motor = motor; });
+}
+
+WorldStatus World::setJointLimit(JointId id, const JointLimit& limit)
+{
+    const WorldStatus status = changeJoint(id, [&](JointDesc& d) { d.limit = limit; });
+    if (status == WorldStatus::Ok)
+    {
+        m_joints[id.index].impulses.lower = 0.0f; // a moved bound starts cold
+        m_joints[id.index].impulses.upper = 0.0f;
+    }
+    return status;
+}
+
+WorldStatus World::setJointSpring(JointId id, const JointSpring& spring)
+{
+    return changeJoint(id, [&](JointDesc& d) { d.spring = spring; });
+}
+
+WorldStatus World::setJointBreakThresholds(JointId id, float breakForce, float breakTorque)
+{
+    return changeJoint(id,
+                       [&](JointDesc& d)
+                       {
+                           d.breakForce = breakForce;
+                           d.breakTorque = breakTorque;
+                       });
 }
 
 void World::wakeJointedIslands()
@@ -589,14 +560,8 @@ void World::prepareJoints(int level, float h, float substepsInverse)
     }
 }
 
-void World::warmStartJoints(std::uint32_t begin, std::uint32_t end)
+template <class Fn> void World::forEachJointByColor(Fn&& fn)
 {
-    if (begin == end)
-    {
-        return;
-    }
-    const std::span<SolverBody> bodies(m_solverBodies);
-    const std::span<const SolverBodyMotion> motions(m_solverMotions);
     for (std::uint32_t color = 0; color <= kJointColorCount; ++color)
     {
         const std::uint32_t first = m_jointColorStart[color];
@@ -605,47 +570,37 @@ void World::warmStartJoints(std::uint32_t begin, std::uint32_t end)
         {
             for (std::uint32_t k = first + b; k < first + e; ++k)
             {
-                warmStartJoint(m_jointConstraints[m_jointOrder[k]], bodies, motions);
+                fn(m_jointConstraints[m_jointOrder[k]]);
             }
         };
         if (color < kJointColorCount)
         {
-            forRange(count, kJointGrain, run);
+            forRange(count, kJointGrain, run); // one colour's joints share no moving body
         }
         else if (count > 0)
         {
-            run(0, count, 0);
+            run(0, count, 0); // the rest, in order
         }
+    }
+}
+
+void World::warmStartJoints(std::uint32_t begin, std::uint32_t end)
+{
+    if (begin != end)
+    {
+        const std::span<SolverBody> bodies(m_solverBodies);
+        const std::span<const SolverBodyMotion> motions(m_solverMotions);
+        forEachJointByColor([&](JointConstraint& c) { warmStartJoint(c, bodies, motions); });
     }
 }
 
 void World::solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, bool useBias)
 {
-    if (begin == end)
+    if (begin != end)
     {
-        return;
-    }
-    const std::span<SolverBody> bodies(m_solverBodies);
-    const std::span<const SolverBodyMotion> motions(m_solverMotions);
-    for (std::uint32_t color = 0; color <= kJointColorCount; ++color)
-    {
-        const std::uint32_t first = m_jointColorStart[color];
-        const std::uint32_t count = m_jointColorStart[color + 1] - first;
-        const auto run = [&](std::uint32_t b, std::uint32_t e, int)
-        {
-            for (std::uint32_t k = first + b; k < first + e; ++k)
-            {
-                solveJoint(m_jointConstraints[m_jointOrder[k]], bodies, motions, inverseH, useBias);
-            }
-        };
-        if (color < kJointColorCount)
-        {
-            forRange(count, kJointGrain, run);
-        }
-        else if (count > 0)
-        {
-            run(0, count, 0);
-        }
+        const std::span<SolverBody> bodies(m_solverBodies);
+        const std::span<const SolverBodyMotion> motions(m_solverMotions);
+        forEachJointByColor([&](JointConstraint& c) { solveJoint(c, bodies, motions, inverseH, useBias); });
     }
 }
 

@@ -520,6 +520,26 @@ void writeJoint(Writer& w, const JointDesc& d, const JointImpulses& i, const Vec
     w.vec(torque);
 }
 
+/// Reads a free list (slots in LIFO order) of a table of `slots` entries: each slot in range, not alive, and
+/// listed once. False when it is not.
+template <class Alive>
+bool readFreeList(Reader& r, std::uint32_t slots, Alive&& alive, std::vector<std::uint32_t>& out)
+{
+    const std::uint32_t count = r.count(slots, 4);
+    out.assign(count, 0u);
+    std::vector<std::uint8_t> seen(slots, 0);
+    for (std::uint32_t& slot : out)
+    {
+        slot = r.u32();
+        if (!r.ok || slot >= slots || alive(slot) || seen[slot])
+        {
+            return false;
+        }
+        seen[slot] = 1;
+    }
+    return r.ok;
+}
+
 bool readJoint(Reader& r, JointDesc& d, JointImpulses& i, Vec3& force, Vec3& torque)
 {
     const std::uint8_t type = r.u8();
@@ -875,18 +895,13 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         } while (j != i);
     }
 
-    const std::uint32_t freeCount = r.count(slotCount, 4);
-    std::vector<std::uint32_t> freeSlots(freeCount);
-    std::vector<std::uint8_t> seen(slotCount, 0);
-    for (std::uint32_t& slot : freeSlots)
+    std::vector<std::uint32_t> freeSlots;
+    if (!readFreeList(
+            r, slotCount, [&](std::uint32_t i) { return bodies[i].alive; }, freeSlots))
     {
-        slot = r.u32();
-        if (!r.ok || slot >= slotCount || bodies[slot].alive || seen[slot])
-        {
-            return fail(RestoreStatus::Corrupt);
-        }
-        seen[slot] = 1;
+        return fail(RestoreStatus::Corrupt);
     }
+    const auto freeCount = static_cast<std::uint32_t>(freeSlots.size());
     if (freeCount + alive != slotCount)
     {
         return fail(RestoreStatus::Corrupt);
@@ -1014,18 +1029,13 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
             return fail(RestoreStatus::Corrupt);
         }
     }
-    const std::uint32_t freeJointCount = r.count(jointSlots, 4);
-    std::vector<std::uint32_t> freeJoints(freeJointCount);
-    std::vector<std::uint8_t> jointSeen(jointSlots, 0);
-    for (std::uint32_t& slot : freeJoints)
+    std::vector<std::uint32_t> freeJoints;
+    if (!readFreeList(
+            r, jointSlots, [&](std::uint32_t j) { return joints[j].alive; }, freeJoints))
     {
-        slot = r.u32();
-        if (!r.ok || slot >= jointSlots || joints[slot].alive || jointSeen[slot])
-        {
-            return fail(RestoreStatus::Corrupt);
-        }
-        jointSeen[slot] = 1;
+        return fail(RestoreStatus::Corrupt);
     }
+    const auto freeJointCount = static_cast<std::uint32_t>(freeJoints.size());
     if (!r.ok || freeJointCount + jointsAlive != jointSlots || !r.atEnd())
     {
         return fail(RestoreStatus::Corrupt);

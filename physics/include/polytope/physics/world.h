@@ -958,6 +958,8 @@ class World
     /// Checks `desc` and resolves its bodies to slots; InvalidJointDesc (or StaleBodyId) when it is not
     /// valid. Normalises the frames' rotations into `out`.
     WorldStatus checkJointDesc(const JointDesc& desc, JointDesc& out) const;
+    /// Applies change(JointDesc&) to the joint's description if the result is valid, waking its bodies.
+    template <class Change> WorldStatus changeJoint(JointId id, Change&& change);
     /// Removes joint slot j from its bodies' lists, frees it and wakes its bodies; a contact between them
     /// may be made again from the next step.
     void removeJoint(std::uint32_t j);
@@ -968,6 +970,9 @@ class World
     void wakeJointedIslands();
     /// The solver's joints of level `level`: m_jointConstraints[m_jointLevelStart[level] ..), coloured.
     void prepareJoints(int level, float h, float substepsInverse);
+    /// fn(JointConstraint&) over the prepared level's joints, colour by colour (each on the pool's threads),
+    /// then the joints that fit no colour, in order.
+    template <class Fn> void forEachJointByColor(Fn&& fn);
     void warmStartJoints(std::uint32_t begin, std::uint32_t end);
     void solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, bool useBias);
     /// Stores the level's joint impulses for the next step and the forces they applied over dt.
