@@ -2251,8 +2251,15 @@ void World::solve(float dt)
             solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
                               true, m_tasks.get());
             solveJoints(jointBegin, jointEnd, inverseH, true); // after the contacts: see joint_solver.h
-            integrate([&](std::uint32_t begin, std::uint32_t end)
-                      { integratePositions(bodies, m_solverMotions, begin, end, h); });
+            integrate(
+                [&](std::uint32_t begin, std::uint32_t end)
+                {
+                    integratePositions(bodies, m_solverMotions, begin, end, h);
+                    if (jointBegin != jointEnd)
+                    {
+                        refreshJointedInertia(begin, end);
+                    }
+                });
             for (int relax = 0; relax < m_config.relaxIterations; ++relax)
             {
                 solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity,
@@ -2284,6 +2291,20 @@ void World::solve(float dt)
             }
         }
         m_stats.profile.store += millisecondsSince(mark);
+    }
+}
+
+void World::refreshJointedInertia(std::uint32_t begin, std::uint32_t end)
+{
+    for (std::uint32_t s = begin; s < end; ++s)
+    {
+        const SolverBodyMotion& motion = m_solverMotions[s];
+        const std::uint32_t slot = m_solverSlots[s];
+        if (motion.gyroscopic && m_bodies[slot].jointList != kNoJoint)
+        {
+            const Mat3 r = toMat3(motion.rotation);
+            m_solverMasses[s].inverseInertia = r * m_sims[slot].inverseInertiaLocal * transpose(r);
+        }
     }
 }
 

@@ -975,6 +975,11 @@ class World
     template <class Fn> void forEachJointByColor(Fn&& fn);
     void warmStartJoints(std::uint32_t begin, std::uint32_t end);
     void solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, bool useBias);
+    /// For solver bodies [begin, end) that turn gyroscopically and have joints: the world inverse inertia at
+    /// the substep's new rotation. Joints read it as they solve (contacts keep the step's, prepared with
+    /// them): with the step's, a thin link tumbling fast was given spin along its axis by joint impulses
+    /// meant for the others, and a whipping chain of capsules gained energy until it flew apart (measured).
+    void refreshJointedInertia(std::uint32_t begin, std::uint32_t end);
     /// Stores the level's joint impulses for the next step and the forces they applied over dt.
     void storeJointImpulses(std::uint32_t begin, std::uint32_t end, int substeps, float dt);
     /// Destroys the joints whose force or torque exceeded their thresholds in the step, reporting each.
