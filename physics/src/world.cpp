@@ -93,13 +93,6 @@ Vec3 clampedLength(const Vec3& v, float maxLength)
     return l2 > maxLength * maxLength ? v * (maxLength / std::sqrt(l2)) : v;
 }
 
-/// Finite and within kWorldBoundMeters on every axis.
-bool inWorld(const Vec3& p)
-{
-    return std::fabs(p.x) <= kWorldBoundMeters && std::fabs(p.y) <= kWorldBoundMeters &&
-           std::fabs(p.z) <= kWorldBoundMeters;
-}
-
 /// Farthest point of the shape from `center` (shape frame), metres.
 float shapeExtent(const Shape& s, const Vec3& center, const ShapeCatalogue& catalogue)
 {
@@ -446,7 +439,7 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     const bool typeOk =
         desc.type == BodyType::Static || desc.type == BodyType::Kinematic || desc.type == BodyType::Dynamic;
     const bool densityOk = desc.type != BodyType::Dynamic || desc.density > 0.0f;
-    if (!finite || !typeOk || !densityOk || !(qLength > 1e-6f) || !inWorld(desc.transform.p) ||
+    if (!finite || !typeOk || !densityOk || !(qLength > 1e-6f) || !withinWorldBound(desc.transform.p) ||
         desc.friction < 0.0f || desc.restitution < 0.0f || desc.restitution > 1.0f ||
         desc.linearDamping < 0.0f || desc.angularDamping < 0.0f || (desc.allowedDofs & ~kDofAll) != 0 ||
         desc.layer >= kMaxCollisionLayers || !shapeFits(desc.shape, desc.type))
@@ -728,7 +721,8 @@ WorldStatus World::setTransform(BodyId id, const Transform& transform)
         return WorldStatus::StaleBodyId;
     }
     const float qLength = std::sqrt(dot(transform.q, transform.q));
-    if (!isFinite(transform.p) || !isFinite(transform.q) || !(qLength > 1e-6f) || !inWorld(transform.p))
+    if (!isFinite(transform.p) || !isFinite(transform.q) || !(qLength > 1e-6f) ||
+        !withinWorldBound(transform.p))
     {
         return WorldStatus::InvalidBodyDesc;
     }
@@ -1804,13 +1798,13 @@ int levelAbove(float ratio, float threshold, float step, int maxLevel)
 
 } // namespace
 
-int World::massRatioLevelOf(const Contact& c) const
+int World::massRatioLevel(std::uint32_t a, std::uint32_t b) const
 {
     // A heavy body on a light one: the soft contact's stiffness follows the light body's mass while the load
     // follows the heavy one's, so the sag grows with the mass ratio and the stiffness it takes with the
     // ratio's square root: one level per 4x of ratio beyond substepMassRatio.
-    const float inverseMassA = m_sims[c.bodyA].inverseMass;
-    const float inverseMassB = m_sims[c.bodyB].inverseMass;
+    const float inverseMassA = m_sims[a].inverseMass;
+    const float inverseMassB = m_sims[b].inverseMass;
     const float lighterInverse = std::min(inverseMassA, inverseMassB);
     if (!(lighterInverse > 0.0f))
     {
@@ -1869,7 +1863,7 @@ void World::chooseSubstepLevels(float dt)
     //    with the square of its height: its level comes from the weight each supported body carries, its
     //    mass over the mass of its bodies that rest on static or kinematic ones, one level per doubling
     //    beyond substepLoadRatio;
-    //  - any island with a large mass ratio across a contact (massRatioLevelOf).
+    //  - any island with a large mass ratio across a contact or a joint (massRatioLevel).
     // A level, once raised, is held for kSubstepLevelHoldSeconds after its island stops asking for it, so
     // that contacts coming and going do not switch it step by step. Most worlds have nothing slender,
     // heavy or raised: a pass over the bodies and contacts finds that, and every body stays at level 0.
@@ -1893,7 +1887,7 @@ void World::chooseSubstepLevels(float dt)
         const JointLink& link = m_jointLinks[j];
         const bool a = awakeDynamic(link.a);
         const bool b = awakeDynamic(link.b);
-        anyLevel = link.alive && ((a && b && jointMassRatioLevel(link.a, link.b) > 0) || a != b);
+        anyLevel = link.alive && ((a && b && massRatioLevel(link.a, link.b) > 0) || a != b);
     }
     for (std::size_t k = 0; k < m_contactKeys.size() && !anyLevel; ++k)
     {
@@ -1954,7 +1948,7 @@ void World::chooseSubstepLevels(float dt)
         if (awakeDynamic(c.bodyA) && awakeDynamic(c.bodyB))
         {
             IslandSupport& island = m_islandSupport[m_islands.find(c.bodyA)];
-            island.level = std::max(island.level, massRatioLevelOf(c));
+            island.level = std::max(island.level, massRatioLevel(c.bodyA, c.bodyB));
         }
     }
     for (const JointLink& link : m_jointLinks)
@@ -1962,7 +1956,7 @@ void World::chooseSubstepLevels(float dt)
         if (link.alive && awakeDynamic(link.a) && awakeDynamic(link.b))
         {
             IslandSupport& island = m_islandSupport[m_islands.find(link.a)];
-            island.level = std::max(island.level, jointMassRatioLevel(link.a, link.b));
+            island.level = std::max(island.level, massRatioLevel(link.a, link.b));
         }
     }
     const int upAxis = largestAxis(absPerElem(m_config.gravity));
@@ -2349,7 +2343,7 @@ bool World::finalizeBody(std::uint32_t s, float dt, std::uint8_t& boxStale, Aabb
     const Quat q = normalize(motion.rotation);
     const Transform moved{motion.center - rotate(q, sim.localCenter), q};
     bool finite = true;
-    if (!inWorld(moved.p) || !inWorld(motion.center) || !isFinite(moved.q) ||
+    if (!withinWorldBound(moved.p) || !withinWorldBound(motion.center) || !isFinite(moved.q) ||
         !isFinite(state.linearVelocity) || !isFinite(state.angularVelocity))
     {
         // Bad input (a NaN force, say): keep the last good pose, at rest.

@@ -40,12 +40,6 @@ bool finiteTransform(const Transform& t)
     return isFinite(t.p) && isFinite(t.q) && std::sqrt(dot(t.q, t.q)) > 1e-6f;
 }
 
-bool withinWorld(const Vec3& p)
-{
-    return std::fabs(p.x) <= kWorldBoundMeters && std::fabs(p.y) <= kWorldBoundMeters &&
-           std::fabs(p.z) <= kWorldBoundMeters;
-}
-
 bool finiteNonNegative(float v)
 {
     return std::isfinite(v) && v >= 0.0f;
@@ -119,8 +113,8 @@ WorldStatus World::checkJointDesc(const JointDesc& desc, JointDesc& out) const
     {
         return WorldStatus::InvalidJointDesc;
     }
-    if (!finiteTransform(desc.frameA) || !finiteTransform(desc.frameB) || !withinWorld(desc.frameA.p) ||
-        !withinWorld(desc.frameB.p) || !finiteNonNegative(desc.hertz) ||
+    if (!finiteTransform(desc.frameA) || !finiteTransform(desc.frameB) || !withinWorldBound(desc.frameA.p) ||
+        !withinWorldBound(desc.frameB.p) || !finiteNonNegative(desc.hertz) ||
         !finiteNonNegative(desc.dampingRatio) || !finiteNonNegative(desc.length) ||
         !std::isfinite(desc.coneAngle) || desc.coneAngle < 0.0f || desc.coneAngle > kPi ||
         !validJointSettings(desc))
@@ -407,25 +401,6 @@ void World::wakeJointedIslands()
             wakeIsland(b);
         }
     }
-}
-
-int World::jointMassRatioLevel(std::uint32_t a, std::uint32_t b) const
-{
-    const float inverseMassA = m_sims[a].inverseMass;
-    const float inverseMassB = m_sims[b].inverseMass;
-    const float lighterInverse = std::min(inverseMassA, inverseMassB);
-    if (!(lighterInverse > 0.0f))
-    {
-        return 0;
-    }
-    const float massRatio = std::max(inverseMassA, inverseMassB) / lighterInverse;
-    int level = 0;
-    for (float reach = m_config.substepMassRatio; level < m_maxSubstepLevel && massRatio > reach;
-         reach *= 4.0f)
-    {
-        ++level;
-    }
-    return level;
 }
 
 void World::prepareJoints(int level, float h, float substepsInverse)

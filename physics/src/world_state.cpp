@@ -587,9 +587,9 @@ bool readJoint(Reader& r, JointDesc& d, JointImpulses& i, Vec3& force, Vec3& tor
         return l2 > 0.99f && l2 < 1.01f;
     };
     return r.ok && type < kJointTypeCount && unit(d.frameA.q) && unit(d.frameB.q) &&
-           maxAbs(d.frameA.p) <= kWorldBoundMeters && maxAbs(d.frameB.p) <= kWorldBoundMeters &&
-           d.hertz >= 0.0f && d.dampingRatio >= 0.0f && d.length >= 0.0f && d.coneAngle >= 0.0f &&
-           d.coneAngle <= kPi && validJointSettings(d) && maxAbs(i.linear) <= kMaxContactImpulse &&
+           withinWorldBound(d.frameA.p) && withinWorldBound(d.frameB.p) && d.hertz >= 0.0f &&
+           d.dampingRatio >= 0.0f && d.length >= 0.0f && d.coneAngle >= 0.0f && d.coneAngle <= kPi &&
+           validJointSettings(d) && maxAbs(i.linear) <= kMaxContactImpulse &&
            maxAbs(i.angular) <= kMaxContactImpulse && std::fabs(i.axial) <= kMaxContactImpulse &&
            std::fabs(i.spring) <= kMaxContactImpulse && std::fabs(i.motor) <= kMaxContactImpulse &&
            std::fabs(i.lower) <= kMaxContactImpulse && std::fabs(i.upper) <= kMaxContactImpulse &&

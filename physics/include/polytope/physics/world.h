@@ -42,6 +42,7 @@
 #include "polytope/physics/triangle_mesh.h"
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -84,6 +85,12 @@ inline constexpr float kWorldBoundMeters = 1.0e6f;
 /// solve that ends beyond it (or not finite: bodies with absurd but finite properties) starts the next step
 /// cold instead of applying it again.
 inline constexpr float kMaxContactImpulse = 1e15f;
+/// Whether p is within kWorldBoundMeters on every axis (false for NaN).
+inline bool withinWorldBound(const Vec3& p)
+{
+    return std::fabs(p.x) <= kWorldBoundMeters && std::fabs(p.y) <= kWorldBoundMeters &&
+           std::fabs(p.z) <= kWorldBoundMeters;
+}
 /// Substep levels an island can be solved at: WorldConfig::substeps times 1, 2, 4, .. 64.
 inline constexpr int kMaxSubstepLevels = 7;
 /// Seconds an island keeps a substep level after it stops asking for it, so that contacts coming and going
@@ -872,8 +879,9 @@ class World
     void fillConstraintSetup(const Contact& c, const Softness& contactSoftness,
                              const Softness& staticSoftness, float substepsInverse,
                              ContactConstraintSetup& setup) const;
-    /// The substep level (0 .. m_maxSubstepLevel) that the mass ratio across touching contact c asks for.
-    int massRatioLevelOf(const Contact& c) const;
+    /// The substep level (0 .. m_maxSubstepLevel) that the mass ratio between bodies a and b (touching or
+    /// joined) asks for.
+    int massRatioLevel(std::uint32_t a, std::uint32_t b) const;
     /// Whether slot i is a dynamic body that is awake.
     bool awakeDynamic(std::uint32_t i) const
     {
@@ -984,8 +992,6 @@ class World
     void storeJointImpulses(std::uint32_t begin, std::uint32_t end, int substeps, float dt);
     /// Destroys the joints whose force or torque exceeded their thresholds in the step, reporting each.
     void breakJoints();
-    /// The substep level (0 .. m_maxSubstepLevel) that the mass ratio between joined bodies a and b asks for.
-    int jointMassRatioLevel(std::uint32_t a, std::uint32_t b) const;
 
     // Sensors (world_sensors.cpp).
     /// Whether a sensor pair (exactly one of a, b a sensor) may become a contact: see "Sensors" above.
