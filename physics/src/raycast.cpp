@@ -24,6 +24,7 @@
 
 #include "polytope/physics/dvec3.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstddef>
 
@@ -114,35 +115,47 @@ bool nonNegativeFinite(float v)
 
 } // namespace
 
+TriangleRay prepareTriangleRay(const RayCastInput& input)
+{
+    TriangleRay out;
+    Ray64 ray;
+    if (prepareRay(input, ray))
+    {
+        out = {ray.origin, ray.translation, ray.length, ray.maxFraction, true};
+    }
+    return out;
+}
+
 bool rayTriangle(const Triangle& triangle, const RayCastInput& input, RayCastHit& hit, bool* backFace)
+{
+    if (!isFinite(triangle.a) || !isFinite(triangle.b) || !isFinite(triangle.c))
+    {
+        return false;
+    }
+    return rayTrianglePrepared(triangle, prepareTriangleRay(input), hit, backFace);
+}
+
+bool rayTrianglePrepared(const Triangle& triangle, const TriangleRay& ray, RayCastHit& hit, bool* backFace)
 {
     // Moeller-Trumbore in the triangle's own terms: solve origin + t d = a + u e1 + v e2 by Cramer's rule.
     // The determinant is the triple product (d, e1, e2) = -dot(d, e1 x e2), so its sign says from which
     // side the ray comes and its size, relative to |d| |e1 x e2|, how far from edge-on the ray is. In
     // double, like the solids: in float, 1e4 m rays' barycentrics on metre-sized triangles were off by up
     // to 7e-3 (cancellation in the triple products), and a NaN origin slipped through every comparison.
-    Ray64 ray;
-    if (!isFinite(triangle.a) || !isFinite(triangle.b) || !isFinite(triangle.c) || !prepareRay(input, ray))
+    // The cheap rejections (outside the triangle, outside [0, maxFraction]) come first; the degenerate
+    // and edge-on tests, which need the normal's length, only for rays that pass them. A zero determinant
+    // (edge-on exactly, or zero area) gives an infinite or NaN u, which the first rejection catches.
+    assert(isFinite(triangle.a) && isFinite(triangle.b) && isFinite(triangle.c));
+    if (!ray.valid || !(ray.length > 0.0))
     {
         return false;
     }
     const DVec3 a = toDouble(triangle.a);
     const DVec3 e1 = toDouble(triangle.b) - a;
     const DVec3 e2 = toDouble(triangle.c) - a;
-    const DVec3 normal = cross(e1, e2);
-    const double area2 = length(normal);
-    if (!(area2 > 0.0) || !(ray.length > 0.0))
-    {
-        return false;
-    }
     const DVec3& d = ray.translation;
     const DVec3 p = cross(d, e2);
     const double det = dot(e1, p);
-    // Edge-on (within about 1e-6 rad of the plane): no hit, as the header says.
-    if (std::fabs(det) <= 1.0e-6 * area2 * ray.length)
-    {
-        return false;
-    }
     const double invDet = 1.0 / det;
     const DVec3 s = ray.origin - a;
     const double u = dot(s, p) * invDet;
@@ -161,8 +174,16 @@ bool rayTriangle(const Triangle& triangle, const RayCastInput& input, RayCastHit
     {
         return false;
     }
+    const DVec3 normal = cross(e1, e2);
+    const double area2 = length(normal);
+    // Degenerate, or edge-on (within about 1e-6 rad of the plane): no hit, as the header says.
+    if (!(area2 > 0.0) || std::fabs(det) <= 1.0e-6 * area2 * ray.length)
+    {
+        return false;
+    }
     const bool fromBehind = det < 0.0; // dot(normal, d) > 0
-    if (!writeHit(ray, t, fromBehind ? -normal : normal, hit))
+    const Ray64 ray64{ray.origin, ray.translation, ray.length, ray.maxFraction};
+    if (!writeHit(ray64, t, fromBehind ? -normal : normal, hit))
     {
         return false;
     }

@@ -2,8 +2,8 @@
 //
 // Build, in order: validate; classify degenerate triangles; weld bit-identical vertex positions (an
 // open-addressing table, filled in input order, so ids do not depend on the hash); find active edges with
-// a counting sort of the edges by their smaller vertex id; build the tree; reorder triangles into leaf
-// order and renumber the vertices by first use.
+// a counting sort of the edges by their smaller vertex id; build the binary tree and collapse it to
+// four-wide nodes; reorder triangles into leaf order and renumber the vertices by first use.
 //
 // The tree is a top-down SAH build over 16 centroid bins per axis (Wald 2007; the same binned SAH as
 // Jolt's and Embree's builders, written afresh). Primitive records (box + triangle id, 28 bytes) are
@@ -19,17 +19,21 @@
 // the root. Whenever the SAH split would break it for the larger child, the node is split at the median
 // instead (along the axis of largest centroid extent): the larger half has ceil(count / 2) triangles, whose
 // ceil(log2) is one less, so the children keep the invariant. A leaf (count >= 1) then sits at depth <= L.
-// A depth-first traversal that pushes both children of a node at depth d holds at most d + 2 entries (one
-// pending sibling per level above, and the two children), hence stacks of kMaxMeshTreeDepth + 1.
+// The four-wide tree kept is no deeper (every wide child is at least one binary level down), and a
+// depth-first walk of it holds at most three pending siblings per level plus four children: stacks of
+// 3 * kMaxMeshTreeDepth + 4.
 //
 // Rays test boxes grown by a small margin (kRayBoxRelativeMargin of the largest coordinate of the mesh's
 // bounds and the ray's origin, about 8 float ulps): a hit that rayTriangle accepts a hair outside a
 // triangle's exact box (it works in double, the boxes and slab test in float) is then never pruned, so a
-// query finds exactly what testing every triangle would.
+// query finds exactly what testing every triangle would. Before rayTriangle's double-precision test, a leaf's
+// triangles go through a float SSE prefilter, four at a time, that drops only those the ray certainly
+// misses (mayHitTriangles: the float triple products with bounds on their rounding error).
 #include "polytope/physics/triangle_mesh.h"
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstdint>
@@ -39,6 +43,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace polytope::physics
 {
 namespace
@@ -46,14 +54,28 @@ namespace
 
 constexpr int kBinCount = 16;
 /// Cost of visiting a node, relative to testing one triangle, in the SAH. Chosen by measurement on
-/// 1M-triangle terrains and soups: at 1 the tree has a node per triangle (terrain: 54 bytes per triangle in
-/// all) and queries are no faster; at 2 it has 0.58 (40.5 bytes) with the same ray and box query times; at 3
-/// queries are about 30% slower for another 2 bytes saved.
+/// 1M-triangle terrains and soups, when the binary tree was the one kept: at 1 it had a binary node per
+/// triangle (terrain: 54 bytes per triangle in all) and queries were no faster; at 2, 0.58 (40.5 bytes)
+/// with the same ray and box query times; at 3 queries were about 30% slower for another 2 bytes saved.
 constexpr float kTraversalCost = 2.0f;
 constexpr std::uint32_t kNoVertex = 0xFFFFFFFFu;
 constexpr float kRayBoxRelativeMargin = 1e-6f;
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
+/// Traversal stacks hold a child as one word: its index | its triangle count << 24 (0 for a wide node). A
+/// mesh has fewer than 2^24 triangles and wide nodes.
+constexpr int kMeshRefCountShift = 24;
+static_assert(kMaxMeshTriangles <= (1u << kMeshRefCountShift) && kMaxMeshLeafTriangles < 32);
+
+/// One node of the binary tree the build makes before collapsing it to four-wide nodes.
+struct TriangleMeshNode
+{
+    Aabb bounds{};                   ///< metres: the exact union of the triangles' vertices below
+    std::uint32_t index = 0;         ///< leaf: first triangle; internal: the second child (the first is next)
+    std::uint32_t triangleCount = 0; ///< leaf: 1 .. maxLeafTriangles; internal: 0
+
+    bool isLeaf() const { return triangleCount != 0; }
+};
 
 Aabb triangleBox(const Triangle& t)
 {
@@ -571,51 +593,291 @@ class TreeBuilder
     int m_depth = 0;
 };
 
-// ---- ray traversal ---------------------------------------------------------------------------------------
+// ---- the four-wide tree ---------------------------------------------------------------------------------
 
-struct RaySetup
+float halfArea(const Aabb& box)
 {
-    Vec3 origin{};
-    Vec3 inverseTranslation{}; ///< 1 / translation per axis; unused on parallel axes
-    std::array<bool, 3> parallel{};
-    float margin = 0.0f; ///< metres added to every box on every side
-};
+    const Vec3 d = box.max - box.min;
+    return d.x * d.y + d.y * d.z + d.z * d.x;
+}
 
-/// Whether the segment meets `box` (grown by the margin) for some t in [0, maxFraction]; `enter` is the
-/// first such t.
-bool rayMeetsBox(const RaySetup& ray, const Aabb& box, float maxFraction, float& enter)
+/// Collapses the binary tree into four-wide nodes, depth first: a wide node takes its binary node's two
+/// children and, while it has room, replaces the inner child of largest area by that child's own two.
+/// Returns the wide index of the node made for binary node `node`.
+std::uint32_t collapseWide(std::span<const TriangleMeshNode> nodes, std::uint32_t node,
+                           std::vector<TriangleMeshWideNode>& wide)
 {
-    float first = 0.0f;
-    float last = maxFraction;
-    for (int axis = 0; axis < 3; ++axis)
+    const std::uint32_t index = static_cast<std::uint32_t>(wide.size());
+    wide.emplace_back();
+    std::array<std::uint32_t, 4> kids{};
+    std::uint32_t count = 0;
+    if (nodes[node].isLeaf())
     {
-        const float lo = box.min[axis] - ray.margin;
-        const float hi = box.max[axis] + ray.margin;
-        const float o = ray.origin[axis];
-        if (ray.parallel[axis])
+        kids[count++] = node;
+    }
+    else
+    {
+        kids[count++] = node + 1;
+        kids[count++] = nodes[node].index;
+    }
+    while (count < 4)
+    {
+        std::uint32_t widest = count;
+        float widestArea = -1.0f;
+        for (std::uint32_t k = 0; k < count; ++k)
         {
-            if (o < lo || o > hi)
+            if (!nodes[kids[k]].isLeaf() && halfArea(nodes[kids[k]].bounds) > widestArea)
             {
-                return false;
+                widest = k;
+                widestArea = halfArea(nodes[kids[k]].bounds);
             }
-            continue;
         }
-        const float inverse = ray.inverseTranslation[axis];
-        float t1 = (lo - o) * inverse;
-        float t2 = (hi - o) * inverse;
-        if (t1 > t2)
+        if (widest == count)
         {
-            std::swap(t1, t2);
+            break; // every child is a leaf
         }
-        first = t1 > first ? t1 : first;
-        last = t2 < last ? t2 : last;
-        if (first > last)
+        // Keep the binary order: the expanded node's first child takes its place, its second follows it.
+        const std::uint32_t expanded = kids[widest];
+        for (std::uint32_t k = count; k > widest + 1; --k)
         {
-            return false;
+            kids[k] = kids[k - 1];
+        }
+        kids[widest] = expanded + 1;
+        kids[widest + 1] = nodes[expanded].index;
+        ++count;
+    }
+    wide[index].childCount = count;
+    for (std::uint32_t k = 0; k < count; ++k)
+    {
+        const TriangleMeshNode& kid = nodes[kids[k]];
+        TriangleMeshWideNode& out = wide[index];
+        out.minX[k] = kid.bounds.min.x;
+        out.minY[k] = kid.bounds.min.y;
+        out.minZ[k] = kid.bounds.min.z;
+        out.maxX[k] = kid.bounds.max.x;
+        out.maxY[k] = kid.bounds.max.y;
+        out.maxZ[k] = kid.bounds.max.z;
+        if (kid.isLeaf())
+        {
+            out.child[k] = kid.index;
+            out.count[k] = static_cast<std::uint8_t>(kid.triangleCount);
+        }
+        else
+        {
+            const std::uint32_t child = collapseWide(nodes, kids[k], wide); // may move `wide`'s storage
+            wide[index].child[k] = child;
+            wide[index].count[k] = 0;
         }
     }
-    enter = first;
-    return true;
+    return index;
+}
+
+// ---- ray traversal ---------------------------------------------------------------------------------------
+
+/// A hint to start loading the cache line at `p`; nothing where the compiler has no such builtin.
+inline void prefetch(const void* p)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(p);
+#else
+    (void)p;
+#endif
+}
+
+/// Which of the node's children's boxes overlap `box` (closed: touching counts): bit k for child k.
+unsigned wideBoxOverlaps(const TriangleMeshWideNode& node, const Aabb& box)
+{
+#if defined(__SSE2__)
+    __m128 apart = _mm_setzero_ps();
+    const float* const lows[3] = {node.minX, node.minY, node.minZ};
+    const float* const highs[3] = {node.maxX, node.maxY, node.maxZ};
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        apart = _mm_or_ps(apart, _mm_cmpgt_ps(_mm_load_ps(lows[axis]), _mm_set1_ps(box.max[axis])));
+        apart = _mm_or_ps(apart, _mm_cmplt_ps(_mm_load_ps(highs[axis]), _mm_set1_ps(box.min[axis])));
+    }
+    return ~static_cast<unsigned>(_mm_movemask_ps(apart)) & ((1u << node.childCount) - 1u);
+#else
+    unsigned mask = 0;
+    for (std::uint32_t k = 0; k < node.childCount; ++k)
+    {
+        const Aabb child{Vec3{node.minX[k], node.minY[k], node.minZ[k]},
+                         Vec3{node.maxX[k], node.maxY[k], node.maxZ[k]}};
+        mask |= child.overlaps(box) ? 1u << k : 0u;
+    }
+    return mask;
+#endif
+}
+
+/// A ray set up for the four-wide slab test: per axis the origin and 1 / translation, an axis the ray is
+/// parallel to getting 1e30 instead of infinity (no 0 * inf NaN; a box it misses on that axis by less than
+/// about 1e-30 m can be kept, never one it meets dropped: pruning stays conservative).
+struct WideRay
+{
+    std::array<float, 3> origin{};
+    std::array<float, 3> inverse{};
+    float margin = 0.0f;
+};
+
+/// Which of the node's children the segment meets (grown by the margin) for some t in [0, limit]: bit k
+/// for child k, and enter[k] the first such t. The same slab test as rayMeetsBox, four lanes at a time.
+unsigned wideRayHits(const WideRay& ray, const TriangleMeshWideNode& node, float limit,
+                     std::array<float, 4>& enter)
+{
+#if defined(__SSE2__)
+    const __m128 margin = _mm_set1_ps(ray.margin);
+    __m128 first = _mm_setzero_ps();
+    __m128 last = _mm_set1_ps(limit);
+    const float* const lows[3] = {node.minX, node.minY, node.minZ};
+    const float* const highs[3] = {node.maxX, node.maxY, node.maxZ};
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        const __m128 o = _mm_set1_ps(ray.origin[axis]);
+        const __m128 inverse = _mm_set1_ps(ray.inverse[axis]);
+        const __m128 t1 = _mm_mul_ps(_mm_sub_ps(_mm_sub_ps(_mm_load_ps(lows[axis]), margin), o), inverse);
+        const __m128 t2 = _mm_mul_ps(_mm_sub_ps(_mm_add_ps(_mm_load_ps(highs[axis]), margin), o), inverse);
+        first = _mm_max_ps(first, _mm_min_ps(t1, t2));
+        last = _mm_min_ps(last, _mm_max_ps(t1, t2));
+    }
+    _mm_storeu_ps(enter.data(), first);
+    const unsigned valid = (1u << node.childCount) - 1u;
+    return static_cast<unsigned>(_mm_movemask_ps(_mm_cmple_ps(first, last))) & valid;
+#else
+    unsigned mask = 0;
+    for (std::uint32_t k = 0; k < node.childCount; ++k)
+    {
+        const float lows[3] = {node.minX[k], node.minY[k], node.minZ[k]};
+        const float highs[3] = {node.maxX[k], node.maxY[k], node.maxZ[k]};
+        float first = 0.0f;
+        float last = limit;
+        for (int axis = 0; axis < 3; ++axis)
+        {
+            const float t1 = (lows[axis] - ray.margin - ray.origin[axis]) * ray.inverse[axis];
+            const float t2 = (highs[axis] + ray.margin - ray.origin[axis]) * ray.inverse[axis];
+            first = std::max(first, std::min(t1, t2));
+            last = std::min(last, std::max(t1, t2));
+        }
+        enter[k] = first;
+        mask |= first <= last ? 1u << k : 0u;
+    }
+    return mask;
+#endif
+}
+
+/// Which of up to four triangles the ray may hit, as a conservative float prefilter of rayTriangle: bit k
+/// is clear only when the ray certainly misses triangle k (first + k) by the same equations rayTriangle
+/// solves in double. Each of the numerators and the determinant is a triple product of float differences;
+/// its float value is within kPrefilterErrorFactor * 2^-24 * (the product of its three vectors' 1-norms) of
+/// the exact one (about 8 units of rounding from the differences, cross and dot products, doubled and
+/// then some for headroom, and far more than double's own error), so a sign the float value shows beyond
+/// that bound is the sign rayTriangle computes. A triangle is dropped when, with the determinant's sign
+/// certain, u < 0, v < 0, u + v > 1 or t < 0 is certain; anything else goes to rayTriangle.
+constexpr float kPrefilterErrorFactor = 32.0f;
+/// Rays shorter than this (1-norm of the translation, metres) skip the prefilter: with the smallest
+/// triangles a mesh keeps, the error bounds above stay normal floats down to it.
+constexpr float kPrefilterShortestRay = 1e-12f;
+
+struct PrefilterRay
+{
+    Vec3 origin{};
+    Vec3 translation{};
+    float translationNorm1 = 0.0f;
+};
+
+#if defined(__SSE2__)
+__m128 absolute(__m128 v)
+{
+    return _mm_andnot_ps(_mm_set1_ps(-0.0f), v);
+}
+#endif
+
+unsigned mayHitTriangles(const TriangleMesh& mesh, std::uint32_t first, std::uint32_t n,
+                         const PrefilterRay& ray)
+{
+#if defined(__SSE2__)
+    if (!(ray.translationNorm1 >= kPrefilterShortestRay))
+    {
+        return (1u << n) - 1u; // the error bounds could underflow: no prefilter
+    }
+    alignas(16) float a[3][4];
+    alignas(16) float b[3][4];
+    alignas(16) float c[3][4];
+    for (std::uint32_t k = 0; k < 4; ++k)
+    {
+        const Triangle t = mesh.triangle(first + (k < n ? k : 0));
+        for (int axis = 0; axis < 3; ++axis)
+        {
+            a[axis][k] = t.a[axis];
+            b[axis][k] = t.b[axis];
+            c[axis][k] = t.c[axis];
+        }
+    }
+    __m128 e1[3];
+    __m128 e2[3];
+    __m128 s[3];
+    __m128 d[3];
+    __m128 norm1E1 = _mm_setzero_ps();
+    __m128 norm1E2 = _mm_setzero_ps();
+    __m128 norm1S = _mm_setzero_ps();
+    for (int axis = 0; axis < 3; ++axis)
+    {
+        const __m128 va = _mm_load_ps(a[axis]);
+        e1[axis] = _mm_sub_ps(_mm_load_ps(b[axis]), va);
+        e2[axis] = _mm_sub_ps(_mm_load_ps(c[axis]), va);
+        s[axis] = _mm_sub_ps(_mm_set1_ps(ray.origin[axis]), va);
+        d[axis] = _mm_set1_ps(ray.translation[axis]);
+        norm1E1 = _mm_add_ps(norm1E1, absolute(e1[axis]));
+        norm1E2 = _mm_add_ps(norm1E2, absolute(e2[axis]));
+        norm1S = _mm_add_ps(norm1S, absolute(s[axis]));
+    }
+    const auto cross = [](const __m128* u, const __m128* v, __m128* out)
+    {
+        out[0] = _mm_sub_ps(_mm_mul_ps(u[1], v[2]), _mm_mul_ps(u[2], v[1]));
+        out[1] = _mm_sub_ps(_mm_mul_ps(u[2], v[0]), _mm_mul_ps(u[0], v[2]));
+        out[2] = _mm_sub_ps(_mm_mul_ps(u[0], v[1]), _mm_mul_ps(u[1], v[0]));
+    };
+    const auto dot = [](const __m128* u, const __m128* v) {
+        return _mm_add_ps(_mm_add_ps(_mm_mul_ps(u[0], v[0]), _mm_mul_ps(u[1], v[1])), _mm_mul_ps(u[2], v[2]));
+    };
+    __m128 p[3];
+    __m128 q[3];
+    cross(d, e2, p);
+    cross(s, e1, q);
+    const __m128 det = dot(e1, p);
+    const __m128 nu = dot(s, p);
+    const __m128 nv = dot(d, q);
+    const __m128 nt = dot(e2, q);
+    const __m128 unit = _mm_set1_ps(kPrefilterErrorFactor * 0x1p-24f);
+    const __m128 dNorm = _mm_mul_ps(unit, _mm_set1_ps(ray.translationNorm1));
+    const __m128 errorDet = _mm_mul_ps(_mm_mul_ps(dNorm, norm1E1), norm1E2);
+    const __m128 errorU = _mm_mul_ps(_mm_mul_ps(dNorm, norm1S), norm1E2);
+    const __m128 errorV = _mm_mul_ps(_mm_mul_ps(dNorm, norm1S), norm1E1);
+    const __m128 errorT = _mm_mul_ps(_mm_mul_ps(_mm_mul_ps(unit, norm1E2), norm1S), norm1E1);
+    // Signed by the determinant: with its sign certain, u < 0 is nu * sign < 0, and so on.
+    const __m128 sign = _mm_and_ps(det, _mm_set1_ps(-0.0f));
+    const __m128 su = _mm_xor_ps(nu, sign);
+    const __m128 sv = _mm_xor_ps(nv, sign);
+    const __m128 st = _mm_xor_ps(nt, sign);
+    const __m128 sdet = absolute(det);
+    const __m128 zero = _mm_setzero_ps();
+    // u + v > 1: nu + nv - det, signed, above the three errors and the rounding of the sum itself.
+    const __m128 over = _mm_sub_ps(_mm_add_ps(su, sv), sdet);
+    const __m128 overError = _mm_add_ps(
+        _mm_add_ps(_mm_add_ps(errorU, errorV), errorDet),
+        _mm_mul_ps(_mm_set1_ps(0x1p-22f), _mm_add_ps(_mm_add_ps(absolute(su), absolute(sv)), sdet)));
+    __m128 miss = _mm_cmplt_ps(su, _mm_sub_ps(zero, errorU));
+    miss = _mm_or_ps(miss, _mm_cmplt_ps(sv, _mm_sub_ps(zero, errorV)));
+    miss = _mm_or_ps(miss, _mm_cmplt_ps(st, _mm_sub_ps(zero, errorT)));
+    miss = _mm_or_ps(miss, _mm_cmpgt_ps(over, overError));
+    miss = _mm_and_ps(miss, _mm_cmpgt_ps(sdet, errorDet));
+    const unsigned lanes = (1u << n) - 1u;
+    return ~static_cast<unsigned>(_mm_movemask_ps(miss)) & lanes;
+#else
+    (void)mesh;
+    (void)first;
+    (void)ray;
+    return (1u << n) - 1u;
+#endif
 }
 
 float largestMagnitude(const Vec3& v)
@@ -767,9 +1029,15 @@ TriangleMeshBuildResult buildTriangleMesh(std::span<const Vec3> vertices,
                          static_cast<std::uint32_t>(t)};
     }
     TriangleMesh& mesh = result.mesh;
-    mesh.m_treeDepth =
-        TreeBuilder(primitives, options.maxLeafTriangles, options.maxTreeDepth, mesh.m_nodes).build();
-    mesh.m_nodes.shrink_to_fit();
+    {
+        std::vector<TriangleMeshNode> binary;
+        mesh.m_treeDepth =
+            TreeBuilder(primitives, options.maxLeafTriangles, options.maxTreeDepth, binary).build();
+        mesh.m_bounds = binary[0].bounds;
+        mesh.m_wideNodes.reserve(binary.size() / 3 + 1);
+        collapseWide(binary, 0, mesh.m_wideNodes);
+        mesh.m_wideNodes.shrink_to_fit();
+    }
 
     // Triangles in leaf order; vertices renumbered by first use.
     std::vector<std::uint32_t> finalVertexOf(positions.size(), kNoVertex);
@@ -798,29 +1066,30 @@ std::size_t TriangleMesh::memoryBytes() const
 {
     return sizeof(TriangleMesh) + m_vertices.capacity() * sizeof(Vec3) +
            m_triangles.capacity() * sizeof(m_triangles[0]) +
-           m_triangleInfo.capacity() * sizeof(std::uint32_t) + m_nodes.capacity() * sizeof(TriangleMeshNode);
+           m_triangleInfo.capacity() * sizeof(std::uint32_t) +
+           m_wideNodes.capacity() * sizeof(TriangleMeshWideNode);
 }
 
 void TriangleMesh::queryOverlapping(const Aabb& box, OverlapVisitor visit, void* context) const
 {
-    if (m_nodes.empty() || !isValidQueryBox(box))
+    if (m_wideNodes.empty() || !isValidQueryBox(box))
     {
         return;
     }
-    std::array<std::uint32_t, kMaxMeshTreeDepth + 1> stack;
+    // Depth first in lane order, so triangles come in increasing index. An entry is a wide node (count 0)
+    // or a leaf's run, packed as in castRayImpl; as there, three pending siblings per wide level above the
+    // node being expanded, plus its four children.
+    std::array<std::uint32_t, 3 * kMaxMeshTreeDepth + 4> stack;
     std::size_t size = 0;
     stack[size++] = 0;
     while (size > 0)
     {
-        const std::uint32_t nodeIndex = stack[--size];
-        const TriangleMeshNode& node = m_nodes[nodeIndex];
-        if (!node.bounds.overlaps(box))
+        const std::uint32_t ref = stack[--size];
+        const std::uint32_t index = ref & ((1u << kMeshRefCountShift) - 1u);
+        const std::uint32_t count = ref >> kMeshRefCountShift;
+        if (count != 0)
         {
-            continue;
-        }
-        if (node.isLeaf())
-        {
-            for (std::uint32_t t = node.index; t < node.index + node.triangleCount; ++t)
+            for (std::uint32_t t = index; t < index + count; ++t)
             {
                 const Triangle triangleT = triangle(t);
                 if (triangleBox(triangleT).overlaps(box) && !visit(context, t, triangleT))
@@ -830,9 +1099,15 @@ void TriangleMesh::queryOverlapping(const Aabb& box, OverlapVisitor visit, void*
             }
             continue;
         }
-        assert(size + 2 <= stack.size());
-        stack[size++] = node.index;    // second child
-        stack[size++] = nodeIndex + 1; // first child, visited first
+        const TriangleMeshWideNode& node = m_wideNodes[index];
+        unsigned overlapping = wideBoxOverlaps(node, box);
+        assert(size + 4 <= stack.size());
+        while (overlapping != 0)
+        {
+            const int k = 31 - std::countl_zero(overlapping); // last lane first: the first is popped first
+            overlapping &= ~(1u << k);
+            stack[size++] = node.child[k] | std::uint32_t{node.count[k]} << kMeshRefCountShift;
+        }
     }
 }
 
@@ -845,37 +1120,40 @@ bool TriangleMesh::castRay(const RayCastInput& ray, MeshRayMode mode, MeshRayCas
 bool TriangleMesh::castRayImpl(const RayCastInput& ray, MeshRayMode mode, RayHitVisitor visit, void* context,
                                MeshRayCastHit* out) const
 {
-    if (m_nodes.empty() || !isFinite(ray.origin) || !isFinite(ray.translation) ||
+    if (m_wideNodes.empty() || !isFinite(ray.origin) || !isFinite(ray.translation) ||
         !std::isfinite(ray.maxFraction) || !(ray.maxFraction >= 0.0f))
     {
         return false;
     }
-    RaySetup setup;
-    setup.origin = ray.origin;
+    const TriangleRay exact = prepareTriangleRay(ray);
+    const PrefilterRay prefilter{ray.origin, ray.translation,
+                                 std::fabs(ray.translation.x) + std::fabs(ray.translation.y) +
+                                     std::fabs(ray.translation.z)};
+    WideRay wideRay;
     for (int axis = 0; axis < 3; ++axis)
     {
         const float inverse = 1.0f / ray.translation[axis];
-        setup.parallel[axis] = !std::isfinite(inverse);
-        setup.inverseTranslation[axis] = setup.parallel[axis] ? 0.0f : inverse;
+        wideRay.origin[axis] = ray.origin[axis];
+        wideRay.inverse[axis] = std::isfinite(inverse) ? inverse : 1e30f;
     }
-    setup.margin = kRayBoxRelativeMargin *
-                   std::max({largestMagnitude(m_nodes[0].bounds.min), largestMagnitude(m_nodes[0].bounds.max),
-                             largestMagnitude(ray.origin)});
+    wideRay.margin =
+        kRayBoxRelativeMargin * std::max({largestMagnitude(m_bounds.min), largestMagnitude(m_bounds.max),
+                                          largestMagnitude(ray.origin)});
 
+    // An entry is a wide node (count 0) or a leaf's triangle run, packed into 8 bytes (index | count << 24:
+    // a mesh has fewer than 2^24 triangles and wide nodes), with the ray's entry into its box.
     struct Entry
     {
-        std::uint32_t node = 0;
-        float enter = 0.0f;
+        std::uint32_t ref;
+        float enter;
     };
-    std::array<Entry, kMaxMeshTreeDepth + 1> stack;
+    // A wide node's children are at least one binary level below it, so the wide tree is no deeper than
+    // the binary one; the stack holds at most three pending siblings per wide level above the node being
+    // expanded, plus its four children.
+    std::array<Entry, 3 * kMaxMeshTreeDepth + 4> stack;
     std::size_t size = 0;
     float limit = ray.maxFraction; // hits beyond this are not wanted (Closest: the best so far)
-    float rootEnter = 0.0f;
-    if (!rayMeetsBox(setup, m_nodes[0].bounds, limit, rootEnter))
-    {
-        return false;
-    }
-    stack[size++] = {0, rootEnter};
+    stack[size++] = {0, 0.0f};
     bool found = false;
     MeshRayCastHit best;
     while (size > 0)
@@ -885,16 +1163,25 @@ bool TriangleMesh::castRayImpl(const RayCastInput& ray, MeshRayMode mode, RayHit
         {
             continue;
         }
-        const TriangleMeshNode& node = m_nodes[entry.node];
-        if (node.isLeaf())
+        const std::uint32_t index = entry.ref & ((1u << kMeshRefCountShift) - 1u);
+        const std::uint32_t count = entry.ref >> kMeshRefCountShift;
+        if (count != 0)
         {
-            for (std::uint32_t t = node.index; t < node.index + node.triangleCount; ++t)
+            unsigned candidates = 0;
+            for (std::uint32_t group = 0; group < count; group += 4)
             {
+                candidates |= mayHitTriangles(*this, index + group, std::min(4u, count - group), prefilter)
+                              << group;
+            }
+            while (candidates != 0)
+            {
+                const std::uint32_t t = index + static_cast<std::uint32_t>(std::countr_zero(candidates));
+                candidates &= candidates - 1;
                 MeshRayCastHit candidate;
                 candidate.triangle = t;
                 // The caller's ray, not one clipped at `limit`: rayTriangle solves in double and rounds the
                 // fraction, so a clipped ray could lose a hit that rounds to exactly `limit` (a tie).
-                if (!rayTriangle(triangle(t), ray, candidate.hit, &candidate.backFace) ||
+                if (!rayTrianglePrepared(triangle(t), exact, candidate.hit, &candidate.backFace) ||
                     candidate.hit.fraction > limit)
                 {
                     continue;
@@ -931,34 +1218,33 @@ bool TriangleMesh::castRayImpl(const RayCastInput& ray, MeshRayMode mode, RayHit
             }
             continue;
         }
-        const std::uint32_t first = entry.node + 1;
-        const std::uint32_t second = node.index;
-        float enterFirst = 0.0f;
-        float enterSecond = 0.0f;
-        const bool hitsFirst = rayMeetsBox(setup, m_nodes[first].bounds, limit, enterFirst);
-        const bool hitsSecond = rayMeetsBox(setup, m_nodes[second].bounds, limit, enterSecond);
-        assert(size + 2 <= stack.size());
-        // Push the farther child first, so the nearer one is visited next.
-        if (hitsFirst && hitsSecond)
+        const TriangleMeshWideNode& node = m_wideNodes[index];
+        std::array<float, 4> enter;
+        unsigned hits = wideRayHits(wideRay, node, limit, enter);
+        // Push the children met, farthest first, so the nearest is visited next.
+        assert(size + 4 <= stack.size());
+        const std::size_t base = size;
+        while (hits != 0)
         {
-            if (enterFirst <= enterSecond)
+            const int k = std::countr_zero(hits);
+            hits &= hits - 1;
+            const Entry child{node.child[k] | std::uint32_t{node.count[k]} << kMeshRefCountShift, enter[k]};
+            // Start loading what the child holds while the others are sorted in (a few per cent faster).
+            if (node.count[k] == 0)
             {
-                stack[size++] = {second, enterSecond};
-                stack[size++] = {first, enterFirst};
+                prefetch(&m_wideNodes[node.child[k]]);
+                prefetch(reinterpret_cast<const char*>(&m_wideNodes[node.child[k]]) + 64);
             }
             else
             {
-                stack[size++] = {first, enterFirst};
-                stack[size++] = {second, enterSecond};
+                prefetch(&m_triangles[node.child[k]]);
             }
-        }
-        else if (hitsFirst)
-        {
-            stack[size++] = {first, enterFirst};
-        }
-        else if (hitsSecond)
-        {
-            stack[size++] = {second, enterSecond};
+            std::size_t at = size++;
+            for (; at > base && stack[at - 1].enter < child.enter; --at)
+            {
+                stack[at] = stack[at - 1];
+            }
+            stack[at] = child;
         }
     }
     if (!found || mode == MeshRayMode::All)

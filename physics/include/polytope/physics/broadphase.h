@@ -38,6 +38,7 @@
 #include "polytope/physics/math.h"
 #include "polytope/physics/task_pool.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -279,49 +280,55 @@ class BroadphaseTree
 
     /// Depth-first traversal stack: the height bound keeps it within the inline array; the vector is a
     /// fallback that a valid tree never touches.
-    class TraversalStack
+    template <class T> class Stack
     {
       public:
-        void push(std::int32_t index)
+        void push(const T& item)
         {
             if (m_size < kInline)
             {
-                m_inline[m_size] = index;
+                m_inline[m_size] = item;
             }
             else
             {
-                m_overflow.push_back(index);
+                m_overflow.push_back(item);
             }
             ++m_size;
         }
-        std::int32_t pop()
+        T pop()
         {
             --m_size;
             if (m_size < kInline)
             {
                 return m_inline[m_size];
             }
-            const std::int32_t index = m_overflow.back();
+            const T item = m_overflow.back();
             m_overflow.pop_back();
-            return index;
+            return item;
         }
         bool empty() const { return m_size == 0; }
 
       private:
         static constexpr std::size_t kInline = 96;
-        std::array<std::int32_t, kInline> m_inline;
-        std::vector<std::int32_t> m_overflow;
+        std::array<T, kInline> m_inline;
+        std::vector<T> m_overflow;
         std::size_t m_size = 0;
     };
+    using TraversalStack = Stack<std::int32_t>;
 
     struct Segment
     {
         Vec3 origin{};
-        Vec3 inverseTranslation{}; ///< 1 / translation per axis; unused on parallel axes
-        std::array<bool, 3> parallel{};
+        /// 1 / translation per axis; 1e30 on an axis the segment is parallel to (no 0 * inf NaN in the
+        /// slab test: a box missed on that axis by less than about 1e-30 m may be reported, none met is
+        /// missed)
+        Vec3 inverseTranslation{};
     };
     static Segment makeSegment(const Vec3& origin, const Vec3& translation);
-    static bool segmentMeetsBox(const Segment& segment, const Aabb& box, float maxFraction);
+    /// Whether the segment meets `box` grown by `grow` for some t in [0, maxFraction]; `enter` is the first
+    /// such t.
+    static bool segmentMeetsBox(const Segment& segment, const Aabb& box, const Vec3& grow, float maxFraction,
+                                float& enter);
     /// rayCast and boxCast: the segment of the centre against every node box grown by `halfExtents`.
     template <class Fn>
     void sweep(const Vec3& origin, const Vec3& halfExtents, const Vec3& translation, float maxFraction,
@@ -332,21 +339,29 @@ class BroadphaseTree
             return;
         }
         const Segment segment = makeSegment(origin, translation);
-        TraversalStack stack;
-        stack.push(m_root);
+        struct Entry
+        {
+            std::int32_t node;
+            float enter;
+        };
+        float rootEnter = 0.0f;
+        if (!segmentMeetsBox(segment, m_nodes[m_root].box, halfExtents, maxFraction, rootEnter))
+        {
+            return;
+        }
+        Stack<Entry> stack;
+        stack.push({m_root, rootEnter});
         while (!stack.empty())
         {
-            const Node& node = m_nodes[stack.pop()];
-            // Growing every box by the same amount keeps a child's box inside its parent's (rounding is
-            // monotonic), so the pruning below never loses a leaf the segment meets.
-            if (!segmentMeetsBox(segment, Aabb{node.box.min - halfExtents, node.box.max + halfExtents},
-                                 maxFraction))
+            const Entry entry = stack.pop();
+            if (entry.enter > maxFraction)
             {
-                continue;
+                continue; // clipped since it was pushed
             }
+            const Node& node = m_nodes[entry.node];
             if (node.isLeaf())
             {
-                const float value = fn(static_cast<std::int32_t>(&node - m_nodes.data()), maxFraction);
+                const float value = fn(entry.node, maxFraction);
                 if (value == 0.0f)
                 {
                     return;
@@ -355,11 +370,37 @@ class BroadphaseTree
                 {
                     maxFraction = value;
                 }
+                continue;
             }
-            else
+            // Growing every box by the same amount keeps a child's box inside its parent's (rounding is
+            // monotonic), so the pruning never loses a leaf the segment meets. The nearer child goes on
+            // top, so hits come roughly near to far and clip the rest sooner.
+            float enter1 = 0.0f;
+            float enter2 = 0.0f;
+            const bool meets1 =
+                segmentMeetsBox(segment, m_nodes[node.child1].box, halfExtents, maxFraction, enter1);
+            const bool meets2 =
+                segmentMeetsBox(segment, m_nodes[node.child2].box, halfExtents, maxFraction, enter2);
+            if (meets1 && meets2)
             {
-                stack.push(node.child1);
-                stack.push(node.child2);
+                if (enter1 <= enter2)
+                {
+                    stack.push({node.child2, enter2});
+                    stack.push({node.child1, enter1});
+                }
+                else
+                {
+                    stack.push({node.child1, enter1});
+                    stack.push({node.child2, enter2});
+                }
+            }
+            else if (meets1)
+            {
+                stack.push({node.child1, enter1});
+            }
+            else if (meets2)
+            {
+                stack.push({node.child2, enter2});
             }
         }
     }
@@ -394,8 +435,7 @@ inline BroadphaseTree::Segment BroadphaseTree::makeSegment(const Vec3& origin, c
     for (int axis = 0; axis < 3; ++axis)
     {
         const float inverse = 1.0f / translation[axis];
-        segment.parallel[axis] = !std::isfinite(inverse);
-        segment.inverseTranslation[axis] = segment.parallel[axis] ? 0.0f : inverse;
+        segment.inverseTranslation[axis] = std::isfinite(inverse) ? inverse : 1e30f;
     }
     return segment;
 }
@@ -403,38 +443,22 @@ inline BroadphaseTree::Segment BroadphaseTree::makeSegment(const Vec3& origin, c
 // Slab test. For a box inside another, each per-axis interval of t is inside the other's (float subtraction
 // and multiplication are monotonic), so a leaf the segment meets always has ancestors it meets too: the
 // traversal never prunes a hit.
-inline bool BroadphaseTree::segmentMeetsBox(const Segment& segment, const Aabb& box, float maxFraction)
+inline bool BroadphaseTree::segmentMeetsBox(const Segment& segment, const Aabb& box, const Vec3& grow,
+                                            float maxFraction, float& enter)
 {
-    float enter = 0.0f;
-    float exit = maxFraction;
+    float first = 0.0f;
+    float last = maxFraction;
     for (int axis = 0; axis < 3; ++axis)
     {
         const float o = segment.origin[axis];
-        if (segment.parallel[axis])
-        {
-            if (o < box.min[axis] || o > box.max[axis])
-            {
-                return false;
-            }
-            continue;
-        }
         const float inverse = segment.inverseTranslation[axis];
-        float t1 = (box.min[axis] - o) * inverse;
-        float t2 = (box.max[axis] - o) * inverse;
-        if (t1 > t2)
-        {
-            const float swap = t1;
-            t1 = t2;
-            t2 = swap;
-        }
-        enter = t1 > enter ? t1 : enter;
-        exit = t2 < exit ? t2 : exit;
-        if (enter > exit)
-        {
-            return false;
-        }
+        const float t1 = (box.min[axis] - grow[axis] - o) * inverse;
+        const float t2 = (box.max[axis] + grow[axis] - o) * inverse;
+        first = std::max(first, std::min(t1, t2));
+        last = std::min(last, std::max(t1, t2));
     }
-    return true;
+    enter = first;
+    return first <= last;
 }
 
 } // namespace polytope::physics

@@ -31,6 +31,7 @@
 // - Misses return false and leave the output untouched. Nothing allocates.
 #pragma once
 
+#include "polytope/physics/dvec3.h"
 #include "polytope/physics/math.h"
 #include "polytope/physics/shapes.h"
 
@@ -71,6 +72,23 @@ struct Triangle
 /// (zero-area) triangles never hit.
 bool rayTriangle(const Triangle& triangle, const RayCastInput& ray, RayCastHit& hit,
                  bool* backFace = nullptr);
+
+/// A ray checked and converted to double once, for testing it against many triangles (meshes and
+/// heightfields walk their trees with one).
+struct TriangleRay
+{
+    DVec3 origin{};
+    DVec3 translation{};
+    double length = 0.0;      ///< |translation|, metres
+    double maxFraction = 0.0; ///< finite, >= 0
+    bool valid = false;       ///< false for NaN or infinite input or a negative maxFraction: hits nothing
+};
+TriangleRay prepareTriangleRay(const RayCastInput& ray);
+
+/// rayTriangle with a prepared ray: the same answers, bit for bit. Precondition: the triangle's vertices
+/// are finite (checked by the mesh and heightfield builders).
+bool rayTrianglePrepared(const Triangle& triangle, const TriangleRay& ray, RayCastHit& hit,
+                         bool* backFace = nullptr);
 
 /// Ray against a solid sphere of `sphere.radius` metres about the local origin. Returns true and fills
 /// `hit` (fraction in [0, maxFraction], point in metres, unit outward normal) when the segment touches the

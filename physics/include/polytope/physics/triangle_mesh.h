@@ -1,8 +1,8 @@
 // Polytope physics: a static triangle mesh with its own bounding-volume tree.
 //
 // buildTriangleMesh checks a vertex and index list, drops (or refuses) degenerate triangles, and builds,
-// once, a binary tree of boxes over the triangles that are kept. The mesh is then immutable: its queries
-// (boxes, rays) are const, allocate nothing and may run on any number of threads at once.
+// once, a tree of boxes over the triangles that are kept. The mesh is then immutable: its queries (boxes,
+// rays) are const, allocate nothing and may run on any number of threads at once.
 //
 // Layout, chosen for memory and locality:
 //  - Triangles are reordered so that each leaf of the tree owns a contiguous run of them; triangle
@@ -12,19 +12,21 @@
 //  - Vertices are welded and renumbered: the mesh keeps one copy of each distinct position used by a kept
 //    triangle (bit-identical coordinates merge; -0 equals +0), numbered by first use in the reordered
 //    triangles. Unused input vertices are not kept.
-//  - Nodes are 32 bytes (TriangleMeshNode), stored depth first: an internal node's first child is the
-//    next node, its second child is named by index. The tree is built by the surface-area heuristic over
-//    16 centroid bins per axis (Wald 2007, "On fast construction of SAH-based bounding volume
-//    hierarchies"), leaves hold up to maxLeafTriangles triangles.
+//  - The tree is built binary, by the surface-area heuristic over 16 centroid bins per axis (Wald 2007,
+//    "On fast construction of SAH-based bounding volume hierarchies"), leaves holding up to
+//    maxLeafTriangles triangles; then collapsed to four-wide nodes (TriangleMeshWideNode, 128 bytes, stored
+//    depth first), each taking its binary node's children and expanding the inner child of largest area
+//    until it has four. Only the four-wide tree is kept: one SSE test checks a node's four child boxes
+//    against a ray or a box, and a walk visits about half as many nodes.
 //  - Per triangle: 3 vertex indices (12 bytes) and one 32-bit word holding the source index (24 bits) and
 //    the three active-edge flags.
 // Measured memory, everything included (memoryBytes(): vertices + indices + source/edge words + nodes),
-// with the default options: 40.5 bytes per triangle on a 1,000,000-triangle grid terrain with random
-// heights (6 for its 0.5 vertices per triangle, 12 indices, 4 source/edges, 18.5 for 0.58 nodes; 45.0 on
-// the smooth bumpy 1,002,528-triangle terrain of polytope-bench queries, whose tree has more nodes), 87 bytes
-// per triangle on a random soup of 100,000 triangles (36 for its three own vertices, 12, 4, 35 for 1.09
-// nodes). Building the 1,000,000-triangle terrain takes about 0.7 s of CPU time in Release (-O2, one core
-// of the 2-core development machine).
+// with the default options: 37.4 bytes per triangle on a 1,000,000-triangle grid terrain with random
+// heights (6 for its 0.5 vertices per triangle, 12 indices, 4 source/edges, 15.4 for 0.12 nodes; 44.9 on
+// the smooth bumpy 1,002,528-triangle terrain of polytope-bench queries), 84.7 bytes per triangle on a
+// random soup of 100,000 triangles (36 for its three own vertices, 12, 4, 32.7 for 0.26 nodes). Building
+// the 1,000,000-triangle terrain takes about 0.6 s of CPU time in Release (-O3, one core of the 2-core
+// development machine).
 //
 // Active edges (for later internal-edge handling, "ghost collisions"): an edge is active, i.e. may be
 // collided with as an edge, unless it is shared by exactly two triangles that are consistently wound and
@@ -35,9 +37,11 @@
 // found through the welded vertices, so meshes with split vertices (per-face normals or UVs) still share
 // their edges; the edge map is a counting sort, so the result does not depend on hashing.
 //
-// Traversal depth: the builder keeps every leaf at depth <= kMaxMeshTreeDepth (root at depth 0) by falling
-// back to a median split wherever the SAH split would make that impossible further down (see the .cpp),
-// so the queries' fixed-size stacks of kMaxMeshTreeDepth + 1 entries never overflow.
+// Traversal depth: the builder keeps every leaf of the binary tree at depth <= kMaxMeshTreeDepth (root at
+// depth 0) by falling back to a median split wherever the SAH split would make that impossible further
+// down (see the .cpp). A four-wide node's children are at least one binary level below it, so the kept
+// tree is no deeper, and the queries' fixed-size stacks (three pending siblings per level, plus four)
+// never overflow.
 #pragma once
 
 #include "polytope/physics/math.h"
@@ -98,8 +102,7 @@ struct TriangleMeshBuildOptions
     std::uint32_t maxLeafTriangles = 4;
     /// Deepest leaf allowed (root at depth 0), in [1, kMaxMeshTreeDepth]; raised to ceil(log2(kept
     /// triangles)) when lower, the least a tree with one-triangle leaves can have. Lower limits give up SAH
-    /// quality where the SAH would go deeper (see triangle_mesh.cpp); for tests, and for callers that
-    /// traverse with smaller stacks.
+    /// quality where the SAH would go deeper (see triangle_mesh.cpp); for tests.
     int maxTreeDepth = kMaxMeshTreeDepth;
 };
 
@@ -131,16 +134,19 @@ struct TriangleMeshDropCounts
     std::uint32_t total() const { return repeatedIndex + collinear + tooSmallArea; }
 };
 
-/// One node of a mesh's tree. 32 bytes, no padding (the determinism test compares node bytes).
-struct TriangleMeshNode
+/// One node of a mesh's tree: up to four children, each a leaf (a run of triangles) or another node. The
+/// children's boxes are stored axis by axis, so that one SSE test checks all four. 128 bytes, no padding
+/// (the determinism test compares node bytes).
+struct alignas(64) TriangleMeshWideNode
 {
-    Aabb bounds{};                   ///< metres: the exact union of the triangles' vertices below
-    std::uint32_t index = 0;         ///< leaf: first triangle; internal: the second child (the first is next)
-    std::uint32_t triangleCount = 0; ///< leaf: 1 .. kMaxMeshLeafTriangles; internal: 0
-
-    bool isLeaf() const { return triangleCount != 0; }
+    float minX[4]{}, minY[4]{}, minZ[4]{}; ///< metres, per child: the exact box of what it holds; unused
+                                           ///< children hold 0
+    float maxX[4]{}, maxY[4]{}, maxZ[4]{};
+    std::uint32_t child[4]{};     ///< per child: a leaf's first triangle, or an inner child's wide node index
+    std::uint8_t count[4]{};      ///< per child: a leaf's triangle count (1 .. 16), or 0 for an inner child
+    std::uint32_t childCount = 0; ///< 1 .. 4
 };
-static_assert(sizeof(TriangleMeshNode) == 32, "a mesh node is 32 bytes: bounds and one index/count pair");
+static_assert(sizeof(TriangleMeshWideNode) == 128, "a wide node is two cache lines");
 
 /// How castRay reports hits.
 enum class MeshRayMode : std::uint8_t
@@ -189,13 +195,14 @@ class TriangleMesh
         return static_cast<std::uint8_t>(m_triangleInfo[t] >> kActiveEdgeShift);
     }
 
-    /// The box around every triangle (the root's bounds); an all-zero box for an empty mesh.
-    Aabb bounds() const { return m_nodes.empty() ? Aabb{} : m_nodes[0].bounds; }
-    /// Depth of the deepest leaf (0 when the root is a leaf), <= kMaxMeshTreeDepth.
+    /// The box around every triangle; an all-zero box for an empty mesh.
+    Aabb bounds() const { return m_bounds; }
+    /// Depth of the deepest leaf of the binary tree the build made (0 when it is one leaf), <=
+    /// kMaxMeshTreeDepth. The four-wide tree kept is no deeper.
     int treeDepth() const { return m_treeDepth; }
     std::span<const Vec3> vertices() const { return m_vertices; }
-    /// The tree, depth first; node 0 is the root.
-    std::span<const TriangleMeshNode> nodes() const { return m_nodes; }
+    /// The tree, depth first; node 0 is the root. Empty when the mesh is.
+    std::span<const TriangleMeshWideNode> wideNodes() const { return m_wideNodes; }
     /// Bytes this mesh holds: the object and its arrays (see the file comment for typical values).
     std::size_t memoryBytes() const;
 
@@ -262,7 +269,8 @@ class TriangleMesh
     std::vector<Vec3> m_vertices;
     std::vector<std::array<std::uint32_t, 3>> m_triangles; ///< vertex indices, in tree order
     std::vector<std::uint32_t> m_triangleInfo;             ///< source index | active edges << 24
-    std::vector<TriangleMeshNode> m_nodes;
+    std::vector<TriangleMeshWideNode> m_wideNodes;
+    Aabb m_bounds{};
     int m_treeDepth = 0;
 };
 
