@@ -554,6 +554,72 @@ void BroadphaseTree::findAllPairs(std::vector<BroadphasePair>& out) const
     std::sort(out.begin(), out.end());
 }
 
+void BroadphaseTree::rebuild()
+{
+    if (m_root == kNullProxy || m_nodes[m_root].isLeaf())
+    {
+        return;
+    }
+    // Leaves in pool order; every internal node back to the free list, in pool order (both deterministic).
+    m_rebuildScratch.clear();
+    for (std::int32_t i = 0; i < nodeCapacity(); ++i)
+    {
+        if (m_nodes[i].height == 0)
+        {
+            m_rebuildScratch.push_back(i);
+        }
+    }
+    for (std::int32_t i = nodeCapacity() - 1; i >= 0; --i)
+    {
+        if (m_nodes[i].height > 0)
+        {
+            freeNode(i);
+        }
+    }
+    m_root = buildMedian(0, m_rebuildScratch.size());
+    m_nodes[m_root].parent = kNullProxy;
+}
+
+std::int32_t BroadphaseTree::buildMedian(std::size_t first, std::size_t count)
+{
+    std::int32_t* const ids = m_rebuildScratch.data() + first;
+    if (count == 1)
+    {
+        return ids[0];
+    }
+    Vec3 lo = m_nodes[ids[0]].box.center();
+    Vec3 hi = lo;
+    for (std::size_t k = 1; k < count; ++k)
+    {
+        const Vec3 c = m_nodes[ids[k]].box.center();
+        lo = minPerElem(lo, c);
+        hi = maxPerElem(hi, c);
+    }
+    const Vec3 spread = hi - lo;
+    const int axis = spread.x >= spread.y && spread.x >= spread.z ? 0 : (spread.y >= spread.z ? 1 : 2);
+    // Halves of sizes count / 2 and count - count / 2: their heights differ by at most one, so the tree is
+    // balanced the way the incremental updates keep it.
+    const std::size_t half = count / 2;
+    std::nth_element(ids, ids + half, ids + count,
+                     [&](std::int32_t a, std::int32_t b)
+                     {
+                         const float ca = m_nodes[a].box.min[axis] + m_nodes[a].box.max[axis];
+                         const float cb = m_nodes[b].box.min[axis] + m_nodes[b].box.max[axis];
+                         return ca < cb || (ca == cb && a < b);
+                     });
+    const std::int32_t left = buildMedian(first, half);
+    const std::int32_t right = buildMedian(first + half, count - half);
+    const std::int32_t index = allocateNode(); // a node freed above: the pool does not grow
+    Node& node = m_nodes[index];
+    node.child1 = left;
+    node.child2 = right;
+    node.box = unionOf(m_nodes[left].box, m_nodes[right].box);
+    node.height = static_cast<std::int16_t>(1 + std::max(m_nodes[left].height, m_nodes[right].height));
+    m_nodes[left].parent = index;
+    m_nodes[right].parent = index;
+    return index;
+}
+
 void BroadphaseTree::forgetMoved()
 {
     for (const std::int32_t index : m_moved)

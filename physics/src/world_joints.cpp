@@ -491,9 +491,11 @@ void World::prepareJoints(int level, float h, float substepsInverse)
     std::uint32_t counts[kJointColorCount + 1] = {};
     const std::uint32_t n = end - begin;
     m_jointColors.resize(n);
+    m_levelHasLimitedJoints = false;
     for (std::uint32_t k = 0; k < n; ++k)
     {
         const JointConstraint& c = m_jointConstraints[begin + k];
+        m_levelHasLimitedJoints = m_levelHasLimitedJoints || (c.flags & (kJointLimit | kJointCone)) != 0;
         std::uint32_t color = 0;
         for (; color < kJointColorCount; ++color)
         {
@@ -576,6 +578,20 @@ void World::solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, 
         const std::span<SolverBody> bodies(m_solverBodies);
         const std::span<const SolverBodyMotion> motions(m_solverMotions);
         forEachJointByColor([&](JointConstraint& c) { solveJoint(c, bodies, motions, inverseH, useBias); });
+        // Limits are inequalities that a chain of joints passes along: one Gauss-Seidel pass leaves a limb
+        // struck hard past its limit (the joints solved after it move its bodies again), so the limited
+        // joints get more passes, in the same colour order.
+        for (int pass = 1; useBias && m_levelHasLimitedJoints && pass < m_config.limitIterations; ++pass)
+        {
+            forEachJointByColor(
+                [&](JointConstraint& c)
+                {
+                    if ((c.flags & (kJointLimit | kJointCone)) != 0)
+                    {
+                        solveJoint(c, bodies, motions, inverseH, useBias);
+                    }
+                });
+        }
     }
 }
 

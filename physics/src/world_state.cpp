@@ -89,6 +89,7 @@ std::uint64_t configFingerprint(const WorldConfig& c)
     h.f32(c.jointDampingRatio);
     h.u32(static_cast<std::uint32_t>(c.substeps));
     h.u32(static_cast<std::uint32_t>(c.relaxIterations));
+    h.u32(static_cast<std::uint32_t>(c.limitIterations));
     h.u32(static_cast<std::uint32_t>(c.maxSubsteps));
     for (float f :
          {c.substepLoadRatio, c.substepMassRatio, c.contactHertz, c.contactDampingRatio,
@@ -1140,6 +1141,7 @@ void World::rebuildBroadphase()
             body.proxy = treeOf(i).createProxy(m_fatBoxes[i], i);
         }
     }
+    m_staticTree.rebuild(); // as a step rebuilds it after static bodies change
     // Forget the creations, then mark moved what had moved in the original.
     m_broadphase.forgetMoved();
     m_staticTree.forgetMoved();

@@ -520,6 +520,17 @@ TEST_CASE("broadphase pairs, queries and ray casts equal brute force over random
                 checker.randomOperation(scene.count);
                 REQUIRE(checker.tree.validate());
             }
+            if (round % 3 == 2)
+            {
+                // A top-down rebuild keeps every proxy, box, user datum and the moved set; later
+                // operations go on from the rebuilt tree.
+                const std::int32_t movedBefore = checker.tree.movedProxyCount();
+                const std::int32_t nodesBefore = checker.tree.nodeCount();
+                checker.tree.rebuild();
+                REQUIRE(checker.tree.validate());
+                CHECK(checker.tree.movedProxyCount() == movedBefore);
+                CHECK(checker.tree.nodeCount() == nodesBefore);
+            }
             checker.checkPairs();
             checker.checkQueries(scene.count >= 2000 ? 20 : 10);
             checker.checkRays(scene.count >= 2000 ? 20 : 15);
@@ -758,6 +769,13 @@ TEST_CASE("broadphase quality: area ratio close to a top-down median-split tree"
         // balance); a sibling choice that ignores areas gives 4x to 11x.
         CHECK(ratio >= 1.0);
         CHECK(ratio < 2.0 * reference);
+        // rebuild() is that median split (ties among equal centres aside), and still a valid tree.
+        tree.rebuild();
+        REQUIRE(tree.validate());
+        const double rebuilt = tree.areaRatio();
+        std::printf("broadphase area ratio (%s) after rebuild: %.2f\n", name, rebuilt);
+        CHECK(rebuilt <= 1.05 * reference);
+        CHECK(rebuilt >= 0.95 * reference);
     };
 
     std::vector<Aabb> grid;

@@ -223,8 +223,9 @@ TEST_CASE("20 ragdolls piled for 60 s stay finite, joined and in a pile on the g
 
 // Issue 18 item 7: "ragdolls piled for 60 s stay inside their cone limits within 2 degrees", at every step
 // of the minute, landing included; twists too. Hinges (elbows, knees) stay within 1 degree of their limits
-// once the ragdolls have landed; while 20 ragdolls land on each other a limb struck hard passes its hinge
-// limit by up to 2.6 degrees for a step or two (measured), so that phase is held to 4.
+// ("never exceeded by more than 1 degree") at every step, landing included: with one solve pass of the
+// limited joints a limb struck hard passed its hinge limit by 2.6 degrees while the 20 ragdolls landed on
+// each other; with WorldConfig::limitIterations 2 (the default) by 0.64 (measured).
 TEST_CASE("20 ragdolls piled for 60 s keep within their cones and twist ranges (2 degrees) and hinge limits",
           "[ragdoll][scenes]")
 {
@@ -235,5 +236,5 @@ TEST_CASE("20 ragdolls piled for 60 s keep within their cones and twist ranges (
     CHECK(f.cone <= 2.0f * kDegree);
     CHECK(f.twist <= 2.0f * kDegree);
     CHECK(f.hingeSettled <= 1.0f * kDegree);
-    CHECK(f.hinge <= 4.0f * kDegree);
+    CHECK(f.hinge <= 1.0f * kDegree);
 }

@@ -242,6 +242,13 @@ class BroadphaseTree
     /// Forgets the moved set without looking for pairs (an owner that found them itself).
     void forgetMoved();
 
+    /// Rebuilds the internal nodes top down over the live proxies, splitting each set at the median of the
+    /// box centres along the axis where the centres spread most (ties by proxy id). Proxy ids, boxes, user
+    /// data and the moved set stay; the result is balanced (an AVL tree) and, for proxies that do not move,
+    /// a better tree for queries than incremental insertion makes (fewer nodes a ray visits). Deterministic;
+    /// O(n log n); allocates only to grow its scratch. For a tree of static boxes after they change.
+    void rebuild();
+
     /// Height of the tree: 0 for an empty tree or a single leaf, else 1 + the height of the taller child.
     int height() const { return m_root == kNullProxy ? 0 : m_nodes[m_root].height; }
     /// Live proxies.
@@ -417,10 +424,13 @@ class BroadphaseTree
     void refit(std::int32_t index);
     void replaceChild(std::int32_t parent, std::int32_t oldChild, std::int32_t newChild);
     void markMoved(std::int32_t proxyId);
+    /// rebuild's recursion over proxies [first, first + count) of m_rebuildScratch: returns the subtree.
+    std::int32_t buildMedian(std::size_t first, std::size_t count);
 
     BroadphaseConfig m_config;
-    std::vector<Node> m_nodes;         ///< the pool; leaves' indices are proxy ids
-    std::vector<std::int32_t> m_moved; ///< proxies moved since the last findNewPairs, no repeats
+    std::vector<Node> m_nodes;                  ///< the pool; leaves' indices are proxy ids
+    std::vector<std::int32_t> m_moved;          ///< proxies moved since the last findNewPairs, no repeats
+    std::vector<std::int32_t> m_rebuildScratch; ///< rebuild's proxies
     std::vector<std::vector<BroadphasePair>> m_threadPairs; ///< findNewPairs' finds per pool thread
     std::int32_t m_root = kNullProxy;
     std::int32_t m_freeList = kNullProxy; ///< LIFO, threaded through Node::parent

@@ -18,7 +18,9 @@
 // - Limits are inequality rows with a speculative part: a limit not yet reached only forbids closing more
 //   than the remaining gap within one substep (bias = gap / h), so bodies stop at the limit, not past it;
 //   past it they are pulled back at the joint softness' rate without its impulse leak, so that a steady
-//   load leaves no sag. They are solved after the joint's locked rows, as Jolt does.
+//   load leaves no sag. They are solved after the joint's locked rows, as Jolt does. Joints with limits get
+//   WorldConfig::limitIterations solve passes a substep (the others one), since a limit struck hard is
+//   passed along a chain of joints that one Gauss-Seidel pass does not settle.
 // - Motors are velocity rows whose accumulated impulse stays within maxForce * h; a Position motor adds a
 //   spring bias toward its target. Springs on the free degree of freedom are soft rows in both passes.
 // - Rows that share a block (the point's three, a weld's three angular ones, a hinge's two) are solved
