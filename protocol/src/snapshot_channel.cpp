@@ -20,6 +20,7 @@ std::vector<QuantizedBody>& SnapshotHistory::begin(std::uint64_t tick)
     slot.valid = false;
     slot.bodies.clear();
     slot.unchangedSince.clear();
+    slot.checksums.entries.clear();
     m_pending = index;
     m_pendingTick = tick;
     return slot.bodies;
@@ -41,7 +42,7 @@ void SnapshotHistory::commit()
     {
         slot.unchangedSince.assign(slot.bodies.size(), m_pendingTick);
     }
-    slot.frame = SnapshotFrame(m_pendingTick, slot.bodies, slot.unchangedSince);
+    slot.frame = SnapshotFrame(m_pendingTick, slot.bodies, slot.unchangedSince, &slot.checksums);
     slot.valid = true;
     m_newest = m_pending;
     m_newestTick = m_pendingTick;
@@ -253,6 +254,7 @@ SliceOutcome SnapshotReceiver::onSlice(std::uint64_t tick, std::span<const std::
     }
     const std::span<const QuantizedBody> bodies = m_decoder.bodies();
     outcome.bodies = static_cast<std::uint32_t>(bodies.size());
+    outcome.full = !m_decoder.header().hasBaseline;
     partial->ranges.emplace_back(m_decoder.header().firstId, m_decoder.header().endId);
     partial->covered += m_decoder.header().endId - m_decoder.header().firstId;
     partial->bodies.insert(partial->bodies.end(), bodies.begin(), bodies.end());

@@ -1,6 +1,9 @@
 #include "polytope/protocol/snapshot_codec.h"
 
+#include "polytope/protocol/checksum.h"
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -681,6 +684,8 @@ const char* codecErrorName(CodecError error)
         return "value_out_of_range";
     case CodecError::Corrupt:
         return "corrupt";
+    case CodecError::ChecksumMismatch:
+        return "checksum_mismatch";
     case CodecError::InvalidInput:
         return "invalid_input";
     case CodecError::PayloadTooLarge:
@@ -689,6 +694,45 @@ const char* codecErrorName(CodecError error)
         break;
     }
     return "unknown";
+}
+
+std::uint32_t quantizedStateChecksum(std::span<const QuantizedBody> bodies)
+{
+    if constexpr (std::endian::native == std::endian::little)
+    {
+        // The struct is the record, byte for byte (static_asserts in the header): hash it in one go.
+        return crc32({reinterpret_cast<const std::uint8_t*>(bodies.data()), bodies.size_bytes()});
+    }
+    else
+    {
+        std::uint32_t crc = 0;
+        for (const QuantizedBody& body : bodies)
+        {
+            std::array<std::uint8_t, sizeof(QuantizedBody)> record{};
+            std::size_t at = 0;
+            const auto put = [&](std::uint32_t value, int bytes)
+            {
+                for (int i = 0; i < bytes; ++i)
+                {
+                    record[at++] = static_cast<std::uint8_t>(value >> (8 * i));
+                }
+            };
+            put(body.id, 4);
+            put(body.generation, 4);
+            for (const std::uint32_t code : body.position)
+            {
+                put(code, 4);
+            }
+            for (const std::uint16_t code : body.orientation)
+            {
+                put(code, 2);
+            }
+            put(body.largest, 1);
+            put(body.atRest ? 1u : 0u, 1);
+            crc = crc32(record, crc);
+        }
+        return crc;
+    }
 }
 
 QuantizedBody quantizeBody(const PositionQuantization& config, std::uint32_t id, std::uint32_t generation,
@@ -785,6 +829,10 @@ SliceHeaderResult readSliceHeader(const SnapshotCodecConfig& config, std::span<c
     h.firstId = reader.readVarUint();
     h.endId = last ? kIdSpace : static_cast<std::uint64_t>(h.firstId) + reader.readVarUint() + 1u;
     reader.alignToByte();
+    for (int byte = 0; byte < 4; ++byte)
+    {
+        h.checksum |= reader.readBits(8) << (8 * byte); // little-endian
+    }
     if (reader.failed())
     {
         result.error = CodecError::Truncated;
@@ -1031,6 +1079,11 @@ CodecError SnapshotEncoder::encodeRange(const SnapshotFrame& current, const Snap
         header.writeVarUint(static_cast<std::uint32_t>(endId - firstId - 1u));
     }
     header.alignToByte();
+    const std::uint32_t checksum = rangeChecksum(current, baseline, firstId, endId);
+    for (int byte = 0; byte < 4; ++byte)
+    {
+        header.writeBits(checksum >> (8 * byte), 8); // little-endian
+    }
     if (header.overflowed())
     {
         return CodecError::PayloadTooLarge;
@@ -1156,6 +1209,30 @@ CodecError SnapshotEncoder::encodeRange(const SnapshotFrame& current, const Snap
     }
     written = headerBytes + codedBytes;
     return CodecError::None;
+}
+
+std::uint32_t SnapshotEncoder::rangeChecksum(const SnapshotFrame& current, const SnapshotFrame* baseline,
+                                             std::uint32_t firstId, std::uint64_t endId)
+{
+    RangeChecksumCache* cache = current.checksums;
+    if (cache != nullptr)
+    {
+        if (const RangeChecksumCache::Entry* known = cache->find(firstId, endId))
+        {
+            return known->checksum;
+        }
+    }
+    // Identical to the baseline: the same bodies, so the same checksum, if the baseline's is known.
+    const RangeChecksumCache::Entry* same = m_stats.identicalToBaseline && baseline && baseline->checksums
+                                                ? baseline->checksums->find(firstId, endId)
+                                                : nullptr;
+    const std::uint32_t checksum =
+        same ? same->checksum : quantizedStateChecksum(idRange(current.bodies, firstId, endId));
+    if (cache != nullptr && cache->entries.size() < RangeChecksumCache::kMaxEntries)
+    {
+        cache->entries.push_back({firstId, endId, checksum});
+    }
+    return checksum;
 }
 
 CodecError SnapshotEncoder::encodeSplit(const SnapshotFrame& current, const SnapshotFrame* baseline,
@@ -1523,6 +1600,15 @@ CodecError SnapshotDecoder::decode(std::span<const std::uint8_t> payload, std::u
     m_bodies.resize(m_kept.size() + m_created.size());
     std::merge(m_kept.begin(), m_kept.end(), m_created.begin(), m_created.end(), m_bodies.begin(),
                [](const QuantizedBody& a, const QuantizedBody& b) { return a.id < b.id; });
+    if (m_fault)
+    {
+        m_fault(currentTick, h, m_bodies);
+    }
+    if (quantizedStateChecksum(m_bodies) != h.checksum)
+    {
+        m_bodies.clear();
+        return CodecError::ChecksumMismatch;
+    }
     return CodecError::None;
 }
 

@@ -219,3 +219,51 @@ TEST_CASE("the receiver refuses slices whose baseline it lacks, and ignores dupl
     const std::vector<std::uint8_t> garbage{0xC0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
     CHECK(receiver.onSlice(81, garbage).error != CodecError::None);
 }
+
+TEST_CASE("the history's frames keep their slices' checksums until their slot is reused",
+          "[channel][checksum]")
+{
+    SnapshotCodecConfig config;
+    config.maxBaselineAgeTicks = 8; // 9 slots: ticks 1 and 10 share one
+    SnapshotHistory history(config.maxBaselineAgeTicks);
+    SnapshotEncoder encoder(config);
+    Wanderers world(300);
+    const auto fill = [&](std::uint64_t tick)
+    {
+        history.begin(tick) = world.bodies;
+        history.commit();
+        return history.find(tick);
+    };
+    const auto headerChecksum = [&]
+    {
+        REQUIRE(encoder.slices().size() == 1);
+        return readSliceHeader(config, encoder.slices()[0].payload).header.checksum;
+    };
+
+    const SnapshotFrame* first = fill(1);
+    REQUIRE(first->checksums != nullptr);
+    REQUIRE(encoder.encode(*first, nullptr, nullptr) == CodecError::None);
+    CHECK(headerChecksum() == quantizedStateChecksum(world.bodies));
+    REQUIRE(first->checksums->entries.size() == 1);
+    REQUIRE(encoder.encode(*first, nullptr, nullptr) == CodecError::None); // another client: from the cache
+    CHECK(first->checksums->entries.size() == 1);
+
+    // The same state one tick later is identical to its baseline: it takes the baseline's checksum.
+    const SnapshotFrame* same = fill(2);
+    REQUIRE(encoder.encode(*same, first, nullptr) == CodecError::None);
+    CHECK(encoder.stats().identicalToBaseline);
+    CHECK(headerChecksum() == first->checksums->entries[0].checksum);
+
+    // Tick 10 reuses tick 1's slot with other bodies: its checksum is computed afresh.
+    for (std::uint64_t tick = 3; tick <= 10; ++tick)
+    {
+        world.step(tick);
+        fill(tick);
+    }
+    const SnapshotFrame* reused = history.find(10);
+    REQUIRE(reused->bodies.data() == first->bodies.data());
+    REQUIRE(encoder.encode(*reused, nullptr, nullptr) == CodecError::None);
+    CHECK(headerChecksum() == quantizedStateChecksum(world.bodies));
+    SnapshotDecoder decoder(config);
+    CHECK(decoder.decode(encoder.slices()[0].payload, 10, nullptr, nullptr) == CodecError::None);
+}

@@ -464,6 +464,8 @@ std::vector<QuantizedBody> decodeAllSlices(const SnapshotCodecConfig& config, co
         REQUIRE(decoder.header().firstId == slice.firstId);
         REQUIRE(decoder.header().endId == slice.endId);
         REQUIRE(decoder.bodies().size() == slice.bodyCount);
+        // The checksum round-trips: the header's is that of the bodies decoded (decode() refuses otherwise).
+        REQUIRE(decoder.header().checksum == quantizedStateChecksum(decoder.bodies()));
         ranges.push_back({decoder.header().firstId, decoder.header().endId});
         all.insert(all.end(), decoder.bodies().begin(), decoder.bodies().end());
     }
@@ -628,6 +630,135 @@ TEST_CASE("created, removed and replaced bodies round-trip", "[codec]")
     }
 }
 
+namespace
+{
+
+/// The bodies of `frame` with ids in [firstId, endId).
+std::span<const QuantizedBody> bodiesInRange(std::span<const QuantizedBody> frame, std::uint32_t firstId,
+                                             std::uint64_t endId)
+{
+    const auto byId = [](const QuantizedBody& b, std::uint64_t id) { return b.id < id; };
+    const auto begin = std::lower_bound(frame.begin(), frame.end(), std::uint64_t{firstId}, byId);
+    const auto end = std::lower_bound(begin, frame.end(), endId, byId);
+    return {begin, end};
+}
+
+/// Every slice of the encoder's last output: its checksum is that of the current frame's bodies in its range;
+/// it decodes; and it is refused as ChecksumMismatch when one decoded value is altered (each field in turn)
+/// or one bit of the checksum flipped.
+void checkSliceChecksums(const SnapshotCodecConfig& config, const SnapshotEncoder& encoder,
+                         const SnapshotFrame& current, const SnapshotFrame* baseline,
+                         const SnapshotFrame* reference, int& variant)
+{
+    for (const EncodedSlice& slice : encoder.slices())
+    {
+        const SliceHeaderResult header = readSliceHeader(config, slice.payload);
+        REQUIRE(header.ok());
+        const auto truth = bodiesInRange(current.bodies, slice.firstId, slice.endId);
+        REQUIRE(header.header.checksum == quantizedStateChecksum(truth));
+
+        SnapshotDecoder decoder(config);
+        REQUIRE(decoder.decode(slice.payload, current.tick, baseline, reference) == CodecError::None);
+        if (!truth.empty())
+        {
+            const int field = variant++ % 6;
+            decoder.setFaultForTesting(
+                [&](std::uint64_t, const SliceHeader&, std::span<QuantizedBody> bodies)
+                {
+                    QuantizedBody& b = bodies[static_cast<std::size_t>(variant) % bodies.size()];
+                    switch (field)
+                    {
+                    case 0:
+                        b.position[static_cast<std::size_t>(variant) % 3] ^= 1u;
+                        break;
+                    case 1:
+                        b.orientation[static_cast<std::size_t>(variant) % 3] ^= 1u;
+                        break;
+                    case 2:
+                        b.largest ^= 1u;
+                        break;
+                    case 3:
+                        b.atRest = !b.atRest;
+                        break;
+                    case 4:
+                        b.generation += 1;
+                        break;
+                    default:
+                        b.id ^= 1u << 31; // an id the range need not hold: the checksum does not care
+                        break;
+                    }
+                });
+            CHECK(decoder.decode(slice.payload, current.tick, baseline, reference) ==
+                  CodecError::ChecksumMismatch);
+            CHECK(decoder.bodies().empty());
+            decoder.setFaultForTesting({});
+        }
+        std::vector<std::uint8_t> flipped(slice.payload.begin(), slice.payload.end());
+        flipped[header.header.headerBytes - 4 + static_cast<std::size_t>(variant) % 4] ^=
+            static_cast<std::uint8_t>(1u << (variant % 8));
+        ++variant;
+        CHECK(decoder.decode(flipped, current.tick, baseline, reference) == CodecError::ChecksumMismatch);
+    }
+}
+
+} // namespace
+
+TEST_CASE("the checksum round-trips in every coding situation, and a wrong decoded value is refused",
+          "[codec][checksum]")
+{
+    // Full snapshots, every baseline age with and without a reference (so every motion class, largest-index
+    // changes and deceleration), slices, and created, removed and replaced bodies.
+    const auto history = sceneHistory(170);
+    int variant = 0;
+    for (const std::size_t budget : {200u, 1100u})
+    {
+        SnapshotCodecConfig config;
+        config.maxSlicePayloadBytes = budget;
+        SnapshotEncoder encoder(config);
+        for (const std::size_t now : {40u, 169u})
+        {
+            const SnapshotFrame current(now, history[now]);
+            for (const std::size_t age : {0u, 1u, 3u, 7u, 13u, 30u})
+            {
+                for (const std::size_t gap : {0u, 1u, 4u})
+                {
+                    if (age == 0 && gap != 0)
+                    {
+                        continue;
+                    }
+                    const SnapshotFrame baseline(now - age, history[now - age]);
+                    const SnapshotFrame reference(now - age - gap, history[now - age - gap]);
+                    const SnapshotFrame* b = age > 0 ? &baseline : nullptr;
+                    const SnapshotFrame* r = gap > 0 ? &reference : nullptr;
+                    INFO("budget " << budget << " tick " << now << " age " << age << " gap " << gap);
+                    REQUIRE(encoder.encode(current, b, r) == CodecError::None);
+                    checkSliceChecksums(config, encoder, current, b, r, variant);
+                }
+            }
+        }
+        // Bodies created, removed and replaced since the baseline.
+        std::vector<QuantizedBody> changed(history[60].begin(), history[60].end());
+        changed.erase(changed.begin() + 10, changed.begin() + 20);
+        changed[30].generation += 1;
+        QuantizedBody extra = changed[40];
+        extra.id = 0xFFFFFFFFu;
+        changed.push_back(extra);
+        const SnapshotFrame current(60, changed);
+        const SnapshotFrame baseline(50, history[50]);
+        const SnapshotFrame reference(49, history[49]);
+        REQUIRE(encoder.encode(current, &baseline, &reference) == CodecError::None);
+        CHECK(encoder.stats().createdBodies == 2);
+        CHECK(encoder.stats().removedBodies == 11);
+        checkSliceChecksums(config, encoder, current, &baseline, &reference, variant);
+        // An empty slice's checksum is 0.
+        const std::vector<QuantizedBody> none;
+        REQUIRE(encoder.encode(SnapshotFrame(61, none), &baseline, nullptr) == CodecError::None);
+        REQUIRE(readSliceHeader(config, encoder.slices()[0].payload).header.checksum == 0u);
+        checkSliceChecksums(config, encoder, SnapshotFrame(61, none), &baseline, nullptr, variant);
+    }
+    CHECK(variant > 100);
+}
+
 TEST_CASE("an unchanged snapshot is flagged and costs a few bytes; an empty one too", "[codec]")
 {
     const auto history = sceneHistory(2);
@@ -716,7 +847,7 @@ TEST_CASE("prediction: a body in steady motion costs almost nothing", "[codec]")
     const std::size_t unpredicted = encoder.stats().payloadBytes;
     CHECK(decodeAllSlices(config, encoder, 100, &baseline, nullptr) == c);
     CHECK(predicted + 2 <= unpredicted);
-    CHECK(predicted <= 4);
+    CHECK(predicted <= 8); // of which 4 are the checksum
 }
 
 TEST_CASE("re-expressing an orientation with another dropped component keeps the rotation", "[codec]")
@@ -787,9 +918,14 @@ TEST_CASE("the decoder refuses payloads whose baseline it lacks, and bad headers
     CHECK(readSliceHeader(strict, payload).error == CodecError::BadHeader);
 
     // A reference without a baseline (hand-made header: no baseline, reference, last slice, gap 1,
-    // deceleration 0, first id 0).
-    const std::vector<std::uint8_t> referenceOnly{0b01111100, 0, 0, 0};
+    // deceleration 0, first id 0, then the checksum's 4 bytes).
+    const std::vector<std::uint8_t> referenceOnly{0b01111100, 0, 0, 0, 0};
     CHECK(readSliceHeader(config, referenceOnly).error == CodecError::BadHeader);
+    // Cut inside the checksum: truncated.
+    const std::vector<std::uint8_t> shortChecksum{0b00111100, 0, 0, 0};
+    CHECK(readSliceHeader(config, shortChecksum).error == CodecError::Truncated);
+    CHECK(readSliceHeader(config, std::vector<std::uint8_t>{0b00111100, 0x78, 0x56, 0x34, 0x12})
+              .header.checksum == 0x12345678u);
 }
 
 TEST_CASE("the encoder refuses invalid input without crashing", "[codec]")

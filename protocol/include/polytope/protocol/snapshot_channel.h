@@ -9,7 +9,9 @@
 //
 // Client side: SnapshotReceiver decodes slices as they arrive, in any order, against the complete ticks it
 // keeps (the last maxBaselineAgeTicks), and assembles a tick once its slices cover the whole id space.
-// Nothing here trusts the payload: every failure is a CodecError the caller counts.
+// Nothing here trusts the payload: every failure is a CodecError the caller counts. A slice whose decoded
+// bodies do not match its checksum (CodecError::ChecksumMismatch) is refused like any other error, so a
+// wrong state is never kept as a tick the server could name as a baseline.
 #pragma once
 
 #include "polytope/protocol/snapshot_codec.h"
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace polytope::protocol
@@ -47,6 +50,7 @@ class SnapshotHistory
         bool valid = false;
         std::vector<QuantizedBody> bodies;
         std::vector<std::uint64_t> unchangedSince;
+        RangeChecksumCache checksums;
         SnapshotFrame frame;
     };
     std::uint32_t m_maxAge;
@@ -109,6 +113,7 @@ struct SliceOutcome
     bool duplicate = false;              ///< a slice (or tick) already had: harmless, nothing changed
     bool stale = false;                  ///< older than the ticks kept: ignored
     bool completed = false;              ///< this slice completed its tick (completedBodies() holds it)
+    bool full = false;                   ///< decoded without a baseline (part of a full snapshot)
     std::uint64_t tick = 0;
     std::uint32_t bodies = 0; ///< bodies decoded from this slice
 
@@ -130,6 +135,11 @@ class SnapshotReceiver
     std::uint64_t newestComplete() const { return m_newestComplete; }
     bool anyComplete() const { return m_anyComplete; }
     const SnapshotCodecConfig& config() const { return m_decoder.config(); }
+    /// Tests only: see SnapshotDecoder::setFaultForTesting.
+    void setDecodeFaultForTesting(SnapshotDecoder::FaultForTesting fault)
+    {
+        m_decoder.setFaultForTesting(std::move(fault));
+    }
 
   private:
     struct Partial

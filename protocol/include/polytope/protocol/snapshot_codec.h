@@ -26,6 +26,10 @@
 // Everything is integer arithmetic with rounding spelled out, so decoders in any language agree bit for
 // bit. Decoding never trusts the payload: every count is bounded by the slice's id range and by
 // SnapshotCodecConfig::maxBodies, every value is range-checked, and a bad payload returns a CodecError.
+// Since version 5 each slice also carries a CRC-32 of the bodies it describes (quantizedStateChecksum),
+// which the decoder compares with what it decoded: a decoder that drifts from the encoder (a bug, or an
+// implementation that reads CODEC.md differently) finds out on the first slice it gets wrong, instead of
+// acknowledging a wrong state that the server would then code against.
 #pragma once
 
 #include "polytope/protocol/bitstream.h"
@@ -35,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -70,10 +75,18 @@ struct QuantizedBody
 };
 static_assert(sizeof(QuantizedBody) == 28,
               "QuantizedBody is the per-body snapshot cache entry: keep it small");
-static_assert(offsetof(QuantizedBody, orientation) == offsetof(QuantizedBody, position) + 12 &&
+static_assert(offsetof(QuantizedBody, generation) == 4 && offsetof(QuantizedBody, position) == 8 &&
+                  offsetof(QuantizedBody, orientation) == offsetof(QuantizedBody, position) + 12 &&
                   offsetof(QuantizedBody, largest) == offsetof(QuantizedBody, position) + 18 &&
                   offsetof(QuantizedBody, atRest) == offsetof(QuantizedBody, position) + 19,
-              "sameState compares position..atRest as one block of bytes");
+              "sameState compares position..atRest as one block of bytes; quantizedStateChecksum hashes the "
+              "whole struct as CODEC.md's 28-byte record");
+
+/// The checksum a slice carries (CODEC.md 4.5): CRC-32 (checksum.h) of the bodies' 28-byte records in the
+/// order given (a slice's bodies are in id order), each record being id, generation (u32), the three
+/// position codes (u32), the three orientation codes (u16), largest and atRest (u8), all little-endian. 0
+/// for no bodies.
+std::uint32_t quantizedStateChecksum(std::span<const QuantizedBody> bodies);
 
 /// Quantizes one body (position in metres, orientation x, y, z, w). `clamped`, if given, is set when the
 /// position was outside the bounds.
@@ -94,13 +107,41 @@ struct SnapshotCodecConfig
     std::size_t maxSlicePayloadBytes = 1100;
 };
 
+/// The checksums (quantizedStateChecksum) of id ranges of one frame, kept by whoever owns the frame and
+/// emptied whenever its bodies change (SnapshotHistory does both), so that the encoder hashes a range once
+/// for every client cut the same way, and takes the baseline's for a snapshot identical to it.
+struct RangeChecksumCache
+{
+    struct Entry
+    {
+        std::uint32_t firstId = 0;
+        std::uint64_t endId = 0;
+        std::uint32_t checksum = 0;
+    };
+    static constexpr std::size_t kMaxEntries = 16; ///< beyond this, new ranges are hashed and not kept
+    std::vector<Entry> entries;
+
+    const Entry* find(std::uint32_t firstId, std::uint64_t endId) const
+    {
+        for (const Entry& entry : entries)
+        {
+            if (entry.firstId == firstId && entry.endId == endId)
+            {
+                return &entry;
+            }
+        }
+        return nullptr;
+    }
+};
+
 /// A snapshot as both peers store it: bodies sorted by strictly increasing id.
 struct SnapshotFrame
 {
     SnapshotFrame() = default;
     SnapshotFrame(std::uint64_t frameTick, std::span<const QuantizedBody> frameBodies,
-                  std::span<const std::uint64_t> frameUnchangedSince = {})
-        : tick(frameTick), bodies(frameBodies), unchangedSince(frameUnchangedSince)
+                  std::span<const std::uint64_t> frameUnchangedSince = {},
+                  RangeChecksumCache* frameChecksums = nullptr)
+        : tick(frameTick), bodies(frameBodies), unchangedSince(frameUnchangedSince), checksums(frameChecksums)
     {
     }
 
@@ -110,6 +151,9 @@ struct SnapshotFrame
     /// tick since which the body, same id and generation, has had exactly this state in every snapshot the
     /// server made (updateUnchangedSince computes it once per tick for all clients). Empty, or one per body.
     std::span<const std::uint64_t> unchangedSince;
+    /// Optional, for the encoder's speed only: where it keeps the checksums of this frame's id ranges. Its
+    /// owner must empty it whenever the bodies change.
+    RangeChecksumCache* checksums = nullptr;
 };
 
 /// Computes `current`'s unchangedSince from the previous snapshot the server made (whose own
@@ -129,6 +173,9 @@ enum class CodecError : std::uint8_t
     BadGeneration,   ///< a generation of 0
     ValueOutOfRange, ///< a position or orientation code out of range (or not a unit quaternion)
     Corrupt,         ///< the range-coded part cannot come from an encoder
+    /// the slice decoded, but not to the state its checksum describes (a decoder that disagrees with the
+    /// encoder, or a payload altered in transit): the decoded bodies must not be used
+    ChecksumMismatch,
     InvalidInput,    ///< encoder: bodies not sorted by unique id, or a value out of range (programmer error)
     PayloadTooLarge, ///< encoder: a single body does not fit maxSlicePayloadBytes (config too small)
     Count
@@ -148,9 +195,11 @@ struct SliceHeader
     /// Horizontal deceleration of sliding bodies for extrapolation, 1/16 code per tick^2, in [0, 4095]; 0
     /// without a reference.
     std::uint32_t deceleration = 0;
-    std::uint32_t firstId = 0;   ///< the slice holds every body with firstId <= id < endId
-    std::uint64_t endId = 0;     ///< exclusive, at most 2^32; the last slice of a snapshot ends at 2^32
-    std::size_t headerBytes = 0; ///< where the range-coded part starts
+    std::uint32_t firstId = 0; ///< the slice holds every body with firstId <= id < endId
+    std::uint64_t endId = 0;   ///< exclusive, at most 2^32; the last slice of a snapshot ends at 2^32
+    /// quantizedStateChecksum of the slice's bodies as the encoder had them (4 bytes after the header bits)
+    std::uint32_t checksum = 0;
+    std::size_t headerBytes = 0; ///< where the range-coded part starts (after the checksum)
 
     bool isLastSlice() const { return endId == (1ull << 32); }
 };
@@ -275,6 +324,8 @@ class SnapshotEncoder
         std::size_t size = 0;
         std::uint64_t tick = 0;
     } m_validated;
+    std::uint32_t rangeChecksum(const SnapshotFrame& current, const SnapshotFrame* baseline,
+                                std::uint32_t firstId, std::uint64_t endId);
 };
 
 /// Decodes slice payloads for one client. Keeps reusable buffers; after they have grown, decode() does not
@@ -296,9 +347,17 @@ class SnapshotDecoder
     const SliceHeader& header() const { return m_header; }
     const SnapshotCodecConfig& config() const { return m_config; }
 
+    /// Tests only: a function that alters the decoded bodies of a slice (its tick and header given) just
+    /// before the checksum is compared, standing for a decoder that gets some value wrong. Empty (the
+    /// default) in every real decoder, where it costs one test of an empty std::function per slice.
+    using FaultForTesting =
+        std::function<void(std::uint64_t tick, const SliceHeader& header, std::span<QuantizedBody> bodies)>;
+    void setFaultForTesting(FaultForTesting fault) { m_fault = std::move(fault); }
+
   private:
     SnapshotCodecConfig m_config;
     SliceHeader m_header;
+    FaultForTesting m_fault;
     struct KeptInfo
     {
         const QuantizedBody* reference;
