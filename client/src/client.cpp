@@ -274,13 +274,33 @@ std::uint32_t Client::sendInput(const protocol::InputCommand& input)
     return queued.sequence;
 }
 
+protocol::HeaderFields Client::nextSessionHeader()
+{
+    protocol::HeaderFields header = m_acks.nextOutgoing();
+    if (m_wantFullSnapshot)
+    {
+        header.flags |= protocol::kHeaderFlagFullSnapshotRequest;
+        ++m_stats.fullSnapshotRequests;
+    }
+    return header;
+}
+
+void Client::setDecodeFaultForTesting(protocol::SnapshotDecoder::FaultForTesting fault)
+{
+    m_decodeFault = std::move(fault);
+    if (m_receiver)
+    {
+        m_receiver->setDecodeFaultForTesting(m_decodeFault);
+    }
+}
+
 void Client::sendAcknowledgement(double now)
 {
     // Every pending input, oldest first, up to a datagram's worth: repeated until acknowledged.
     const std::size_t count = std::min(m_pendingInputs.size(), protocol::kMaxInputsPerDatagram);
     std::array<protocol::InputCommand, protocol::kMaxInputsPerDatagram> inputs{};
     std::copy_n(m_pendingInputs.begin(), count, inputs.begin());
-    const protocol::HeaderFields header = m_acks.nextOutgoing();
+    const protocol::HeaderFields header = nextSessionHeader();
     InputDatagram& record = m_inputDatagrams[header.sequence % kInputDatagramRing];
     record = {header.sequence, count ? inputs[0].sequence : 0, count ? inputs[count - 1].sequence : 0,
               count > 0};
@@ -318,7 +338,7 @@ void Client::update(double now)
         {
             if (m_pendingInputs.empty())
             {
-                send(m_writer.keepAlive(m_acks.nextOutgoing(), now), now);
+                send(m_writer.keepAlive(nextSessionHeader(), now), now);
             }
             else
             {
@@ -442,6 +462,7 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
     }
     case wire::PacketType::ConnectDenied:
         m_state = ClientState::ConnectionDenied;
+        m_denyReason = packet.message_as_ConnectDenied()->reason();
         return;
     case wire::PacketType::ConnectAccepted:
     {
@@ -454,6 +475,10 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
             codec.maxBaselineAgeTicks = m_session.maxBaselineAgeTicks;
             codec.maxSlicePayloadBytes = protocol::kMaxSnapshotPayloadBytes;
             m_receiver = std::make_unique<protocol::SnapshotReceiver>(codec);
+            if (m_decodeFault)
+            {
+                m_receiver->setDecodeFaultForTesting(m_decodeFault);
+            }
             m_state = ClientState::Connected;
         }
         m_receivedSinceAck = true;
@@ -495,6 +520,15 @@ bool Client::onSnapshot(const wire::Snapshot& slice, std::size_t bytes, double n
     {
         ++m_stats.sliceErrors[static_cast<std::size_t>(outcome.error)];
         m_stats.drops.add(protocol::DropReason::BadPayload);
+        if (outcome.error == protocol::CodecError::ChecksumMismatch)
+        {
+            // Our decoder disagrees with the server's encoder: the slice is neither kept nor acknowledged,
+            // and a full snapshot (which needs no baseline) is asked for with the next datagram.
+            ++m_stats.checksumMismatches;
+            m_mismatchTick = m_wantFullSnapshot ? std::max(m_mismatchTick, tick) : tick;
+            m_wantFullSnapshot = true;
+            m_receivedSinceAck = true;
+        }
         return false;
     }
     if (outcome.stale)
@@ -508,6 +542,10 @@ bool Client::onSnapshot(const wire::Snapshot& slice, std::size_t bytes, double n
         return true;
     }
     ++m_stats.slicesDecoded;
+    if (outcome.full && tick > m_mismatchTick)
+    {
+        m_wantFullSnapshot = false;
+    }
     auto& [tickBytes, serverTime] = m_tickBytes[tick];
     tickBytes += bytes;
     serverTime = slice.server_time();

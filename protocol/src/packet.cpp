@@ -316,6 +316,10 @@ DecodeResult decodePacket(std::span<const std::uint8_t> datagram)
     if (header->version() != kProtocolVersion)
     {
         result.reason = DropReason::WrongVersion;
+        result.otherVersion = header->version();
+        result.connectRequestOfOtherVersion = header->type() == wire::PacketType::ConnectRequest &&
+                                              packet->message_type() == wire::Message::ConnectRequest &&
+                                              datagram.size() >= kMinConnectRequestBytes;
         return result;
     }
     if (packet->message_type() == wire::Message::NONE || packet->message() == nullptr ||
@@ -324,7 +328,11 @@ DecodeResult decodePacket(std::span<const std::uint8_t> datagram)
         result.reason = DropReason::TypeMismatch;
         return result;
     }
-    if ((header->flags() & ~kHeaderFlagAckValid) != 0)
+    const bool mayRequestFull =
+        header->type() == wire::PacketType::ClientInput || header->type() == wire::PacketType::KeepAlive;
+    const std::uint8_t knownFlags =
+        kHeaderFlagAckValid | (mayRequestFull ? kHeaderFlagFullSnapshotRequest : std::uint8_t{0});
+    if ((header->flags() & ~knownFlags) != 0)
     {
         result.reason = DropReason::InvalidField;
         return result;
@@ -474,10 +482,10 @@ PacketWriter::PacketWriter() : m_builder(kMaxDatagramBytes + 256)
 }
 
 std::span<const std::uint8_t> PacketWriter::finish(const HeaderFields& fields, wire::PacketType type,
-                                                   flatbuffers::Offset<void> message)
+                                                   flatbuffers::Offset<void> message, std::uint16_t version)
 {
-    const wire::PacketHeader header(kProtocolId, kProtocolVersion, type, fields.flags, fields.sequence,
-                                    fields.ack, fields.ackBits);
+    const wire::PacketHeader header(kProtocolId, version, type, fields.flags, fields.sequence, fields.ack,
+                                    fields.ackBits);
     const auto packet = wire::CreatePacket(m_builder, &header, static_cast<wire::Message>(type), message);
     wire::FinishPacketBuffer(m_builder, packet);
     return {m_builder.GetBufferPointer(), m_builder.GetSize()};
@@ -573,11 +581,12 @@ std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& 
     return finish(header, wire::PacketType::ConnectAccepted, message.Union());
 }
 
-std::span<const std::uint8_t> PacketWriter::connectDenied(const HeaderFields& header, wire::DenyReason reason)
+std::span<const std::uint8_t> PacketWriter::connectDenied(const HeaderFields& header, wire::DenyReason reason,
+                                                          std::uint16_t version)
 {
     m_builder.Clear();
     const auto message = wire::CreateConnectDenied(m_builder, reason);
-    return finish(header, wire::PacketType::ConnectDenied, message.Union());
+    return finish(header, wire::PacketType::ConnectDenied, message.Union(), version);
 }
 
 std::span<const std::uint8_t> PacketWriter::snapshot(const HeaderFields& header, std::uint64_t tick,

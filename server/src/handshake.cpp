@@ -94,6 +94,21 @@ bool Server::checkToken(const protocol::Address& from, const wire::TokenCredenti
     return true;
 }
 
+void Server::denyVersion(const protocol::Address& from, std::uint16_t version, std::size_t bytes, double now)
+{
+    // No token check: a token is bound to its protocol version, and this server cannot open another's. So
+    // the rate limits alone stand between a spoofed flood and its victim, which gets at most the per-IP
+    // rate of 64-byte denials for requests of at least 512 bytes.
+    if (!m_gate.admit(from, now, AdmitKind::Connect))
+    {
+        drop(from, protocol::DropReason::RateLimited, bytes, "connect request of another version");
+        return;
+    }
+    drop(from, protocol::DropReason::WrongVersion, bytes, "connect request of another version");
+    ++m_metrics.versionDenied;
+    send(from, m_writer.connectDenied({}, wire::DenyReason::Version, version));
+}
+
 void Server::handleConnectRequest(const protocol::Address& from, const wire::Packet& packet,
                                   std::size_t bytes, double now)
 {

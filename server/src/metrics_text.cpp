@@ -32,6 +32,14 @@ constexpr CounterFamily kCounters[] = {
      "Snapshots not sent: identical to the client's baseline, no heartbeat due.",
      &RoomMetrics::snapshotsSkipped},
     {"polytope_snapshots_full_total", "Snapshots sent without a baseline.", &RoomMetrics::fullSnapshots},
+    {"polytope_full_snapshot_requests_total",
+     "Client datagrams asking for a full snapshot (a slice failed the client's checksum).",
+     &RoomMetrics::fullSnapshotRequests},
+    {"polytope_full_snapshot_requests_refused_total",
+     "Full-snapshot requests ignored: a full snapshot went to that client within the pacing interval.",
+     &RoomMetrics::fullSnapshotRequestsRefused},
+    {"polytope_snapshots_full_on_request_total", "Full snapshots sent in answer to a client's request.",
+     &RoomMetrics::fullSnapshotsOnRequest},
     {"polytope_snapshot_datagrams_total", "Datagrams carrying snapshot slices.",
      &RoomMetrics::snapshotDatagrams},
     {"polytope_snapshot_encode_errors_total", "Snapshots the encoder refused (a bug; logged).",
@@ -257,6 +265,9 @@ std::string renderServerPrometheus(const ServerMetrics& host, const SocketCounte
     }
     counter("polytope_host_unknown_room_total", "Connection attempts naming no room.", "", host.unknownRoom,
             true);
+    counter("polytope_connect_version_denied_total",
+            "Connect requests of another protocol version, answered with a version denial.", "",
+            host.versionDenied, true);
     counter("polytope_connect_challenges_sent_total", "Connect challenges sent.", "", host.challengesSent,
             true);
     counter("polytope_connect_cookies_forged_total",

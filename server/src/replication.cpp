@@ -327,15 +327,17 @@ void Replicator::sendSnapshot(ClientReplication& client, double now, double tick
     const protocol::SnapshotFrame* baseline = nullptr;
     const protocol::SnapshotFrame* reference = nullptr;
     bool exact = true; // the frames involved are the simulation's own: the encoding can be shared
+    // A requested full snapshot was allowed by the pacing when the request came (requestFullSnapshot).
+    const bool requestedFull = client.fullSnapshotRequested;
     if (budgeted)
     {
-        exact = chooseBudgeted(client, current, baseline, reference, now);
+        exact = chooseBudgeted(client, current, baseline, reference, now, requestedFull);
     }
-    else
+    else if (!requestedFull)
     {
         client.snapshots.choose(m_history, current->tick, baseline, reference);
     }
-    if (baseline == nullptr && client.snapshots.sentAny &&
+    if (baseline == nullptr && !requestedFull && client.snapshots.sentAny &&
         static_cast<double>(current->tick - client.lastFullTick) * tickSeconds <
             m_config.fullSnapshotResendSeconds)
     {
@@ -411,10 +413,30 @@ void Replicator::sendSnapshot(ClientReplication& client, double now, double tick
     }
     ++m_metrics.snapshotsSent;
     m_metrics.fullSnapshots += baseline == nullptr ? 1 : 0;
+    m_metrics.fullSnapshotsOnRequest += requestedFull ? 1 : 0;
     if (baseline == nullptr)
     {
         client.lastFullTick = current->tick;
+        client.fullSnapshotRequested = false; // any full snapshot answers a pending request
     }
+}
+
+void Replicator::requestFullSnapshot(ClientReplication& client, std::uint64_t tick, double tickSeconds)
+{
+    ++m_metrics.fullSnapshotRequests;
+    if (client.fullSnapshotRequested)
+    {
+        return; // one is due already
+    }
+    // The pacing of full snapshots (STANDARD.md 6.1) bounds requests too: a client that asks with every
+    // datagram gets no more than one per fullSnapshotResendSeconds.
+    if (client.snapshots.sentAny && tick >= client.lastFullTick &&
+        static_cast<double>(tick - client.lastFullTick) * tickSeconds < m_config.fullSnapshotResendSeconds)
+    {
+        ++m_metrics.fullSnapshotRequestsRefused;
+        return;
+    }
+    client.fullSnapshotRequested = true;
 }
 
 } // namespace polytope::server

@@ -113,7 +113,7 @@ bool Replicator::composeBudgeted(ClientReplication& client, const protocol::Snap
 
 bool Replicator::chooseBudgeted(ClientReplication& client, const protocol::SnapshotFrame*& current,
                                 const protocol::SnapshotFrame*& baseline,
-                                const protocol::SnapshotFrame*& reference, double now)
+                                const protocol::SnapshotFrame*& reference, double now, bool full)
 {
     const double rate = m_config.maxClientKbps * 1000.0 / 8.0; // bytes per second
     if (!client.sentFrames)
@@ -125,7 +125,10 @@ bool Replicator::chooseBudgeted(ClientReplication& client, const protocol::Snaps
     client.budgetTokens =
         std::min(rate * m_config.budgetBurstSeconds, client.budgetTokens + rate * (now - client.budgetTime));
     client.budgetTime = now;
-    client.snapshots.choose(*client.sentFrames, current->tick, baseline, reference);
+    if (!full)
+    {
+        client.snapshots.choose(*client.sentFrames, current->tick, baseline, reference);
+    }
     // The slot of the frame about to be kept must not be one of these.
     if (reference && current->tick - reference->tick >= kBudgetHistoryTicks)
     {
@@ -136,7 +139,7 @@ bool Replicator::chooseBudgeted(ClientReplication& client, const protocol::Snaps
         baseline = nullptr;
         reference = nullptr;
     }
-    if (baseline == nullptr)
+    if (baseline == nullptr && !full)
     {
         // The client's own frames are kept for kBudgetHistoryTicks only. A tick it holds that is older
         // (after an outage, say) is still a baseline if it was sent exactly as simulated: then the

@@ -223,6 +223,11 @@ void Room::receive(ClientSlot slot, const protocol::DecodeResult& decoded, doubl
     ++m_metrics.datagramsIn;
     protocol::forEachAcked(*decoded.packet->header(), [&](std::uint16_t sequence)
                            { m_replicator.onAcked(client.replication, sequence); });
+    if ((decoded.packet->header()->flags() & protocol::kHeaderFlagFullSnapshotRequest) != 0)
+    {
+        // decodePacket allows the flag on ClientInput and KeepAlive only.
+        m_replicator.requestFullSnapshot(client.replication, m_tick, m_tickSeconds);
+    }
     switch (decoded.type())
     {
     case wire::PacketType::ClientInput:

@@ -325,6 +325,11 @@ void Server::receive(const protocol::Address& from, std::span<const std::uint8_t
         m_hosts[m_connections[slot].room]->postDatagram(slot, decoded, datagram.size(), now);
         return;
     }
+    if (decoded.connectRequestOfOtherVersion)
+    {
+        denyVersion(from, decoded.otherVersion, datagram.size(), now);
+        return;
+    }
     if (!decoded.ok())
     {
         drop(from, decoded.reason, datagram.size(), "datagram");

@@ -30,6 +30,16 @@ struct Datagram
     std::size_t size;
 };
 
+/// Rewrites the version in a datagram's header, in place (the header struct: protocol id u32, version u16,
+/// little-endian).
+void setHeaderVersion(Datagram& datagram, std::uint16_t version)
+{
+    const auto* header = reinterpret_cast<const std::uint8_t*>(wire::GetPacket(datagram.data())->header());
+    std::uint8_t* at = datagram.data() + (header - datagram.data()) + 4;
+    at[0] = static_cast<std::uint8_t>(version & 0xFF);
+    at[1] = static_cast<std::uint8_t>(version >> 8);
+}
+
 std::vector<std::uint8_t> somePayload(std::size_t size)
 {
     std::vector<std::uint8_t> payload(size);
@@ -428,6 +438,51 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
         flagged.flags = 0x80;
         CHECK(decodePacket(Datagram(writer.keepAlive(flagged, 1.0)).view()).reason ==
               DropReason::InvalidField);
+    }
+    SECTION("the full-snapshot request flag is allowed in ClientInput and KeepAlive only")
+    {
+        HeaderFields request;
+        request.flags = kHeaderFlagAckValid | kHeaderFlagFullSnapshotRequest;
+        const DecodeResult keepAlive = decodePacket(Datagram(writer.keepAlive(request, 1.0)).view());
+        REQUIRE(keepAlive.ok());
+        CHECK(keepAlive.packet->header()->flags() == (kHeaderFlagAckValid | kHeaderFlagFullSnapshotRequest));
+        CHECK(decodePacket(Datagram(writer.clientInput(request, someInputs(2))).view()).ok());
+        CHECK(decodePacket(Datagram(writer.disconnect(request, wire::DisconnectReason::ClientQuit)).view())
+                  .reason == DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.snapshot(request, 1, 0.5, somePayload(10))).view()).reason ==
+              DropReason::InvalidField);
+        CHECK(decodePacket(Datagram(writer.connectRequest(request, "alice")).view()).reason ==
+              DropReason::InvalidField);
+    }
+    SECTION("a ConnectRequest of another version is recognised, to be answered with a Version denial")
+    {
+        for (const std::uint16_t version : {std::uint16_t{4}, std::uint16_t{1}, std::uint16_t{6}})
+        {
+            Datagram request(writer.connectRequest({}, "old client"));
+            setHeaderVersion(request, version);
+            const DecodeResult decoded = decodePacket(request.view());
+            CHECK(decoded.reason == DropReason::WrongVersion);
+            CHECK(decoded.otherVersion == version);
+            CHECK(decoded.connectRequestOfOtherVersion);
+
+            // Its denial speaks the request's version and is far smaller than the request.
+            Datagram denial(writer.connectDenied({}, wire::DenyReason::Version, version));
+            CHECK(denial.size < request.size);
+            const wire::Packet* packet = wire::GetPacket(denial.data());
+            CHECK(packet->header()->version() == version);
+            CHECK(packet->header()->type() == wire::PacketType::ConnectDenied);
+            CHECK(packet->message_as_ConnectDenied()->reason() == wire::DenyReason::Version);
+        }
+        // Not a ConnectRequest, or smaller than a padded one: no denial is due.
+        Datagram keepAlive(writer.keepAlive({}, 1.0));
+        setHeaderVersion(keepAlive, 4);
+        CHECK(decodePacket(keepAlive.view()).reason == DropReason::WrongVersion);
+        CHECK_FALSE(decodePacket(keepAlive.view()).connectRequestOfOtherVersion);
+        // The current version's denial is an ordinary, valid datagram of 64 bytes.
+        const DecodeResult current =
+            decodePacket(Datagram(writer.connectDenied({}, wire::DenyReason::Version)).view());
+        REQUIRE(current.ok());
+        CHECK(current.bytes.size() == 64);
     }
     SECTION("a client input without inputs: the vector absent or empty means the same")
     {

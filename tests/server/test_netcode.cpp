@@ -113,6 +113,98 @@ TEST_CASE("handshake: the server keeps no state before a valid challenge respons
     }
 }
 
+TEST_CASE("a ConnectRequest of another version gets ConnectDenied (Version), in its version, no larger",
+          "[server][handshake]")
+{
+    test::InProcessNetwork net;
+    net.recordServerSends();
+    const auto server = test::makeServer(net, {}, kCookieKey);
+    protocol::PacketWriter writer;
+    server->update(0.0);
+    // Rewrites the version in a datagram's header struct (protocol id u32, then version u16, little-endian).
+    const auto withVersion = [](std::span<const std::uint8_t> bytes, std::uint16_t version)
+    {
+        std::vector<std::uint8_t> copy(bytes.begin(), bytes.end());
+        const auto* header =
+            reinterpret_cast<const std::uint8_t*>(protocol::wire::GetPacket(bytes.data())->header());
+        const std::size_t at = static_cast<std::size_t>(header - bytes.data()) + 4;
+        copy[at] = static_cast<std::uint8_t>(version & 0xFF);
+        copy[at + 1] = static_cast<std::uint8_t>(version >> 8);
+        return test::AlignedDatagram(copy);
+    };
+
+    std::uint64_t denied = 0;
+    for (const std::uint16_t version : {std::uint16_t{4}, std::uint16_t{3}, std::uint16_t{6}})
+    {
+        INFO("version " << version);
+        const auto from = protocol::Address::ipv4(10, 0, 1, static_cast<std::uint8_t>(version), 5000);
+        const test::AlignedDatagram request = withVersion(writer.connectRequest({}, "old client"), version);
+        net.clearServerSent();
+        server->receive(from, request.view(), 1.0);
+        REQUIRE(net.serverSent().size() == 1);
+        const test::SentDatagram& reply = net.serverSent()[0];
+        CHECK(reply.to == from);
+        CHECK(reply.datagram.size() <= request.size()); // no amplification
+        CHECK(reply.datagram.size() == 64);
+        // Not a datagram of our version (a v5 peer drops it) but one of the requester's: its header says so.
+        CHECK(reply.datagram.decode().reason == protocol::DropReason::WrongVersion);
+        const protocol::wire::Packet* packet = protocol::wire::GetPacket(reply.datagram.view().data());
+        CHECK(packet->header()->protocol_id() == protocol::kProtocolId);
+        CHECK(packet->header()->version() == version);
+        REQUIRE(packet->header()->type() == protocol::wire::PacketType::ConnectDenied);
+        REQUIRE(packet->message_as_ConnectDenied() != nullptr);
+        CHECK(packet->message_as_ConnectDenied()->reason() == protocol::wire::DenyReason::Version);
+        ++denied;
+    }
+    CHECK(server->metrics().versionDenied == denied);
+    CHECK(server->metrics().drops[protocol::DropReason::WrongVersion] == denied);
+    CHECK(server->clientCount() == 0);
+
+    // An unpadded request of another version, or another message of another version: no answer at all.
+    {
+        flatbuffers::FlatBufferBuilder fbb;
+        const protocol::wire::PacketHeader header(protocol::kProtocolId, 4,
+                                                  protocol::wire::PacketType::ConnectRequest, 0, 0, 0, 0);
+        const auto message = protocol::wire::CreateConnectRequest(fbb, fbb.CreateString("short"));
+        protocol::wire::FinishPacketBuffer(
+            fbb, protocol::wire::CreatePacket(fbb, &header, protocol::wire::Message::ConnectRequest,
+                                              message.Union()));
+        const test::AlignedDatagram small(
+            std::span<const std::uint8_t>(fbb.GetBufferPointer(), fbb.GetSize()));
+        REQUIRE(small.size() < protocol::kMinConnectRequestBytes);
+        net.clearServerSent();
+        const auto from = protocol::Address::ipv4(10, 0, 2, 1, 5000);
+        server->receive(from, small.view(), 2.0);
+        server->receive(from, withVersion(writer.keepAlive({}, 1.0), 4).view(), 2.0);
+        CHECK(net.serverSent().empty());
+        CHECK(server->metrics().versionDenied == denied);
+    }
+
+    // A flood from one (spoofed) address gets no more denials than the per-address rate limit allows.
+    net.clearServerSent();
+    const auto victim = protocol::Address::ipv4(10, 0, 3, 1, 5000);
+    const test::AlignedDatagram old = withVersion(writer.connectRequest({}, "flood"), 4);
+    for (int i = 0; i < 400; ++i)
+    {
+        server->receive(victim, old.view(), 3.0);
+    }
+    CHECK(net.serverSent().size() <= 128);
+    CHECK(net.serverSent().size() >= 32);
+    CHECK(server->metrics().drops[protocol::DropReason::RateLimited] >= 272);
+}
+
+TEST_CASE("a client told that its version is refused says so", "[server][handshake]")
+{
+    client::Client c({}, [](std::span<const std::uint8_t>) {});
+    c.connect(0.0);
+    protocol::PacketWriter writer;
+    c.receive(test::AlignedDatagram(writer.connectDenied({}, protocol::wire::DenyReason::Version)).view(),
+              0.1);
+    CHECK(c.state() == client::ClientState::ConnectionDenied);
+    REQUIRE(c.denyReason().has_value());
+    CHECK(*c.denyReason() == protocol::wire::DenyReason::Version);
+}
+
 TEST_CASE("a client at 5% loss and 100 +- 30 ms jitter decodes only correct snapshots", "[server][netcode]")
 {
     protocol::NetworkConditions conditions;

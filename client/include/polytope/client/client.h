@@ -8,7 +8,10 @@
 // cookie) -> ConnectAccepted, which carries the snapshot codec's parameters. Snapshot slices are decoded as
 // they arrive against the complete ticks kept (protocol::SnapshotReceiver) and acknowledged only once
 // decoded; a complete tick is handed out at once, except that the first waits until the shape catalogue names
-// every body in it (later, a body whose entry is late is left out of that snapshot's `bodies`). Inputs are
+// every body in it (later, a body whose entry is late is left out of that snapshot's `bodies`). A slice whose
+// decoded bodies fail its checksum is counted, neither kept nor acknowledged, and from then on every
+// ClientInput and KeepAlive asks the server for a full snapshot (header flag FullSnapshotRequest) until a
+// slice without a baseline of a later tick has decoded. Inputs are
 // queued with sendInput() and repeated in every ClientInput datagram until the server acknowledges one
 // that carried them. The client sends a ClientInput (which also carries the packet acks) whenever
 // something arrived, at most every ackIntervalSeconds, and a KeepAlive when idle.
@@ -121,6 +124,10 @@ struct ClientStats
     std::uint64_t inputsSent = 0;     ///< inputs queued by sendInput
     std::uint64_t inputsAcknowledged = 0;
     std::array<std::uint64_t, protocol::kCodecErrorCount> sliceErrors{}; ///< by protocol::CodecError
+    /// Slices that decoded to another state than their checksum describes (also in
+    /// sliceErrors[CodecError::ChecksumMismatch]): each a decoder disagreeing with the server's encoder.
+    std::uint64_t checksumMismatches = 0;
+    std::uint64_t fullSnapshotRequests = 0; ///< datagrams sent asking for a full snapshot
     protocol::DropCounters drops;
 
     // Round trip and loss (see the file comment). Datagrams sent while connecting are not counted as lost.
@@ -172,6 +179,14 @@ class Client
 
     /// Takes the oldest complete snapshot not yet taken. Returns false when there is none.
     bool popSnapshot(ReceivedSnapshot& out);
+    /// Why the server refused the connection (state ConnectionDenied), if it said.
+    std::optional<protocol::wire::DenyReason> denyReason() const { return m_denyReason; }
+    /// True while the client asks the server for a full snapshot (after a checksum mismatch).
+    bool wantsFullSnapshot() const { return m_wantFullSnapshot; }
+
+    /// Tests only: alters decoded slices before their checksum is checked, standing for a wrong decoder
+    /// (protocol::SnapshotDecoder::setFaultForTesting); kept across the session's start.
+    void setDecodeFaultForTesting(protocol::SnapshotDecoder::FaultForTesting fault);
 
     /// Smoothed round-trip time in seconds (RFC 6298 SRTT); 0 before the first sample. Includes the server's
     /// acknowledgement delay of up to one snapshot interval (see the file comment).
@@ -203,6 +218,8 @@ class Client
     /// The ConnectRequest, or the ChallengeResponse once a cookie arrived.
     std::span<const std::uint8_t> connectMessage();
     void sendAcknowledgement(double now);
+    /// The next outgoing header, with the full-snapshot request while one is wanted.
+    protocol::HeaderFields nextSessionHeader();
     void onServerAcks(const protocol::wire::PacketHeader& header);
     void onPacketAcks(const protocol::wire::PacketHeader& header, double now);
     void onServerSequence(std::uint16_t sequence);
@@ -217,6 +234,7 @@ class Client
     protocol::PacketWriter m_writer;
     protocol::AckTracker m_acks;
     ClientState m_state = ClientState::Disconnected;
+    std::optional<protocol::wire::DenyReason> m_denyReason;
     double m_connectStartTime = 0.0;
     double m_lastSendTime = -1e9;
     double m_lastReceiveTime = 0.0;
@@ -228,6 +246,9 @@ class Client
     ClientStats m_stats;
 
     std::unique_ptr<protocol::SnapshotReceiver> m_receiver;
+    protocol::SnapshotDecoder::FaultForTesting m_decodeFault;
+    bool m_wantFullSnapshot = false;  ///< a slice failed its checksum; no full slice of a later tick since
+    std::uint64_t m_mismatchTick = 0; ///< the tick of the newest such slice
     std::map<std::uint64_t, std::pair<std::size_t, double>> m_tickBytes; ///< per incomplete tick: bytes, time
     std::map<std::uint32_t, protocol::CatalogueEntry> m_catalogue;
     std::map<std::uint32_t, std::uint32_t> m_removedGenerations; ///< per slot: the newest generation removed

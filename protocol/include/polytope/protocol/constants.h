@@ -15,8 +15,10 @@ inline constexpr std::uint32_t kProtocolId = 0x50544C50u;
 /// admin; snapshot payloads carry a deceleration for extrapolation and predict created bodies from the two
 /// before (CODEC.md). Version 4: connect tokens (ConnectRequest and ChallengeResponse carry a
 /// TokenCredential), a per-session salt in the challenge cookie, and every datagram of a token session sealed
-/// with an AEAD (STANDARD.md §11).
-inline constexpr std::uint16_t kProtocolVersion = 4;
+/// with an AEAD (STANDARD.md §11). Version 5: every snapshot slice carries a CRC-32 of the quantized state it
+/// describes (CODEC.md 4.5), a client that decodes another state asks for a full snapshot (header flag
+/// FullSnapshotRequest), and a ConnectRequest of another version is answered with ConnectDenied (Version).
+inline constexpr std::uint16_t kProtocolVersion = 5;
 /// No datagram, in either direction, is larger than this (bytes of UDP payload).
 inline constexpr std::size_t kMaxDatagramBytes = 1200;
 /// No Packet FlatBuffer is larger than this, so that sealing one (28 bytes of header and tag, seal.h) still

@@ -35,7 +35,8 @@ enum class DropReason : std::uint8_t
     BadIdentifier,     ///< not a Polytope FlatBuffer (file identifier)
     Malformed,         ///< flatbuffers::Verifier refused it (offsets, depth, table count, alignment)
     WrongProtocol,     ///< header.protocol_id is not kProtocolId
-    WrongVersion,      ///< header.version is not kProtocolVersion
+    WrongVersion,      ///< header.version is not kProtocolVersion (a ConnectRequest of another version is
+                       ///< answered with ConnectDenied(Version) all the same: DecodeResult::otherVersion)
     TypeMismatch,      ///< header.type differs from the message's type, or no message
     InvalidField,      ///< a field out of its range: NaN/Inf, bad sizes, bad enum, long string, ...
     UnexpectedMessage, ///< valid, but not one this peer accepts in its current state
@@ -74,6 +75,12 @@ struct DecodeResult
     const wire::Packet* packet = nullptr; ///< points into the datagram's bytes; valid while they are
     DropReason reason = DropReason::Malformed;
     std::span<const std::uint8_t> bytes; ///< the datagram decodePacket was given
+    /// With reason WrongVersion: the version the datagram carries, and whether it is a ConnectRequest that
+    /// deserves a ConnectDenied (Version) in that version: a Packet of this schema but for its version
+    /// whose header type and message are ConnectRequest, of at least kMinConnectRequestBytes (so that the
+    /// denial, much smaller, amplifies nothing). STANDARD.md section 9.
+    std::uint16_t otherVersion = 0;
+    bool connectRequestOfOtherVersion = false;
 
     bool ok() const { return packet != nullptr; }
     wire::PacketType type() const { return packet ? packet->header()->type() : wire::PacketType::None; }
@@ -88,6 +95,11 @@ DecodeResult decodedCopy(std::span<const std::uint8_t> copy, bool ok, DropReason
 
 /// PacketHeader.flags bit: ack and ack_bits are meaningful (the sender has received at least one packet).
 inline constexpr std::uint8_t kHeaderFlagAckValid = 1u;
+/// PacketHeader.flags bit (version 5), in ClientInput and KeepAlive only: the client decoded a snapshot slice
+/// whose checksum did not match and asks for its next snapshot to be a full one (STANDARD.md 6.4). Set on
+/// every such datagram until a full slice arrives; the server honours it at most once per full-snapshot
+/// interval.
+inline constexpr std::uint8_t kHeaderFlagFullSnapshotRequest = 2u;
 
 /// Sequence/ack fields a sender stamps on each packet.
 struct HeaderFields
@@ -206,7 +218,10 @@ class PacketWriter
                                                     const TokenCredentialFields* token = nullptr);
     std::span<const std::uint8_t> connectAccepted(const HeaderFields& header,
                                                   const SessionParameters& session);
-    std::span<const std::uint8_t> connectDenied(const HeaderFields& header, wire::DenyReason reason);
+    /// `version` is the header's: kProtocolVersion, or for DenyReason::Version the version the request
+    /// carried, so that a client of that version can read the denial (STANDARD.md section 9).
+    std::span<const std::uint8_t> connectDenied(const HeaderFields& header, wire::DenyReason reason,
+                                                std::uint16_t version = kProtocolVersion);
     /// One slice: payload.size() in 1 .. kMaxSnapshotPayloadBytes.
     std::span<const std::uint8_t> snapshot(const HeaderFields& header, std::uint64_t tick, double serverTime,
                                            std::span<const std::uint8_t> payload);
@@ -228,7 +243,8 @@ class PacketWriter
 
   private:
     std::span<const std::uint8_t> finish(const HeaderFields& header, wire::PacketType type,
-                                         flatbuffers::Offset<void> message);
+                                         flatbuffers::Offset<void> message,
+                                         std::uint16_t version = kProtocolVersion);
     std::span<const std::uint8_t> padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
                                          std::string_view clientName, std::string_view room,
                                          std::uint16_t snapshotRateHz, bool spectator, bool isResponse,

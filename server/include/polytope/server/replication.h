@@ -66,7 +66,8 @@ struct ClientReplication
 
     // Snapshots.
     protocol::SnapshotSendState snapshots;
-    std::uint64_t lastFullTick = 0; ///< tick of the last snapshot sent without a baseline
+    std::uint64_t lastFullTick = 0;     ///< tick of the last snapshot sent without a baseline
+    bool fullSnapshotRequested = false; ///< the client asked for a full snapshot, and the pacing allows it
 
     // Bandwidth budget (maxClientKbps > 0): the frames this client was actually sent, its bytes left, each
     // body's accumulated priority and the measured cost of a changed body.
@@ -108,6 +109,10 @@ class Replicator
     void captureSnapshot(const physics::World& world, std::uint64_t tick);
     /// Sends the client the newest snapshot (within its budget), unless it already has that state.
     void sendSnapshot(ClientReplication& client, double now, double tickSeconds);
+    /// The client asked for a full snapshot (a slice failed its checksum; STANDARD.md 6.4) after the room's
+    /// tick `tick`: its next snapshot goes without a baseline, unless a full snapshot went to it less than
+    /// fullSnapshotResendSeconds before (then the request is refused, and counted).
+    void requestFullSnapshot(ClientReplication& client, std::uint64_t tick, double tickSeconds);
 
     const protocol::SnapshotHistory& history() const { return m_history; }
     /// A clock (seconds) used only to measure encoding time into RoomMetrics::encodeSeconds.
@@ -140,7 +145,7 @@ class Replicator
     /// frames involved are not the simulation's own (then `current` is the client's composite).
     bool chooseBudgeted(ClientReplication& client, const protocol::SnapshotFrame*& current,
                         const protocol::SnapshotFrame*& baseline, const protocol::SnapshotFrame*& reference,
-                        double now);
+                        double now, bool full);
     /// Encodes into `out`; false when the encoder refused.
     bool encode(const protocol::SnapshotFrame& current, const protocol::SnapshotFrame* baseline,
                 const protocol::SnapshotFrame* reference, SharedEncoding& out, std::uint32_t clientId);

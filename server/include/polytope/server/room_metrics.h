@@ -21,6 +21,13 @@ struct RoomMetrics
     std::uint64_t snapshotsSent = 0;    ///< snapshots (all their slices) sent, summed over clients
     std::uint64_t snapshotsSkipped = 0; ///< identical to the client's baseline and not due as heartbeat
     std::uint64_t fullSnapshots = 0;    ///< sent without a baseline
+    /// Client datagrams asking for a full snapshot (header flag FullSnapshotRequest: a slice failed the
+    /// client's checksum), every one counted.
+    std::uint64_t fullSnapshotRequests = 0;
+    /// Requests ignored because a full snapshot went to that client less than fullSnapshotResendSeconds ago
+    /// (the rate limit: the client asks again if it still needs one).
+    std::uint64_t fullSnapshotRequestsRefused = 0;
+    std::uint64_t fullSnapshotsOnRequest = 0; ///< full snapshots sent in answer to a request
     std::uint64_t snapshotDatagrams = 0;
     std::uint64_t snapshotEncodeErrors = 0; ///< the encoder refused (a bug: logged)
     std::uint64_t catalogueDatagrams = 0;

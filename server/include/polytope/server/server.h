@@ -69,6 +69,9 @@ struct ServerMetrics
     std::uint64_t bytesIn = 0;     ///< datagrams dropped here, handshakes and admin requests
     protocol::DropCounters drops;  ///< dropped before reaching a room
     std::uint64_t unknownRoom = 0; ///< connects naming no room
+    /// ConnectRequests of another protocol version answered with ConnectDenied (Version) (STANDARD.md
+    /// section 9); each is also a drop under WrongVersion
+    std::uint64_t versionDenied = 0;
     std::uint64_t challengesSent = 0;
     std::uint64_t cookiesForged = 0; ///< ChallengeResponses with a forged, tampered or foreign cookie
     std::uint64_t cookiesExpired = 0;
@@ -154,6 +157,9 @@ class Server
                               std::size_t bytes, double now);
     void handleChallengeResponse(const protocol::Address& from, const protocol::wire::Packet& packet,
                                  std::size_t bytes, double now);
+    /// A ConnectRequest of protocol version `version` (not ours): ConnectDenied (Version) in that version,
+    /// within the connection rate limits (STANDARD.md section 9).
+    void denyVersion(const protocol::Address& from, std::uint16_t version, std::size_t bytes, double now);
     /// Rate limits, the connect token and the room a handshake datagram names; nullptr when it was dropped
     /// or denied (`token`: the token's verdict, clientId 0 when tokenless).
     Room* admitHandshake(const protocol::Address& from, ClientSlot slot, std::string_view roomName,
