@@ -414,6 +414,7 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
         break;
     case wire::PacketType::Snapshot:
     case wire::PacketType::Catalogue:
+    case wire::PacketType::GeometrySlice:
         expected = connected;
         break;
     case wire::PacketType::KeepAlive:
@@ -498,6 +499,14 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
         m_acks.onReceived(packet.header()->sequence());
         m_receivedSinceAck = true;
         onCatalogue(*packet.message_as_Catalogue(), now);
+        return;
+    case wire::PacketType::GeometrySlice:
+        // Acknowledged whether kept or refused: a refusal (a wrong size, the memory cap, a wrong hash) does
+        // not go away with a resend, and the geometry only changes how a body is drawn (STANDARD.md 12.4).
+        onServerAcks(*packet.header());
+        m_acks.onReceived(packet.header()->sequence());
+        m_receivedSinceAck = true;
+        m_geometry.add(*packet.message_as_GeometrySlice());
         return;
     case wire::PacketType::KeepAlive:
         onServerAcks(*packet.header());
@@ -663,6 +672,7 @@ bool Client::tryShow(std::uint64_t tick, double now)
         body.generation = q.generation;
         body.shape = shape.shape;
         body.extent = shape.extent;
+        body.geometry = shape.geometry;
         body.atRest = q.atRest;
         body.position = protocol::dequantizePosition(m_receiver->config().position, q.position);
         body.orientation = protocol::dequantizeOrientation({q.largest, q.orientation});

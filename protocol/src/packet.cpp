@@ -1,5 +1,7 @@
 #include "polytope/protocol/packet.h"
 
+#include "polytope/protocol/geometry.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -76,6 +78,14 @@ bool validCatalogue(const wire::Catalogue& m)
     {
         return false;
     }
+    // The hashes are uint64: their vector must be 8-byte aligned to be read (see validClientInput).
+    if (const auto* geometry = m.geometry();
+        geometry &&
+        (geometry->size() != entries->size() || entries->size() > kMaxCatalogueEntriesWithGeometry ||
+         reinterpret_cast<std::uintptr_t>(geometry->Data()) % alignof(std::uint64_t) != 0))
+    {
+        return false;
+    }
     for (const wire::CatalogueEntry* e : *entries)
     {
         if (e->generation() == 0 || !validEnum(e->shape()) || (e->flags() & ~kCatalogueFlagOwned) != 0 ||
@@ -92,6 +102,18 @@ bool validCatalogue(const wire::Catalogue& m)
         }
     }
     return true;
+}
+
+bool validGeometrySlice(const wire::GeometrySlice& m)
+{
+    const std::size_t total = m.total_bytes();
+    const std::size_t offset = m.offset();
+    if (m.hash() == 0 || !isGeometryKind(m.kind()) || total == 0 || total > kMaxGeometryBytes ||
+        offset % kGeometrySliceBytes != 0 || offset >= total || !m.data())
+    {
+        return false;
+    }
+    return m.data()->size() == std::min(kGeometrySliceBytes, total - offset);
 }
 
 bool validClientInput(const wire::ClientInput& m, DropReason& reason)
@@ -172,6 +194,8 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
     }
     case wire::Message::Catalogue:
         return validCatalogue(*packet.message_as_Catalogue());
+    case wire::Message::GeometrySlice:
+        return validGeometrySlice(*packet.message_as_GeometrySlice());
     case wire::Message::ClientInput:
         return validClientInput(*packet.message_as_ClientInput(), reason);
     case wire::Message::KeepAlive:
@@ -406,9 +430,13 @@ void readCatalogue(const wire::Catalogue& message, std::vector<CatalogueEntry>& 
     out.clear();
     if (const auto* entries = message.entries())
     {
+        const auto* geometry = message.geometry();
+        const bool withGeometry = geometry && geometry->size() == entries->size();
         for (const wire::CatalogueEntry* e : *entries)
         {
             CatalogueEntry entry;
+            entry.geometry =
+                withGeometry ? geometry->Get(static_cast<flatbuffers::uoffset_t>(out.size())) : 0;
             entry.id = e->id();
             entry.generation = e->generation();
             entry.shape = e->shape();
@@ -609,8 +637,27 @@ std::span<const std::uint8_t> PacketWriter::catalogue(const HeaderFields& header
                                         e.owned ? kCatalogueFlagOwned : std::uint16_t{0}, toWire(e.extent));
     }
     const auto vector = m_builder.CreateVectorOfStructs(m_catalogueStaging.data(), m_catalogueStaging.size());
-    const auto message = wire::CreateCatalogue(m_builder, vector);
+    m_geometryStaging.clear();
+    bool anyGeometry = false;
+    for (const CatalogueEntry& e : entries)
+    {
+        m_geometryStaging.push_back(e.geometry);
+        anyGeometry = anyGeometry || e.geometry != 0;
+    }
+    const auto geometry = anyGeometry ? m_builder.CreateVector(m_geometryStaging) : 0;
+    const auto message = wire::CreateCatalogue(m_builder, vector, geometry);
     return finish(header, wire::PacketType::Catalogue, message.Union());
+}
+
+std::span<const std::uint8_t> PacketWriter::geometrySlice(const HeaderFields& header, std::uint64_t hash,
+                                                          wire::ShapeKind kind, std::uint32_t totalBytes,
+                                                          std::uint32_t offset,
+                                                          std::span<const std::uint8_t> data)
+{
+    m_builder.Clear();
+    const auto bytes = m_builder.CreateVector(data.data(), data.size());
+    const auto message = wire::CreateGeometrySlice(m_builder, hash, kind, totalBytes, offset, bytes);
+    return finish(header, wire::PacketType::GeometrySlice, message.Union());
 }
 
 std::span<const std::uint8_t> PacketWriter::clientInput(const HeaderFields& header,

@@ -27,8 +27,10 @@ protocol::SnapshotCodecConfig codecConfigOf(const RoomConfig& config)
     return codec;
 }
 
-protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body,
-                                          const physics::ShapeCatalogue& catalogue)
+} // namespace
+
+protocol::CatalogueEntry Replicator::entryOf(const physics::BodyState& body,
+                                             const physics::ShapeCatalogue& catalogue)
 {
     const std::span<const physics::ConvexHull> hulls = catalogue.hulls;
     protocol::CatalogueEntry out;
@@ -50,7 +52,7 @@ protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body,
     case physics::ShapeType::Hull:
         if (shape.hullIndex < hulls.size())
         {
-            // Half extents of the hull's local bounding box (the vertices themselves are not sent yet).
+            // Half extents of the hull's local bounding box (the vertices go as its geometry).
             physics::Vec3 lo{0, 0, 0}, hi{0, 0, 0};
             bool first = true;
             for (const physics::Vec3& v : hulls[shape.hullIndex].vertices)
@@ -66,7 +68,7 @@ protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body,
     case physics::ShapeType::Mesh:
     case physics::ShapeType::HeightField:
     {
-        // Half extents of the local bounding box (their pieces are not sent yet).
+        // Half extents of the local bounding box (the pieces go as its geometry).
         const physics::Aabb box = physics::shapeBoundsAt(shape, physics::Transform::identity(), catalogue);
         out.extent = {0.5f * (box.max.x - box.min.x), 0.5f * (box.max.y - box.min.y),
                       0.5f * (box.max.z - box.min.z)};
@@ -79,13 +81,13 @@ protocol::CatalogueEntry catalogueEntryOf(const physics::BodyState& body,
     {
         e = std::isfinite(e) ? std::clamp(e, 0.0f, protocol::kMaxShapeExtentMeters) : 0.0f;
     }
+    out.geometry = geometryOf(shape, catalogue);
     return out;
 }
-} // namespace
 
 ClientReplication::ClientReplication(std::uint32_t maxBaselineAgeTicks, int ticksPerSnapshot_)
-    : ticksPerSnapshot(ticksPerSnapshot_), catalogueSent(kCatalogueRing), snapshots(maxBaselineAgeTicks),
-      bytesPerChangedBody(kInitialBytesPerChangedBody)
+    : ticksPerSnapshot(ticksPerSnapshot_), catalogueSent(kCatalogueRing), geometrySent(kCatalogueRing),
+      snapshots(maxBaselineAgeTicks), bytesPerChangedBody(kInitialBytesPerChangedBody)
 {
 }
 
@@ -115,6 +117,7 @@ void Replicator::addClient(ClientReplication& client) const
 void Replicator::onAcked(ClientReplication& client, std::uint16_t sequence) const
 {
     client.snapshots.onAcked(sequence);
+    onGeometryAcked(client, sequence);
     auto& [sentSequence, records] = client.catalogueSent[sequence % kCatalogueRing];
     if (records.empty() || sentSequence != sequence)
     {
@@ -171,7 +174,12 @@ void Replicator::refreshCatalogue(const physics::World& world, std::uint64_t tic
             {
                 return; // shapes of live bodies do not change
             }
-            slot.entry = catalogueEntryOf(body, catalogue);
+            if (slot.version != 0 && !slot.entry.removed)
+            {
+                countGeometryUse(slot.entry, -1);
+            }
+            slot.entry = entryOf(body, catalogue);
+            countGeometryUse(slot.entry, +1);
             slot.version = ++m_catalogueVersion;
             markDirty(id);
         });
@@ -180,6 +188,7 @@ void Replicator::refreshCatalogue(const physics::World& world, std::uint64_t tic
         CatalogueSlot& slot = m_catalogue[id];
         if (slot.version != 0 && slot.seenTick != pass && !slot.entry.removed)
         {
+            countGeometryUse(slot.entry, -1);
             slot.entry.removed = true;
             slot.version = ++m_catalogueVersion;
             markDirty(id);
@@ -191,10 +200,12 @@ void Replicator::forgetBodies(std::span<ClientReplication* const> clients)
 {
     // A new body may reuse an old id and generation with another shape: every live slot is marked removed
     // (a new version), and the next refresh gives each body of the new world a version again.
+    m_geometryByIndex.clear(); // catalogue indices of the new world name other geometry
     for (CatalogueSlot& slot : m_catalogue)
     {
         if (slot.version != 0 && !slot.entry.removed)
         {
+            countGeometryUse(slot.entry, -1);
             slot.entry.removed = true;
             slot.version = ++m_catalogueVersion;
         }
@@ -219,6 +230,7 @@ void Replicator::sendCatalogue(ClientReplication& client, double now)
     {
         m_catalogueScratch.clear();
         std::vector<ClientReplication::CatalogueRecord> records;
+        bool anyGeometry = false;
         for (; it != client.catalogueDirty.end() &&
                m_catalogueScratch.size() < protocol::kMaxCatalogueEntriesPerDatagram;
              ++it)
@@ -231,12 +243,27 @@ void Replicator::sendCatalogue(ClientReplication& client, double now)
             {
                 continue;
             }
+            // A datagram carrying geometry hashes holds fewer entries (8 more bytes each).
+            const bool withGeometry = anyGeometry || (slot.entry.geometry != 0 && !slot.entry.removed);
+            if (withGeometry && m_catalogueScratch.size() >= protocol::kMaxCatalogueEntriesWithGeometry)
+            {
+                break;
+            }
+            anyGeometry = withGeometry;
+            if (slot.entry.geometry != 0 && !slot.entry.removed)
+            {
+                nameGeometry(client, slot.entry.geometry);
+            }
             m_metrics.catalogueEntriesResent += pending.sentVersion == slot.version ? 1 : 0;
             pending.sentVersion = slot.version;
             pending.sentTime = now;
             m_catalogueScratch.push_back(slot.entry);
             m_catalogueScratch.back().owned =
                 !slot.entry.removed && owns(client, slot.entry.id, slot.entry.generation);
+            if (slot.entry.removed)
+            {
+                m_catalogueScratch.back().geometry = 0;
+            }
             records.push_back({it->first, slot.version});
         }
         if (m_catalogueScratch.empty())

@@ -453,6 +453,11 @@ void Room::runTick(double now)
         }
         m_replicator.sendSnapshot(replication, now, m_tickSeconds);
     }
+    // Geometry after the snapshots: within a tick they have the first claim on the budget.
+    for (const ClientSlot slot : m_members)
+    {
+        m_replicator.sendGeometry(m_clients[slot]->replication, now);
+    }
 }
 
 void Room::resetWorld(physics::World&& world)

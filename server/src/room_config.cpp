@@ -55,6 +55,12 @@ std::string RoomConfig::validate() const
     {
         return "catalogue datagrams per tick and input lead must be at least 1";
     }
+    if (!(geometryShare > 0.0 && geometryShare <= 1.0) || geometryKbpsWithoutBudget < 1 ||
+        maxGeometryDatagramsPerTick < 1 || !(geometryResendSeconds > 0.0) ||
+        !std::isfinite(geometryResendSeconds))
+    {
+        return "geometry share must be in (0, 1], its rate, datagrams per tick and resend interval positive";
+    }
     if (room.empty() || room.size() > protocol::kMaxRoomNameBytes)
     {
         return "room name must be 1..64 bytes";

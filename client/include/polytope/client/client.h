@@ -27,6 +27,7 @@
 // sends about one per server packet). Loss of the server's datagrams is read from gaps in its sequences.
 #pragma once
 
+#include "polytope/protocol/geometry.h"
 #include "polytope/protocol/packet.h"
 #include "polytope/protocol/seal.h"
 #include "polytope/protocol/snapshot_channel.h"
@@ -91,6 +92,7 @@ struct SnapshotBody
     std::array<float, 3> position{};                          ///< metres (quantized: error <= half a step)
     std::array<float, 4> orientation{0.0f, 0.0f, 0.0f, 1.0f}; ///< x, y, z, w
     std::array<float, 3> extent{};                            ///< see protocol::CatalogueEntry
+    std::uint64_t geometry = 0; ///< hash of its geometry (Client::geometry()), 0: none (a primitive)
 };
 
 /// A whole snapshot (all of its slices), decoded.
@@ -172,6 +174,9 @@ class Client
     const protocol::SnapshotReceiver* receiver() const { return m_receiver.get(); }
     /// Known shapes by body id.
     const std::map<std::uint32_t, protocol::CatalogueEntry>& catalogue() const { return m_catalogue; }
+    /// Geometry received (hulls, meshes, heightfields, compounds), by content hash, with its counts of
+    /// refused slices; a body's SnapshotBody::geometry names its entry here once it has arrived.
+    const protocol::GeometryAssembler& geometry() const { return m_geometry; }
     /// The bodies this client owns and may send inputs for (catalogue entries flagged owned), by id.
     std::vector<protocol::CatalogueEntry> ownedBodies() const;
     /// Inputs sent and not yet acknowledged.
@@ -253,6 +258,7 @@ class Client
     std::map<std::uint32_t, protocol::CatalogueEntry> m_catalogue;
     std::map<std::uint32_t, std::uint32_t> m_removedGenerations; ///< per slot: the newest generation removed
     std::vector<protocol::CatalogueEntry> m_catalogueScratch;
+    protocol::GeometryAssembler m_geometry;
     bool m_anyShown = false;
     std::uint64_t m_lastShownTick = 0;
     bool m_waiting = false; ///< a complete tick waits for catalogue entries

@@ -76,4 +76,23 @@ inline constexpr double kAdminTimeWindowSeconds = 30.0;
 /// Largest extent (metres) a catalogue entry may announce.
 inline constexpr float kMaxShapeExtentMeters = 1.0e5f;
 
+// Geometry on the wire (STANDARD.md section 12).
+/// Most catalogue entries in a Catalogue datagram that carries geometry hashes (8 more bytes an entry).
+inline constexpr std::size_t kMaxCatalogueEntriesWithGeometry = 32;
+/// Bytes of geometry in every GeometrySlice but a geometry's last.
+inline constexpr std::size_t kGeometrySliceBytes = 1024;
+/// Largest geometry (its Geometry FlatBuffer, bytes); larger ones are not sent (the entry names hash 0).
+inline constexpr std::size_t kMaxGeometryBytes = 16u << 20;
+/// Geometry a client holds at most, complete and in assembly together (bytes); past it, new geometry is
+/// refused and counted.
+inline constexpr std::size_t kMaxClientGeometryBytes = 64u << 20;
+/// Most vertices of a hull geometry (the engine's kMaxHullVertices).
+inline constexpr std::size_t kMaxGeometryHullVertices = 255;
+/// Most faces of a hull geometry.
+inline constexpr std::size_t kMaxGeometryHullFaces = 1024;
+/// Most children of a compound geometry (the engine's kMaxCompoundChildren).
+inline constexpr std::size_t kMaxGeometryCompoundChildren = 64;
+/// Most samples along each side of a heightfield geometry (the engine's kMaxHeightFieldSamplesPerSide).
+inline constexpr std::uint32_t kMaxGeometryHeightFieldSide = 4097;
+
 } // namespace polytope::protocol

@@ -147,6 +147,8 @@ struct CatalogueEntry
     bool removed = false;          ///< the body is gone
     bool owned = false;            ///< the receiving client owns it (kCatalogueFlagOwned)
     std::array<float, 3> extent{}; ///< metres, see the schema
+    std::uint64_t geometry =
+        0; ///< content hash of its hull, mesh, heightfield or compound (geometry.h); 0: none
 
     bool operator==(const CatalogueEntry&) const = default;
 };
@@ -225,9 +227,14 @@ class PacketWriter
     /// One slice: payload.size() in 1 .. kMaxSnapshotPayloadBytes.
     std::span<const std::uint8_t> snapshot(const HeaderFields& header, std::uint64_t tick, double serverTime,
                                            std::span<const std::uint8_t> payload);
-    /// entries.size() in 1 .. kMaxCatalogueEntriesPerDatagram.
+    /// entries.size() in 1 .. kMaxCatalogueEntriesPerDatagram, or 1 .. kMaxCatalogueEntriesWithGeometry when
+    /// any entry names a geometry (then the datagram carries the hashes).
     std::span<const std::uint8_t> catalogue(const HeaderFields& header,
                                             std::span<const CatalogueEntry> entries);
+    /// One slice of a geometry: `data` is the slice at `offset` of a geometry of `totalBytes` (geometry.h).
+    std::span<const std::uint8_t> geometrySlice(const HeaderFields& header, std::uint64_t hash,
+                                                wire::ShapeKind kind, std::uint32_t totalBytes,
+                                                std::uint32_t offset, std::span<const std::uint8_t> data);
     /// inputs.size() at most kMaxInputsPerDatagram.
     std::span<const std::uint8_t> clientInput(const HeaderFields& header,
                                               std::span<const InputCommand> inputs);
@@ -253,6 +260,7 @@ class PacketWriter
     flatbuffers::FlatBufferBuilder m_builder;
     std::vector<wire::CatalogueEntry> m_catalogueStaging;
     std::vector<wire::Input> m_inputStaging;
+    std::vector<std::uint64_t> m_geometryStaging;
 };
 
 /// True when 16-bit sequence a is newer than b, across wrap-around.

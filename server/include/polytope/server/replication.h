@@ -8,6 +8,9 @@
 //     each client whose rate falls on the tick is sent that frame, coded against the newest tick it holds
 //     completely (its baseline, SnapshotSendState) and the one before it (the reference); clients with the
 //     same (current, baseline, reference) ticks share one encoding per tick;
+//   - geometry: hulls, meshes, heightfields and compounds by content hash (protocol/geometry.h), each sent a
+//     client once in GeometrySlice datagrams, resent until acknowledged, paced by a bucket of its own that
+//     takes a share of the client's budget (geometry_replication.cpp);
 //   - the bandwidth budget (RoomConfig::maxClientKbps): a token bucket per client, and Fiedler's priority
 //     accumulator choosing which changed bodies fit; deferred bodies keep the state the client has, so each
 //     budgeted client has frames of its own, and a baseline is one of those.
@@ -23,6 +26,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -64,6 +68,32 @@ struct ClientReplication
     /// Catalogue entries each recent datagram carried, by sequence mod kCatalogueRing.
     std::vector<std::pair<std::uint16_t, std::vector<CatalogueRecord>>> catalogueSent;
 
+    // Geometry (STANDARD.md section 12): each hash named to the client is queued once; its slices are sent
+    // within the geometry bucket and resent until acknowledged.
+    struct PendingGeometry
+    {
+        std::uint64_t hash = 0;
+        std::vector<double> sentTime; ///< per slice: < 0 never sent
+        std::vector<bool> acked;      ///< per slice
+        std::uint32_t unacked = 0;
+    };
+    struct GeometryRecord
+    {
+        std::uint16_t sequence = 0;
+        bool valid = false;
+        std::uint64_t hash = 0;
+        std::uint32_t slice = 0;
+    };
+    std::deque<PendingGeometry>
+        geometryQueue;                     ///< named to the client and not wholly acknowledged, oldest first
+    std::set<std::uint64_t> geometryKnown; ///< every hash ever queued for the client (sent once)
+    std::vector<GeometryRecord>
+        geometrySent;                    ///< the slice each recent datagram carried, by sequence mod ring
+    double geometryTokens = 0.0;         ///< bytes
+    double geometryTime = -1.0;          ///< when the bucket was last filled; < 0: never
+    std::uint64_t geometryBytesSent = 0; ///< datagram bytes of geometry sent this client, resends included
+    std::uint64_t geometryDatagramsSent = 0;
+
     // Snapshots.
     protocol::SnapshotSendState snapshots;
     std::uint64_t lastFullTick = 0;     ///< tick of the last snapshot sent without a baseline
@@ -102,6 +132,17 @@ class Replicator
     void forgetBodies(std::span<ClientReplication* const> clients);
     /// Sends the client its due catalogue entries.
     void sendCatalogue(ClientReplication& client, double now);
+
+    /// Sends the client due geometry slices, within its geometry bucket (RoomConfig::geometryShare).
+    void sendGeometry(ClientReplication& client, double now);
+    /// A geometry the room holds, by hash: its kind, its bytes (geometry.fbs) and the bodies naming it now.
+    struct StoredGeometry
+    {
+        protocol::wire::ShapeKind kind = protocol::wire::ShapeKind::Hull;
+        std::vector<std::uint8_t> bytes;
+        std::uint32_t bodies = 0;
+    };
+    const std::map<std::uint64_t, StoredGeometry>& geometry() const { return m_geometry; }
 
     /// Starts a tick: shared encodings of the previous one are void.
     void beginTick();
@@ -150,6 +191,18 @@ class Replicator
     bool encode(const protocol::SnapshotFrame& current, const protocol::SnapshotFrame* baseline,
                 const protocol::SnapshotFrame* reference, SharedEncoding& out, std::uint32_t clientId);
     bool owns(const ClientReplication& client, std::uint32_t id, std::uint32_t generation) const;
+    /// The catalogue entry of a body, its geometry hash included (the geometry stored on first use).
+    protocol::CatalogueEntry entryOf(const physics::BodyState& body,
+                                     const physics::ShapeCatalogue& catalogue);
+    /// Hash of the geometry of a hull, mesh, heightfield or compound shape (stored on first use); 0 for other
+    /// shapes and for geometry larger than kMaxGeometryBytes.
+    std::uint64_t geometryOf(const physics::Shape& shape, const physics::ShapeCatalogue& catalogue);
+    /// The catalogue entry `entry` takes or leaves its geometry: the bodies count follows.
+    void countGeometryUse(const protocol::CatalogueEntry& entry, int change);
+    /// Queues the geometry `hash` for the client unless it has been queued before.
+    void nameGeometry(ClientReplication& client, std::uint64_t hash) const;
+    /// The client acknowledged datagram `sequence`: the geometry slice it carried, if any, is delivered.
+    void onGeometryAcked(ClientReplication& client, std::uint16_t sequence) const;
 
     const RoomConfig& m_config;
     RoomMetrics& m_metrics;
@@ -162,6 +215,9 @@ class Replicator
     std::vector<CatalogueSlot> m_catalogue;
     std::uint64_t m_catalogueVersion = 0;
     std::vector<protocol::CatalogueEntry> m_catalogueScratch;
+    std::map<std::uint64_t, StoredGeometry> m_geometry;
+    /// Hash by (shape type, engine catalogue index), for the world the catalogue was made from.
+    std::map<std::pair<int, std::uint32_t>, std::uint64_t> m_geometryByIndex;
     std::vector<SharedEncoding> m_shared; ///< this tick's encodings: the first m_sharedCount
     std::size_t m_sharedCount = 0;
     SharedEncoding m_private; ///< the last encoding of a client's own (budget-limited) frames

@@ -53,6 +53,14 @@ struct RoomConfig
     /// priority (owned, new, moving first) and the rest keep the state the client has until a later one.
     int maxClientKbps = 2048;
     double budgetBurstSeconds = 0.25; ///< the budget's token bucket holds this many seconds of it
+    /// Geometry (STANDARD.md section 12) goes through a bucket of its own filled at this share of
+    /// maxClientKbps (0 .. 1), and is charged to the snapshot budget too: so geometry and snapshots together
+    /// stay within maxClientKbps, and snapshots always keep at least the rest.
+    double geometryShare = 0.5;
+    /// The geometry rate when maxClientKbps is 0 (no budget), kbps.
+    int geometryKbpsWithoutBudget = 4096;
+    int maxGeometryDatagramsPerTick = 16; ///< geometry slices per client per tick at most, >= 1
+    double geometryResendSeconds = 0.25;  ///< an unacknowledged geometry slice is resent after this
     /// While a client holds no snapshot, a full one is sent at most this often (it is large, and one is
     /// usually already on its way).
     double fullSnapshotResendSeconds = 0.2;

@@ -33,6 +33,10 @@ struct RoomMetrics
     std::uint64_t catalogueDatagrams = 0;
     std::uint64_t catalogueEntriesSent = 0; ///< including resends
     std::uint64_t catalogueEntriesResent = 0;
+    std::uint64_t geometryDatagrams = 0; ///< GeometrySlice datagrams, resends included
+    std::uint64_t geometryBytes = 0;     ///< their datagram bytes
+    std::uint64_t geometrySlicesResent = 0;
+    std::uint64_t geometriesDelivered = 0; ///< geometries every slice of which a client acknowledged
     std::uint64_t clientsAccepted = 0;
     std::uint64_t clientsDenied = 0;
     std::uint64_t clientsTimedOut = 0;
