@@ -115,6 +115,8 @@ class Room
     std::vector<physics::BodyId> ownedBodies(std::uint32_t clientId) const;
     /// The quantized snapshots made recently (tests compare clients' decoded state with them).
     const protocol::SnapshotHistory& history() const { return m_replicator.history(); }
+    /// What the room replicates (the geometry it holds, tests and tools).
+    const Replicator& replicator() const { return m_replicator; }
     /// The snapshot of `tick` exactly as that client was sent it (under a bandwidth budget it may hold older
     /// states of some bodies than history() does), or nullptr.
     const protocol::SnapshotFrame* sentFrame(std::uint32_t clientId, std::uint64_t tick) const;
