@@ -655,6 +655,106 @@ int runLive(const ConnectOptions& connect, const ViewOptions& view)
                         {});
 }
 
+/// Prints the geometry the client holds and what the catalogue names (polytope-inspect geometry).
+void printGeometry(const polytope::client::Client& c, bool json)
+{
+    // Bodies naming each hash, from the catalogue.
+    std::map<std::uint64_t, std::pair<polytope::protocol::wire::ShapeKind, std::size_t>> named;
+    for (const auto& [id, entry] : c.catalogue())
+    {
+        if (entry.geometry != 0 && !entry.removed)
+        {
+            auto& [kind, bodies] = named[entry.geometry];
+            kind = entry.shape;
+            ++bodies;
+        }
+    }
+    const polytope::protocol::GeometryAssembler& held = c.geometry();
+    for (const auto& [hash, received] : held.complete())
+    {
+        named.emplace(hash, std::make_pair(received.kind, std::size_t{0}));
+    }
+    if (!json)
+    {
+        std::printf("%-18s %-12s %10s %7s %7s  %s\n", "hash", "kind", "bytes", "slices", "bodies", "state");
+    }
+    else
+    {
+        std::printf("{\"geometry\":[");
+    }
+    bool first = true;
+    for (const auto& [hash, info] : named)
+    {
+        const polytope::protocol::ReceivedGeometry* received = held.find(hash);
+        const std::size_t bytes = received ? received->bytes.size() : 0;
+        const char* state = received ? "complete" : "missing";
+        if (json)
+        {
+            std::printf(
+                "%s{\"hash\":\"%016llx\",\"kind\":\"%s\",\"bytes\":%zu,\"bodies\":%zu,\"complete\":%s}",
+                first ? "" : ",", static_cast<unsigned long long>(hash),
+                polytope::protocol::shapeKindName(info.first), bytes, info.second,
+                received ? "true" : "false");
+        }
+        else
+        {
+            std::printf("%016llx %-12s %10zu %7u %7zu  %s\n", static_cast<unsigned long long>(hash),
+                        polytope::protocol::shapeKindName(info.first), bytes,
+                        polytope::protocol::geometrySliceCount(bytes), info.second, state);
+        }
+        first = false;
+    }
+    const polytope::protocol::GeometryReceiveStats& stats = held.stats();
+    if (json)
+    {
+        std::printf("],\"memory_bytes\":%zu,\"slices\":%llu,\"duplicates\":%llu,\"refused\":%llu}\n",
+                    held.memoryBytes(), static_cast<unsigned long long>(stats.slicesAccepted),
+                    static_cast<unsigned long long>(stats.slicesDuplicate),
+                    static_cast<unsigned long long>(stats.refusedTotal()));
+        return;
+    }
+    std::printf("%zu geometries, %zu bytes held; %llu slices taken, %llu duplicates, %llu refused",
+                named.size(), held.memoryBytes(), static_cast<unsigned long long>(stats.slicesAccepted),
+                static_cast<unsigned long long>(stats.slicesDuplicate),
+                static_cast<unsigned long long>(stats.refusedTotal()));
+    for (std::size_t e = 1; e < polytope::protocol::kGeometryErrorCount; ++e)
+    {
+        if (stats.refused[e] != 0)
+        {
+            std::printf(
+                " %s %llu",
+                polytope::protocol::geometryErrorName(static_cast<polytope::protocol::GeometryError>(e)),
+                static_cast<unsigned long long>(stats.refused[e]));
+        }
+    }
+    std::printf("\n");
+}
+
+/// Connects until every geometry the catalogue names has arrived (or `seconds` pass), then lists them.
+int runGeometry(const ConnectOptions& connect, double seconds, bool json)
+{
+    double start = -1.0;
+    return runConnected(connect, true,
+                        [&](polytope::client::UdpClient& udp, ReceivedSnapshot&)
+                        {
+                            const polytope::client::Client& c = udp.client();
+                            start = start < 0.0 ? udp.now() : start;
+                            bool complete = true;
+                            for (const auto& [id, entry] : c.catalogue())
+                            {
+                                complete = complete && (entry.geometry == 0 ||
+                                                        c.geometry().find(entry.geometry) != nullptr);
+                            }
+                            if (complete || udp.now() - start >= seconds)
+                            {
+                                printGeometry(c, json);
+                                return false;
+                            }
+                            return true;
+                        },
+                        {});
+}
+
 int runRecord(const ConnectOptions& connect, const std::string& path)
 {
     polytope::client::RecordingWriter writer;
@@ -997,6 +1097,15 @@ int main(int argc, char** argv)
     CLI::App* stats = app.add_subcommand("stats", "summarize a recording");
     stats->add_option("file", statsFile, "recording to read")->required();
     stats->add_flag("--json", statsJson, "print the summary as one JSON object");
+    ConnectOptions geometryOptions;
+    bool geometryJson = false;
+    CLI::App* geometry = app.add_subcommand(
+        "geometry",
+        "list the hulls, meshes, heightfields and compounds HOST:PORT sends (hash, kind, size, bodies)");
+    geometry->add_option("server", geometryOptions.server, "HOST:PORT of the server")->required();
+    geometry->add_flag("--json", geometryJson, "print the list as one JSON object");
+    addConnectOptions(*geometry, geometryOptions);
+
     std::string adminServer;
     std::vector<std::string> adminWords;
     std::string adminKey;
@@ -1020,6 +1129,12 @@ int main(int argc, char** argv)
     if (admin->parsed())
     {
         return runAdmin(adminServer, adminWords, adminKey, adminRoom, adminTimeout);
+    }
+    if (geometry->parsed())
+    {
+        // --seconds bounds the wait for geometry here (10 s when not given).
+        return runGeometry(geometryOptions, geometryOptions.seconds > 0.0 ? geometryOptions.seconds : 10.0,
+                           geometryJson);
     }
     if (record->parsed())
     {

@@ -1,5 +1,6 @@
 #include "viewer/sources.h"
 
+#include "viewer/geometry_mesh.h"
 #include "viewer/joint_overlay.h"
 
 #include "polytope/client/interpolation.h"
@@ -661,8 +662,19 @@ class LiveSource final : public ViewSource
             return false;
         }
         toViewFrame(*m_buffer, m_last, m_bodies, out);
+        // Bodies whose geometry has arrived are drawn as they are; the others as their bounding boxes.
+        for (std::size_t i = 0; i < m_bodies.size(); ++i)
+        {
+            if (m_bodies[i].geometry != 0)
+            {
+                out.bodies[i].hullIndex = m_surfaces.indexOf(m_bodies[i].geometry, m_udp.client().geometry());
+            }
+        }
         return true;
     }
+
+    const std::vector<HullMesh>& hullMeshes() const override { return m_surfaces.meshes(); }
+    std::uint64_t hullMeshesVersion() const override { return m_surfaces.version(); }
 
     SourceStats stats() const override
     {
@@ -707,6 +719,7 @@ class LiveSource final : public ViewSource
     std::optional<client::InterpolationBuffer> m_buffer;
     std::vector<client::SnapshotBody> m_bodies;
     client::SampleResult m_last;
+    GeometrySurfaces m_surfaces;
     double m_rateTime = 0.0;
     std::uint64_t m_rateSnapshots = 0;
     std::uint64_t m_rateBytes = 0;

@@ -31,12 +31,15 @@ class ViewSource
     virtual bool frame(double now, ViewFrame& out) = 0;
     virtual SourceStats stats() const = 0;
     virtual std::string error() const { return {}; }
-    /// Surfaces of the hulls that bodies' hullIndex refers to (local scenes; live clients know only boxes).
+    /// Surfaces that bodies' hullIndex refers to: the engine's shapes in local scenes, the geometry received
+    /// (protocol/geometry.h) in live views and replays.
     virtual const std::vector<HullMesh>& hullMeshes() const
     {
         static const std::vector<HullMesh> none;
         return none;
     }
+    /// Changes whenever hullMeshes() does (live geometry arrives after the first frames): upload again then.
+    virtual std::uint64_t hullMeshesVersion() const { return 0; }
     /// Pauses or resumes the simulation (local scenes only).
     virtual void setPaused(bool) {}
     virtual bool paused() const { return false; }

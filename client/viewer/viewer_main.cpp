@@ -241,6 +241,7 @@ int main(int argc, char** argv)
             status = 2;
         }
         renderer.setHullMeshes(source->hullMeshes());
+        std::uint64_t meshesVersion = source->hullMeshesVersion();
 
         OrbitCamera camera;
         bool fitted = false;
@@ -282,6 +283,12 @@ int main(int argc, char** argv)
                 break;
             }
             haveFrame = source->frame(now, frame) || haveFrame;
+            if (source->hullMeshesVersion() != meshesVersion)
+            {
+                // Geometry arrived from the server (or the recording): upload the surfaces again.
+                meshesVersion = source->hullMeshesVersion();
+                renderer.setHullMeshes(source->hullMeshes());
+            }
             if (haveFrame && !fitted)
             {
                 camera = fitCamera(frame);
