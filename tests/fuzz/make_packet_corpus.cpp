@@ -50,6 +50,21 @@ int main(int argc, char** argv)
     corpus.save("packet", "catalogue", writer.catalogue(header, entries));
     corpus.save("catalogue", "catalogue6", writer.catalogue(header, entries));
     corpus.save("catalogue", "catalogue1", writer.catalogue(header, std::span(entries).first(1)));
+    // Geometry (STANDARD.md section 12): a catalogue naming hashes, a whole one-slice geometry and the middle
+    // slice of a larger one.
+    std::vector<CatalogueEntry> named(entries.begin(), entries.end());
+    for (CatalogueEntry& e : named)
+    {
+        e.geometry = 0x1122334455667788ull + e.id;
+    }
+    corpus.save("packet", "catalogue_geometry", writer.catalogue(header, named));
+    const std::vector<std::uint8_t> geometryBytes(2500, 0x5a);
+    corpus.save("packet", "geometry_slice_last",
+                writer.geometrySlice(header, 0x0102030405060708ull, wire::ShapeKind::Mesh, 2500, 2048,
+                                     std::span(geometryBytes).first(452)));
+    corpus.save("packet", "geometry_slice_middle",
+                writer.geometrySlice(header, 0x0102030405060708ull, wire::ShapeKind::HeightField, 2500, 1024,
+                                     std::span(geometryBytes).first(1024)));
 
     std::vector<InputCommand> inputs(5);
     for (std::size_t i = 0; i < inputs.size(); ++i)
