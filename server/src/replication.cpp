@@ -220,6 +220,34 @@ void Replicator::forgetBodies(std::span<ClientReplication* const> clients)
             }
         }
     }
+    // Geometry no body uses any more goes, so that loading scene after scene does not keep every one: a
+    // client still receiving it stops (and is sent it afresh should a later world name it again); one that
+    // has it complete keeps its copy, and its hash stays known to it.
+    for (auto it = m_geometry.begin(); it != m_geometry.end();)
+    {
+        if (it->second.bodies != 0)
+        {
+            ++it;
+            continue;
+        }
+        for (ClientReplication* client : clients)
+        {
+            auto& queue = client->geometryQueue;
+            for (auto pending = queue.begin(); pending != queue.end();)
+            {
+                if (pending->hash == it->first)
+                {
+                    client->geometryKnown.erase(it->first);
+                    pending = queue.erase(pending);
+                }
+                else
+                {
+                    ++pending;
+                }
+            }
+        }
+        it = m_geometry.erase(it);
+    }
 }
 
 void Replicator::sendCatalogue(ClientReplication& client, double now)

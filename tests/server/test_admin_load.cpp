@@ -384,3 +384,32 @@ TEST_CASE("scene files: FIFOs, directories and devices are refused without block
     CHECK(status == server::FileStatus::Ok);
     CHECK(scene.bodies.size() == 3);
 }
+
+TEST_CASE("admin load keeps only the geometry of the scene loaded, however many scenes came before",
+          "[admin][geometry]")
+{
+    TempDirectory directory("admin_load_geometry");
+    AdminLoop loop("convex_vs_mesh", directory.path().string());
+    loop.run(0.1);
+    const std::size_t meshScene = loop.room().replicator().geometry().size();
+    CHECK(meshScene > 0);
+    std::size_t terrainScene = 0;
+    for (int round = 0; round < 3; ++round)
+    {
+        CAPTURE(round);
+        REQUIRE(loop.load("default").first);
+        loop.run(0.1);
+        CHECK(loop.room().replicator().geometry().empty()); // spheres and boxes carry none
+        REQUIRE(loop.load("terrain").first);
+        loop.run(0.1);
+        terrainScene = loop.room().replicator().geometry().size();
+        CHECK(terrainScene > 0);
+        REQUIRE(loop.load("convex_vs_mesh").first);
+        loop.run(0.1);
+        CHECK(loop.room().replicator().geometry().size() == meshScene);
+        for (const auto& [hash, stored] : loop.room().replicator().geometry())
+        {
+            CHECK(stored.bodies > 0);
+        }
+    }
+}
