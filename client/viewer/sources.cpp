@@ -185,13 +185,9 @@ void captureFrame(const physics::World& world, const std::vector<std::array<floa
             switch (s.shape.type)
             {
             case physics::ShapeType::Sphere:
-                b.extent = {s.shape.sphere.radius, s.shape.sphere.radius, s.shape.sphere.radius};
-                break;
             case physics::ShapeType::Capsule:
-                b.extent = {s.shape.capsule.radius, s.shape.capsule.halfHeight, s.shape.capsule.radius};
-                break;
             case physics::ShapeType::Box:
-                b.extent = {s.shape.box.halfExtents.x, s.shape.box.halfExtents.y, s.shape.box.halfExtents.z};
+                protocol::primitiveExtent(s.shape, b.extent);
                 break;
             case physics::ShapeType::Hull:
                 if (s.shape.hullIndex < hullBoxes.size())

@@ -160,13 +160,9 @@ bool geometryFromShape(const physics::Shape& shape, const physics::ShapeCatalogu
             switch (c.shape.type)
             {
             case physics::ShapeType::Sphere:
-                child.extent = {c.shape.sphere.radius, c.shape.sphere.radius, c.shape.sphere.radius};
-                break;
             case physics::ShapeType::Capsule:
-                child.extent = {c.shape.capsule.radius, c.shape.capsule.halfHeight, c.shape.capsule.radius};
-                break;
             case physics::ShapeType::Box:
-                child.extent = toArray(c.shape.box.halfExtents);
+                protocol::primitiveExtent(c.shape, child.extent);
                 break;
             case physics::ShapeType::Hull:
                 if (c.shape.hullIndex >= catalogue.hulls.size() ||

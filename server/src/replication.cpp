@@ -40,15 +40,6 @@ protocol::CatalogueEntry Replicator::entryOf(const physics::BodyState& body,
     out.shape = protocol::toShapeKind(shape.type);
     switch (shape.type)
     {
-    case physics::ShapeType::Sphere:
-        out.extent = {shape.sphere.radius, shape.sphere.radius, shape.sphere.radius};
-        break;
-    case physics::ShapeType::Capsule:
-        out.extent = {shape.capsule.radius, shape.capsule.halfHeight, shape.capsule.radius};
-        break;
-    case physics::ShapeType::Box:
-        out.extent = {shape.box.halfExtents.x, shape.box.halfExtents.y, shape.box.halfExtents.z};
-        break;
     case physics::ShapeType::Hull:
         if (shape.hullIndex < hulls.size())
         {
@@ -74,6 +65,11 @@ protocol::CatalogueEntry Replicator::entryOf(const physics::BodyState& body,
                       0.5f * (box.max.z - box.min.z)};
         break;
     }
+    case physics::ShapeType::Sphere:
+    case physics::ShapeType::Capsule:
+    case physics::ShapeType::Box:
+        protocol::primitiveExtent(shape, out.extent);
+        break;
     case physics::ShapeType::Plane:
         break;
     }

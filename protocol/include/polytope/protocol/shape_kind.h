@@ -9,6 +9,8 @@
 #include "polytope/physics/shapes.h"
 #include "polytope/wire/polytope_generated.h"
 
+#include <array>
+
 namespace polytope::protocol
 {
 
@@ -27,6 +29,27 @@ static_assert(physics::kShapeTypeCount ==
 constexpr wire::ShapeKind toShapeKind(physics::ShapeType type)
 {
     return static_cast<wire::ShapeKind>(type);
+}
+
+/// The wire's `extent` of a sphere (r, r, r), capsule (r, half height, r) or box (half extents), in metres
+/// (STANDARD.md section 7); false, leaving `extent` alone, for the other kinds, whose extent is a bounding
+/// box the caller works out.
+inline bool primitiveExtent(const physics::Shape& shape, std::array<float, 3>& extent)
+{
+    switch (shape.type)
+    {
+    case physics::ShapeType::Sphere:
+        extent = {shape.sphere.radius, shape.sphere.radius, shape.sphere.radius};
+        return true;
+    case physics::ShapeType::Capsule:
+        extent = {shape.capsule.radius, shape.capsule.halfHeight, shape.capsule.radius};
+        return true;
+    case physics::ShapeType::Box:
+        extent = {shape.box.halfExtents.x, shape.box.halfExtents.y, shape.box.halfExtents.z};
+        return true;
+    default:
+        return false;
+    }
 }
 
 } // namespace polytope::protocol
