@@ -2,6 +2,8 @@
 
 #include "polytope/client/json_output.h"
 
+#include <cstdio>
+
 namespace polytope::client
 {
 namespace
@@ -87,6 +89,21 @@ nlohmann::ordered_json recordingSummaryJson(const std::string& file, const Recor
     out["largest_gap_seconds"] = roundedDecimals(summary.largestGapSeconds, 6);
     out["corrupt_frames"] = summary.corruptFrames;
     out["index_rebuilt"] = indexRebuilt;
+    // Hashes as 16 hex digits, as polytope-inspect geometry prints them (a u64 does not fit a JSON double).
+    nlohmann::ordered_json geometry = nlohmann::ordered_json::array();
+    for (const RecordingSummary::Geometry& g : summary.geometry)
+    {
+        char hash[24];
+        std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(g.hash));
+        nlohmann::ordered_json item;
+        item["hash"] = hash;
+        item["kind"] = protocol::shapeKindName(g.kind);
+        item["bytes"] = g.bytes;
+        item["bodies"] = g.bodies;
+        item["stored"] = g.stored;
+        geometry.push_back(std::move(item));
+    }
+    out["geometry"] = std::move(geometry);
     return out;
 }
 

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <set>
 
 namespace polytope::client
 {
@@ -54,6 +56,13 @@ std::uint64_t getU64(const std::uint8_t* in)
 std::string systemError(const char* what)
 {
     return std::string(what) + ": " + std::strerror(errno);
+}
+
+std::string hexHash(std::uint64_t hash)
+{
+    char text[24];
+    std::snprintf(text, sizeof text, "%016" PRIx64, hash);
+    return text;
 }
 
 bool finite3(const std::array<float, 3>& v)
@@ -124,6 +133,8 @@ bool RecordingWriter::open(const std::string& path, const RecordingHeader& heade
     }
     m_offset = 0;
     m_index.clear();
+    m_geometryIndex.clear();
+    m_geometryOffsets.clear();
     flatbuffers::FlatBufferBuilder fbb(1024);
     const auto scene = fbb.CreateString(header.scene);
     const auto server = fbb.CreateString(header.server);
@@ -172,9 +183,21 @@ bool RecordingWriter::write(const ReceivedSnapshot& snapshot, std::string& error
             rec::Vec3f(b.extent[0], b.extent[1], b.extent[2]), static_cast<std::uint8_t>(b.shape), b.atRest);
     }
     const auto vector = fbb.CreateVectorOfStructs(bodies);
+    flatbuffers::Offset<flatbuffers::Vector<std::uint64_t>> geometry;
+    if (std::any_of(snapshot.bodies.begin(), snapshot.bodies.end(),
+                    [](const SnapshotBody& b) { return b.geometry != 0; }))
+    {
+        std::vector<std::uint64_t> hashes;
+        hashes.reserve(snapshot.bodies.size());
+        for (const SnapshotBody& b : snapshot.bodies)
+        {
+            hashes.push_back(b.geometry);
+        }
+        geometry = fbb.CreateVector(hashes);
+    }
     const auto frame = rec::CreateFrame(
         fbb, snapshot.tick, snapshot.serverTime, snapshot.receiveTime,
-        static_cast<std::uint32_t>(std::min<std::size_t>(snapshot.bytes, UINT32_MAX)), vector);
+        static_cast<std::uint32_t>(std::min<std::size_t>(snapshot.bytes, UINT32_MAX)), vector, geometry);
     rec::FinishSizePrefixedRecordBuffer(fbb, rec::CreateRecord(fbb, rec::Payload::Frame, frame.Union()));
     const std::uint64_t offset = m_offset;
     if (!writeRecord({fbb.GetBufferPointer(), fbb.GetSize()}, error))
@@ -182,6 +205,45 @@ bool RecordingWriter::write(const ReceivedSnapshot& snapshot, std::string& error
         return false;
     }
     m_index.push_back({snapshot.tick, offset, snapshot.serverTime});
+    return true;
+}
+
+bool RecordingWriter::writeGeometry(const protocol::GeometryAssembler& geometry, std::string& error)
+{
+    for (const auto& [hash, received] : geometry.complete())
+    {
+        if (!m_geometryOffsets.contains(hash) && !writeGeometry(received, error))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool RecordingWriter::writeGeometry(const protocol::ReceivedGeometry& geometry, std::string& error)
+{
+    if (m_file == nullptr)
+    {
+        error = "recording not open";
+        return false;
+    }
+    if (m_geometryOffsets.contains(geometry.hash))
+    {
+        return true;
+    }
+    flatbuffers::FlatBufferBuilder fbb(64 + geometry.bytes.size());
+    const auto bytes = fbb.CreateVector(geometry.bytes);
+    const auto recorded =
+        rec::CreateRecordedGeometry(fbb, geometry.hash, static_cast<std::uint8_t>(geometry.kind), bytes);
+    rec::FinishSizePrefixedRecordBuffer(
+        fbb, rec::CreateRecord(fbb, rec::Payload::RecordedGeometry, recorded.Union()));
+    const std::uint64_t offset = m_offset;
+    if (!writeRecord({fbb.GetBufferPointer(), fbb.GetSize()}, error))
+    {
+        return false;
+    }
+    m_geometryOffsets.emplace(geometry.hash, offset);
+    m_geometryIndex.push_back({geometry.hash, offset});
     return true;
 }
 
@@ -198,7 +260,14 @@ bool RecordingWriter::close(std::string& error)
     {
         entries.emplace_back(f.tick, f.offset, f.serverTime);
     }
-    const auto index = rec::CreateFrameIndex(fbb, fbb.CreateVectorOfStructs(entries));
+    std::vector<rec::GeometryIndexEntry> geometry;
+    geometry.reserve(m_geometryIndex.size());
+    for (const RecordingGeometryInfo& g : m_geometryIndex)
+    {
+        geometry.emplace_back(g.hash, g.offset);
+    }
+    const auto frames = fbb.CreateVectorOfStructs(entries);
+    const auto index = rec::CreateFrameIndex(fbb, frames, fbb.CreateVectorOfStructs(geometry));
     rec::FinishSizePrefixedRecordBuffer(fbb, rec::CreateRecord(fbb, rec::Payload::FrameIndex, index.Union()));
     const std::uint64_t indexOffset = m_offset;
     bool ok = writeRecord({fbb.GetBufferPointer(), fbb.GetSize()}, error);
@@ -328,6 +397,10 @@ bool RecordingReader::start(std::string& error)
     m_indexRebuilt = false;
     m_warning.clear();
     m_header = {};
+    m_version = 0;
+    m_geometry.clear();
+    m_geometryIndex.clear();
+    m_geometryBytes = 0;
     std::uint64_t next = 0;
     if (m_fileBytes == 0)
     {
@@ -346,12 +419,13 @@ bool RecordingReader::start(std::string& error)
         error = "not a recording: the first record is not a valid header";
         return false;
     }
-    if (h->version() != kRecordingVersion)
+    if (h->version() < kOldestRecordingVersion || h->version() > kRecordingVersion)
     {
         error = "unsupported recording version " + std::to_string(h->version()) + " (this reader reads " +
-                std::to_string(kRecordingVersion) + ")";
+                std::to_string(kOldestRecordingVersion) + " to " + std::to_string(kRecordingVersion) + ")";
         return false;
     }
+    m_version = h->version();
     if (h->tick_rate_hz() == 0 || h->snapshot_rate_hz() == 0)
     {
         error = "corrupt header: zero tick or snapshot rate";
@@ -373,10 +447,23 @@ bool RecordingReader::start(std::string& error)
     m_firstFrameOffset = next;
 
     std::string why;
-    if (!readFooterIndex(why))
+    bool fatal = false;
+    if (!readFooterIndex(why, fatal))
     {
+        if (fatal)
+        {
+            error = why;
+            return false;
+        }
         m_indexRebuilt = true;
-        scan(m_firstFrameOffset);
+        m_index.clear();
+        m_geometry.clear();
+        m_geometryIndex.clear();
+        m_geometryBytes = 0;
+        if (!scan(m_firstFrameOffset, error))
+        {
+            return false;
+        }
         if (!why.empty())
         {
             m_warning = m_warning.empty() ? why : why + "; " + m_warning;
@@ -385,7 +472,64 @@ bool RecordingReader::start(std::string& error)
     return true;
 }
 
-bool RecordingReader::readFooterIndex(std::string& error)
+bool RecordingReader::addGeometry(const rec::RecordedGeometry& recorded, std::uint64_t offset,
+                                  std::string& error)
+{
+    const std::uint64_t hash = recorded.hash();
+    const std::string where =
+        "geometry record at offset " + std::to_string(offset) + " (hash " + hexHash(hash) + ", " +
+        protocol::shapeKindName(static_cast<protocol::wire::ShapeKind>(recorded.kind())) + ")";
+    const std::size_t size = recorded.bytes() != nullptr ? recorded.bytes()->size() : 0;
+    if (hash == 0 || size == 0 || size > protocol::kMaxGeometryBytes)
+    {
+        error = where + " is corrupt: hash 0 or size " + std::to_string(size) + " out of range";
+        return false;
+    }
+    const auto kind = static_cast<protocol::wire::ShapeKind>(recorded.kind());
+    if (recorded.kind() > static_cast<std::uint8_t>(protocol::wire::ShapeKind::MAX) ||
+        !protocol::isGeometryKind(kind))
+    {
+        error = where + " is corrupt: kind " + std::to_string(recorded.kind()) + " has no geometry";
+        return false;
+    }
+    if (const auto earlier = m_geometry.find(hash); earlier != m_geometry.end())
+    {
+        error = where + " is corrupt: the file holds this geometry already";
+        return false;
+    }
+    if (size > m_geometryCapBytes - std::min(m_geometryBytes, m_geometryCapBytes))
+    {
+        error = where + " takes the recording's geometry past the cap of " +
+                std::to_string(m_geometryCapBytes) + " bytes";
+        return false;
+    }
+    const std::span<const std::uint8_t> bytes(recorded.bytes()->data(), size);
+    const std::uint64_t actual = protocol::geometryHash(bytes);
+    if (actual != hash)
+    {
+        error = where + " is corrupt: its bytes hash to " + hexHash(actual);
+        return false;
+    }
+    protocol::ReceivedGeometry geometry;
+    const protocol::GeometryError decoded = protocol::decodeGeometry(bytes, geometry.geometry);
+    if (decoded != protocol::GeometryError::None || geometry.geometry.kind != kind)
+    {
+        error = where + " is corrupt: it does not decode as a " + protocol::shapeKindName(kind) + " (" +
+                protocol::geometryErrorName(
+                    decoded == protocol::GeometryError::None ? protocol::GeometryError::BadKind : decoded) +
+                ")";
+        return false;
+    }
+    geometry.hash = hash;
+    geometry.kind = kind;
+    geometry.bytes.assign(bytes.begin(), bytes.end());
+    m_geometryBytes += size;
+    m_geometry.emplace(hash, std::move(geometry));
+    m_geometryIndex.push_back({hash, offset});
+    return true;
+}
+
+bool RecordingReader::readFooterIndex(std::string& error, bool& fatal)
 {
     if (m_fileBytes < m_firstFrameOffset + kRecordingFooterBytes)
     {
@@ -441,11 +585,50 @@ bool RecordingReader::readFooterIndex(std::string& error)
         previous = e->offset();
         frames.push_back({e->tick(), e->offset(), e->server_time()});
     }
+    // Geometry last: what the index names of it must be there and whole. A wrong entry makes the index
+    // unusable (the file is scanned instead); a geometry record that is there but fails its checks is fatal.
+    // The entries are copied first: reading a geometry record replaces m_record, which holds the index.
+    std::vector<RecordingGeometryInfo> entries;
+    if (index->geometry() != nullptr)
+    {
+        entries.reserve(index->geometry()->size());
+        for (const rec::GeometryIndexEntry* e : *index->geometry())
+        {
+            entries.push_back({e->hash(), e->offset()});
+        }
+    }
+    std::uint64_t previousGeometry = 0;
+    for (const RecordingGeometryInfo& entry : entries)
+    {
+        std::string geometryError;
+        const rec::Record* geometryRecord = nullptr;
+        const bool ordered =
+            m_geometryIndex.empty() ? entry.offset >= m_firstFrameOffset : entry.offset > previousGeometry;
+        if (ordered && entry.offset < indexOffset &&
+            readRecord(entry.offset, indexOffset, next, geometryError))
+        {
+            geometryRecord = verifiedRecord(m_record);
+        }
+        const rec::RecordedGeometry* recorded =
+            geometryRecord != nullptr ? geometryRecord->payload_as_RecordedGeometry() : nullptr;
+        if (recorded == nullptr || recorded->hash() != entry.hash)
+        {
+            error = "the index names no geometry at offset " + std::to_string(entry.offset) +
+                    (geometryError.empty() ? std::string() : " (" + geometryError + ")");
+            return false;
+        }
+        if (!addGeometry(*recorded, entry.offset, error))
+        {
+            fatal = true;
+            return false;
+        }
+        previousGeometry = entry.offset;
+    }
     m_index = std::move(frames);
     return true;
 }
 
-void RecordingReader::scan(std::uint64_t from)
+bool RecordingReader::scan(std::uint64_t from, std::string& fatalError)
 {
     std::uint64_t offset = from;
     while (offset < m_fileBytes)
@@ -455,29 +638,39 @@ void RecordingReader::scan(std::uint64_t from)
         if (!readRecord(offset, m_fileBytes, next, error))
         {
             m_warning = "read " + std::to_string(m_index.size()) + " frames; stopped: " + error;
-            return;
+            return true;
         }
         const rec::Record* record = verifiedRecord(m_record);
         if (record == nullptr)
         {
             m_warning = "read " + std::to_string(m_index.size()) + " frames; stopped: record at offset " +
                         std::to_string(offset) + " is corrupt";
-            return;
+            return true;
         }
         if (record->payload_type() == rec::Payload::FrameIndex)
         {
-            return; // the end of the frames
+            return true; // the end of the frames
+        }
+        if (const rec::RecordedGeometry* recorded = record->payload_as_RecordedGeometry())
+        {
+            if (!addGeometry(*recorded, offset, fatalError))
+            {
+                return false;
+            }
+            offset = next;
+            continue;
         }
         const rec::Frame* frame = record->payload_as_Frame();
         if (frame == nullptr || !std::isfinite(frame->server_time()))
         {
             m_warning = "read " + std::to_string(m_index.size()) + " frames; stopped: record at offset " +
                         std::to_string(offset) + " is not a frame";
-            return;
+            return true;
         }
         m_index.push_back({frame->tick(), offset, frame->server_time()});
         offset = next;
     }
+    return true;
 }
 
 bool RecordingReader::readFrame(std::size_t i, ReceivedSnapshot& out, std::string& error)
@@ -514,6 +707,15 @@ bool RecordingReader::readFrame(std::size_t i, ReceivedSnapshot& out, std::strin
     out.bytes = frame->bytes();
     out.quantized.clear();
     out.bodies.clear();
+    const flatbuffers::Vector<std::uint64_t>* geometry = frame->geometry();
+    const std::size_t bodyCount = frame->bodies() != nullptr ? frame->bodies()->size() : 0;
+    if (geometry != nullptr && geometry->size() != 0 && geometry->size() != bodyCount)
+    {
+        error = "frame " + std::to_string(i) + " (tick " + std::to_string(out.tick) + ") names " +
+                std::to_string(geometry->size()) + " geometry hashes for " + std::to_string(bodyCount) +
+                " bodies";
+        return false;
+    }
     if (frame->bodies() != nullptr)
     {
         out.bodies.reserve(frame->bodies()->size());
@@ -528,6 +730,10 @@ bool RecordingReader::readFrame(std::size_t i, ReceivedSnapshot& out, std::strin
             body.orientation = {b->orientation().x(), b->orientation().y(), b->orientation().z(),
                                 b->orientation().w()};
             body.extent = {b->extent().x(), b->extent().y(), b->extent().z()};
+            if (geometry != nullptr && geometry->size() != 0)
+            {
+                body.geometry = geometry->Get(static_cast<flatbuffers::uoffset_t>(out.bodies.size()));
+            }
             const bool ordered = out.bodies.empty() || out.bodies.back().id < body.id;
             const bool finite = finite3(body.position) && finite3(body.extent) &&
                                 std::isfinite(body.orientation[0]) && std::isfinite(body.orientation[1]) &&
@@ -582,6 +788,8 @@ RecordingSummary summarizeRecording(RecordingReader& reader,
     double lastServer = 0.0;
     double lastReceive = 0.0;
     std::uint64_t bodySum = 0;
+    // Per geometry hash: the kind its bodies have, and the distinct bodies (id, generation) naming it.
+    std::map<std::uint64_t, std::pair<protocol::wire::ShapeKind, std::set<std::uint64_t>>> named;
     const std::size_t count = reader.frameCount();
     for (std::size_t i = 0; i < count; ++i)
     {
@@ -614,6 +822,31 @@ RecordingSummary summarizeRecording(RecordingReader& reader,
         bodySum += frame.bodies.size();
         s.maxBodies = std::max(s.maxBodies, frame.bodies.size());
         s.snapshotBytes += frame.bytes;
+        for (const SnapshotBody& b : frame.bodies)
+        {
+            if (b.geometry != 0)
+            {
+                auto& [kind, bodies] = named[b.geometry];
+                kind = b.shape;
+                bodies.insert(std::uint64_t{b.id} << 32 | b.generation);
+            }
+        }
+    }
+    for (const auto& [hash, geometry] : reader.geometry())
+    {
+        named.try_emplace(hash, geometry.kind, std::set<std::uint64_t>{});
+    }
+    for (const auto& [hash, info] : named)
+    {
+        const protocol::ReceivedGeometry* stored =
+            reader.geometry().contains(hash) ? &reader.geometry().at(hash) : nullptr;
+        RecordingSummary::Geometry g;
+        g.hash = hash;
+        g.kind = stored != nullptr ? stored->kind : info.first;
+        g.bytes = stored != nullptr ? stored->bytes.size() : 0;
+        g.bodies = info.second.size();
+        g.stored = stored != nullptr;
+        s.geometry.push_back(g);
     }
     if (progress)
     {

@@ -5,7 +5,8 @@
 //   ... --snapshots N | --seconds S                stop after N snapshots or S seconds
 //   polytope-inspect record HOST:PORT FILE         write what arrives to FILE (--seconds, --snapshots)
 //   polytope-inspect replay FILE [view options]    play a recording through the same views (--speed X)
-//   polytope-inspect stats FILE                    summarize a recording
+//   polytope-inspect stats FILE                    summarize a recording (with its geometry)
+//   polytope-inspect geometry HOST:PORT | FILE     list the geometry a server sends, or a recording holds
 // View options: --json, --rows, --refresh-hz, --body ID (follow one body), --filter, --sort. docs/INSPECT.md
 // has the details.
 //
@@ -29,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -772,7 +774,8 @@ int runRecord(const ConnectOptions& connect, const std::string& path)
                 std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
                 return false;
             }
-            if (!writer.write(s, error))
+            // Geometry the client completed since the last frame goes first: a replay finds what frames name.
+            if (!writer.writeGeometry(udp.client().geometry(), error) || !writer.write(s, error))
             {
                 std::fprintf(stderr, "polytope-inspect: %s\n", error.c_str());
                 return false;
@@ -784,8 +787,10 @@ int runRecord(const ConnectOptions& connect, const std::string& path)
             const double now = udp.now();
             if (now >= nextStatus)
             {
-                std::fprintf(stderr, "%srecording %s: %llu snapshots, %.1f kB%s", tty ? "\r" : "",
-                             path.c_str(), static_cast<unsigned long long>(writer.framesWritten()),
+                std::fprintf(stderr, "%srecording %s: %llu snapshots, %llu geometries, %.1f kB%s",
+                             tty ? "\r" : "", path.c_str(),
+                             static_cast<unsigned long long>(writer.framesWritten()),
+                             static_cast<unsigned long long>(writer.geometryWritten()),
                              static_cast<double>(writer.bytesWritten()) / 1e3, tty ? "   " : "\n");
                 nextStatus = now + (tty ? 0.25 : 5.0);
             }
@@ -893,6 +898,46 @@ int runReplay(const std::string& path, double speed, const ViewOptions& view)
     return corrupt > 0 ? 4 : 0;
 }
 
+/// The geometry table of a recording (stats, geometry FILE): hash, kind, bytes, distinct bodies naming it.
+void printRecordingGeometry(const std::vector<polytope::client::RecordingSummary::Geometry>& geometry)
+{
+    std::printf("%-18s %-12s %10s %7s  %s\n", "hash", "kind", "bytes", "bodies", "state");
+    for (const auto& g : geometry)
+    {
+        std::printf("%016llx %-12s %10zu %7llu  %s\n", static_cast<unsigned long long>(g.hash),
+                    polytope::protocol::shapeKindName(g.kind), g.bytes,
+                    static_cast<unsigned long long>(g.bodies),
+                    g.stored ? "stored" : "missing (named, never received by the recorder)");
+    }
+}
+
+/// `geometry FILE`: the geometry a recording holds and the bodies naming it (reads every frame).
+int runRecordingGeometry(const std::string& path, bool json)
+{
+    polytope::client::RecordingReader reader;
+    if (!openRecording(reader, path))
+    {
+        return 4;
+    }
+    const auto s = polytope::client::summarizeRecording(reader);
+    if (json)
+    {
+        const auto all =
+            polytope::client::recordingSummaryJson(path, reader.header(), s, reader.indexRebuilt());
+        nlohmann::ordered_json out;
+        out["file"] = path;
+        out["geometry"] = all.at("geometry");
+        out["geometry_bytes"] = reader.geometryBytes();
+        std::printf("%s\n", polytope::client::jsonText(out).c_str());
+    }
+    else
+    {
+        printRecordingGeometry(s.geometry);
+        std::printf("%zu geometries stored, %zu bytes\n", reader.geometry().size(), reader.geometryBytes());
+    }
+    return s.corruptFrames > 0 ? 4 : 0;
+}
+
 int runStats(const std::string& path, bool json)
 {
     polytope::client::RecordingReader reader;
@@ -944,6 +989,12 @@ int runStats(const std::string& path, bool json)
         {
             std::printf("corrupt       %llu frames could not be read\n",
                         static_cast<unsigned long long>(s.corruptFrames));
+        }
+        std::printf("geometry      %zu stored, %zu bytes%s\n", reader.geometry().size(),
+                    reader.geometryBytes(), reader.version() < 2 ? " (version 1 recording: none kept)" : "");
+        if (!s.geometry.empty())
+        {
+            printRecordingGeometry(s.geometry);
         }
     }
     return s.corruptFrames > 0 ? 4 : 0;
@@ -1100,9 +1151,10 @@ int main(int argc, char** argv)
     ConnectOptions geometryOptions;
     bool geometryJson = false;
     CLI::App* geometry = app.add_subcommand(
-        "geometry",
-        "list the hulls, meshes, heightfields and compounds HOST:PORT sends (hash, kind, size, bodies)");
-    geometry->add_option("server", geometryOptions.server, "HOST:PORT of the server")->required();
+        "geometry", "list the hulls, meshes, heightfields and compounds HOST:PORT sends, or a recording FILE "
+                    "holds (hash, kind, size, bodies)");
+    geometry->add_option("server", geometryOptions.server, "HOST:PORT of the server, or a recording file")
+        ->required();
     geometry->add_flag("--json", geometryJson, "print the list as one JSON object");
     addConnectOptions(*geometry, geometryOptions);
 
@@ -1132,6 +1184,11 @@ int main(int argc, char** argv)
     }
     if (geometry->parsed())
     {
+        std::error_code ignored;
+        if (std::filesystem::is_regular_file(geometryOptions.server, ignored))
+        {
+            return runRecordingGeometry(geometryOptions.server, geometryJson);
+        }
         // --seconds bounds the wait for geometry here (10 s when not given).
         return runGeometry(geometryOptions, geometryOptions.seconds > 0.0 ? geometryOptions.seconds : 10.0,
                            geometryJson);

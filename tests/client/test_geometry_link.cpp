@@ -3,12 +3,11 @@
 // client must end with every geometry byte for byte (its own hash of the bytes equal to the server's name),
 // each geometry's slices sent once but for resends of lost ones, and the server within the client's budget.
 #include "polytope/client/client.h"
-#include "polytope/physics/heightfield.h"
-#include "polytope/physics/scenes.h"
 #include "polytope/protocol/geometry.h"
 #include "polytope/protocol/network_simulator.h"
 #include "polytope/server/room.h"
 #include "polytope/server/server.h"
+#include "support/geometry_scene.h"
 #include "support/in_process.h"
 
 #include <catch2/catch.hpp>
@@ -24,43 +23,6 @@ namespace
 {
 
 const protocol::Address kClient = protocol::Address::ipv4(10, 0, 0, 2, 5000);
-
-/// convex_vs_mesh (hulls on many bodies, a mesh, compounds, one with a hull child) plus a static heightfield
-/// with a hole, far off to the side.
-bool buildGeometryScene(physics::World& world)
-{
-    std::string error;
-    if (!physics::buildNamedScene(world, "convex_vs_mesh", error))
-    {
-        return false;
-    }
-    constexpr std::uint32_t kSide = 40;
-    std::vector<float> heights(kSide * kSide);
-    for (std::uint32_t i = 0; i < heights.size(); ++i)
-    {
-        heights[i] = 0.05f * static_cast<float>((i * 7919u) % 23u);
-    }
-    std::vector<std::uint8_t> holes(((kSide - 1) * (kSide - 1) + 7) / 8, 0);
-    holes[10] = 0x10;
-    physics::HeightFieldDesc desc;
-    desc.sampleCountX = kSide;
-    desc.sampleCountZ = kSide;
-    desc.heights = heights;
-    desc.holeMask = holes;
-    physics::HeightFieldBuildResult built = physics::buildHeightField(desc);
-    if (!built.ok())
-    {
-        return false;
-    }
-    const physics::AddShapeResult field =
-        world.addHeightField(std::make_shared<const physics::HeightField>(std::move(built.heightField)));
-    physics::BodyDesc body;
-    body.type = physics::BodyType::Static;
-    body.shape = physics::Shape::makeCatalogued(physics::ShapeType::HeightField, field.index);
-    body.transform.p = {100.0f, -5.0f, 100.0f};
-    return field.status == physics::WorldStatus::Ok &&
-           world.createBody(body).status == physics::WorldStatus::Ok;
-}
 
 struct GeometryRun
 {
@@ -157,7 +119,7 @@ TEST_CASE("geometry link: every hull, mesh, heightfield and compound arrives onc
 {
     server::RoomConfig room;
     room.scene = "geometry";
-    room.buildScene = buildGeometryScene;
+    room.buildScene = test::buildGeometryScene;
     room.maxClientKbps = 512;
     protocol::NetworkConditions conditions;
     conditions.latencySeconds = 0.03;

@@ -1,5 +1,6 @@
 // libFuzzer target: RecordingReader on arbitrary bytes (a recording file). It must refuse or read them, never
-// crash, and every frame it lists must read or fail with a message.
+// crash, every frame it lists must read or fail with a message, and every geometry it accepted must be what
+// its hash names.
 #include "polytope/client/recording.h"
 
 #include <cstddef>
@@ -12,6 +13,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!reader.openMemory({data, size}, error))
     {
         return 0;
+    }
+    for (const auto& [hash, geometry] : reader.geometry())
+    {
+        if (polytope::protocol::geometryHash(geometry.bytes) != hash ||
+            geometry.geometry.kind != geometry.kind)
+        {
+            __builtin_trap(); // open() verifies every geometry
+        }
     }
     polytope::client::ReceivedSnapshot frame;
     for (std::size_t i = 0; i < reader.frameCount(); ++i)
