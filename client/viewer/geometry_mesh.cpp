@@ -181,14 +181,15 @@ int GeometrySurfaces::indexOf(std::uint64_t hash, const std::map<std::uint64_t, 
     return it == geometry.end() ? -1 : add(hash, it->second);
 }
 
-int GeometrySurfaces::indexOf(std::uint64_t hash, const protocol::GeometryAssembler& assembler)
+int GeometrySurfaces::indexOf(std::uint64_t hash,
+                              const std::map<std::uint64_t, protocol::ReceivedGeometry>& received)
 {
     if (const auto known = m_index.find(hash); known != m_index.end())
     {
         return known->second;
     }
-    const protocol::ReceivedGeometry* received = assembler.find(hash);
-    return received == nullptr ? -1 : add(hash, received->geometry);
+    const auto it = received.find(hash);
+    return it == received.end() ? -1 : add(hash, it->second.geometry);
 }
 
 } // namespace polytope::viewer

@@ -1,6 +1,7 @@
 // polytope-viewer: surfaces of the geometry a server sent (protocol/geometry.h), for the renderer.
 //
-// Live views and replays get hulls, meshes, heightfields and compounds by content hash. Each is turned once
+// Live views (from the client) and replays (from the recording) get hulls, meshes, heightfields and compounds
+// by content hash. Each is turned once
 // into a HullMesh (flat-shaded triangles in the body's local frame) and given an index among the source's
 // meshes; ViewBody::hullIndex then names it, as local scenes do with their engine's shapes.
 #pragma once
@@ -31,7 +32,13 @@ class GeometrySurfaces
     /// The index of the surface of `hash` among meshes(), made from `geometry` on first use; -1 when `hash`
     /// is not in `geometry` yet or its surface is empty.
     int indexOf(std::uint64_t hash, const std::map<std::uint64_t, protocol::Geometry>& geometry);
-    int indexOf(std::uint64_t hash, const protocol::GeometryAssembler& assembler);
+    /// The same for verified geometry by hash: a live client's (GeometryAssembler::complete()) or a
+    /// recording's (client::RecordingReader::geometry()).
+    int indexOf(std::uint64_t hash, const std::map<std::uint64_t, protocol::ReceivedGeometry>& received);
+    int indexOf(std::uint64_t hash, const protocol::GeometryAssembler& assembler)
+    {
+        return indexOf(hash, assembler.complete());
+    }
     const std::vector<HullMesh>& meshes() const { return m_meshes; }
     std::uint64_t version() const { return m_meshes.size(); }
 

@@ -756,6 +756,7 @@ class ReplaySource final : public ViewSource
     {
         if (!m_reader.open(m_path, error))
         {
+            error = m_path + ": " + error;
             return false;
         }
         if (m_reader.frameCount() == 0)
@@ -810,8 +811,20 @@ class ReplaySource final : public ViewSource
             return false;
         }
         toViewFrame(m_buffer, sample, m_bodies, out);
+        // As in live views: bodies whose geometry the recording holds are drawn as they are, the others
+        // (version 1 files; geometry the recorder never received) as their bounding boxes.
+        for (std::size_t i = 0; i < m_bodies.size(); ++i)
+        {
+            if (m_bodies[i].geometry != 0)
+            {
+                out.bodies[i].hullIndex = m_surfaces.indexOf(m_bodies[i].geometry, m_reader.geometry());
+            }
+        }
         return true;
     }
+
+    const std::vector<HullMesh>& hullMeshes() const override { return m_surfaces.meshes(); }
+    std::uint64_t hullMeshesVersion() const override { return m_surfaces.version(); }
 
     SourceStats stats() const override
     {
@@ -852,6 +865,7 @@ class ReplaySource final : public ViewSource
     client::ReceivedSnapshot m_snapshot;
     client::InterpolationBuffer m_buffer;
     std::vector<client::SnapshotBody> m_bodies;
+    GeometrySurfaces m_surfaces;
     std::size_t m_loaded = 0;          ///< frames read into the buffer
     double m_loadedTime = 0.0;         ///< server time of the last of them
     double m_previousLoadedTime = 0.0; ///< and of the one before it

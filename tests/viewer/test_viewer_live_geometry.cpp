@@ -4,66 +4,20 @@
 #include "viewer/geometry_mesh.h"
 #include "viewer/sources.h"
 
-#include <catch2/catch.hpp>
+#include "server_process.h"
 
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <set>
 #include <string>
 #include <thread>
-#include <tuple>
-#include <vector>
+#include <utility>
 
-extern char** environ;
-
-namespace
-{
 using namespace polytope;
 using namespace polytope::viewer;
-
-/// Distinct vertex positions of a surface.
-std::size_t distinctVertices(const HullMesh& mesh)
-{
-    std::set<std::tuple<float, float, float>> points;
-    for (std::size_t v = 0; v + 6 <= mesh.vertices.size(); v += 6)
-    {
-        points.insert({mesh.vertices[v], mesh.vertices[v + 1], mesh.vertices[v + 2]});
-    }
-    return points.size();
-}
-
-/// A polytope-server of this build, stopped (SIGTERM to its own pid) when the test ends.
-struct ServerProcess
-{
-    pid_t pid = -1;
-    explicit ServerProcess(const std::vector<std::string>& args)
-    {
-        std::vector<char*> argv;
-        for (const std::string& a : args)
-        {
-            argv.push_back(const_cast<char*>(a.c_str()));
-        }
-        argv.push_back(nullptr);
-        if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
-        {
-            pid = -1;
-        }
-    }
-    ~ServerProcess()
-    {
-        if (pid > 0)
-        {
-            kill(pid, SIGTERM);
-            int status = 0;
-            waitpid(pid, &status, 0);
-        }
-    }
-};
-} // namespace
+using viewer::test::distinctVertices;
+using viewer::test::ServerProcess;
 
 TEST_CASE("viewer live: hulls, meshes and compounds from a server are drawn with their real vertices")
 {
