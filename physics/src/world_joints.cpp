@@ -443,13 +443,7 @@ void World::prepareJoints(int level, float h, float substepsInverse)
                      };
                      side(d.bodyA.index, d.frameA, c.bodyA, c.localAnchorA, c.frameA, c.massA);
                      side(d.bodyB.index, d.frameB, c.bodyB, c.localAnchorB, c.frameB, c.massB);
-                     const Vec3 rA = rotate(m_solverMotions[c.bodyA].rotation, c.localAnchorA);
-                     const Vec3 rB = rotate(m_solverMotions[c.bodyB].rotation, c.localAnchorB);
-                     c.pointMass = jointPointMass(c, rA, rB);
-                     if (d.type == JointType::Fixed || d.type == JointType::Slider)
-                     {
-                         c.angularMass = inverse(c.massA->inverseInertia + c.massB->inverseInertia);
-                     }
+                     // The blocks' effective masses are set at each substep's warm start.
                      const bool soft = d.hertz > 0.0f;
                      c.flags = static_cast<std::uint8_t>(
                          (soft ? kJointSoft : 0) | (d.limit.enabled ? kJointLimit : 0) |

@@ -9,8 +9,9 @@
 // stay within 1.7, with no more penetration.
 // - Position error is read every pass from the bodies' current poses (SolverBodyMotion's centre and
 //   rotation, which integratePositions advances each substep), not estimated: the anchors and axes turn
-//   with their bodies within the step. The effective masses of the blocks (point, angular lock) are those
-//   of the step's start, a fixed preconditioner, as Jolt does between position solves.
+//   with their bodies within the step. The effective masses of the blocks (point, angular lock) are worked
+//   out again at each substep's start (warm start), from the anchors and inertias of that moment, as Box2D
+//   v3 does for its joints; kept from the step's start they made fast-swinging structures unstable.
 // - Locked rows are "rigid": in the solve pass their error is corrected as a soft spring (jointSoftness,
 //   the world's jointHertz and jointDampingRatio), and the relax pass solves them rigid without bias, so
 //   that the correction leaves no velocity behind (Box2D v3's soft step). A joint with its own hertz is a
@@ -71,7 +72,7 @@ struct JointConstraint
     Vec3 localAnchorB{};
     const SolverBodyMass* massA = nullptr; ///< the bodies' solver masses (the dummy's are zero), for the step
     const SolverBodyMass* massB = nullptr;
-    Mat3 pointMass = Mat3::zero(); ///< inverse effective mass of the point block at the step's start
+    Mat3 pointMass = Mat3::zero(); ///< effective mass of the point block at the substep's start
     Softness lockSoftness{};       ///< the locked rows' (see kJointSoft)
     JointImpulses impulses{};      ///< accumulated over the substep
     Quat frameA{};                 ///< the joint frame's axes in body A's axes (static dummy: world axes)
@@ -93,8 +94,9 @@ struct JointConstraint
 /// The inverse effective mass of a joint's point block at anchors rA, rB (world, from the centres of mass).
 Mat3 jointPointMass(const JointConstraint& c, const Vec3& rA, const Vec3& rB);
 
-/// Applies the joint's accumulated impulses (warm start) to its bodies' velocities.
-void warmStartJoint(const JointConstraint& c, std::span<SolverBody> bodies,
+/// Refreshes the joint's block effective masses at the bodies' current poses (the start of a substep), then
+/// applies its accumulated impulses (warm start) to their velocities.
+void warmStartJoint(JointConstraint& c, std::span<SolverBody> bodies,
                     std::span<const SolverBodyMotion> motions);
 
 /// One pass over the joint's rows: spring, motor, limits, then the locked rows (soft with bias when
