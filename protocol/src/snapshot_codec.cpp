@@ -1425,6 +1425,7 @@ CodecError SnapshotDecoder::decode(std::span<const std::uint8_t> payload, std::u
 {
     m_bodies.clear();
     m_kept.clear();
+    m_keptInfo.clear();
     m_created.clear();
     if (!validConfig(m_config))
     {
@@ -1610,6 +1611,16 @@ CodecError SnapshotDecoder::decode(std::span<const std::uint8_t> payload, std::u
         return CodecError::ChecksumMismatch;
     }
     return CodecError::None;
+}
+
+void SnapshotDecoder::keptCoding(std::vector<KeptCoding>& out) const
+{
+    out.clear();
+    const std::size_t count = std::min(m_kept.size(), m_keptInfo.size());
+    for (std::size_t i = 0; i < count; ++i)
+    {
+        out.push_back({m_kept[i].id, m_keptInfo[i].motionClass, m_keptInfo[i].changed});
+    }
 }
 
 } // namespace polytope::protocol

@@ -347,6 +347,19 @@ class SnapshotDecoder
     const SliceHeader& header() const { return m_header; }
     const SnapshotCodecConfig& config() const { return m_config; }
 
+    /// How the last decode coded one kept body (CODEC.md 4.3): its id, motion class (0..6) and whether it
+    /// changed from the baseline.
+    struct KeptCoding
+    {
+        std::uint32_t id = 0;
+        std::uint8_t motionClass = 0;
+        bool changed = false;
+    };
+    /// Fills `out` (cleared first) with the last decode's kept bodies in id order; meaningful after a decode
+    /// that returned None or ChecksumMismatch. Read from what decode() keeps anyway, so it costs nothing
+    /// unless called (test vectors, tools).
+    void keptCoding(std::vector<KeptCoding>& out) const;
+
     /// Tests only: a function that alters the decoded bodies of a slice (its tick and header given) just
     /// before the checksum is compared, standing for a decoder that gets some value wrong. Empty (the
     /// default) in every real decoder, where it costs one test of an empty std::function per slice.
