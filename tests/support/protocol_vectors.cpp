@@ -547,7 +547,62 @@ struct Coverage
     std::set<int> classesUnchanged;
     bool created = false, removed = false, generationChange = false, largestChange = false,
          multiSlice = false, oldestBaseline = false;
+    bool searchTaken = false;   ///< P.largest' != b.largest and the body took it (largestAsPredicted 1)
+    bool searchRefused = false; ///< P.largest' != b.largest and the body kept b.largest (sent explicitly)
+    bool extrapolationRejected = false; ///< CODEC.md 4.3 step 8 rejected the orientation's extrapolation
+    bool noSearchBelowClass5 = false;   ///< class 4 with a component larger than the dropped one
 };
+
+/// `rounded(n, d)` of CODEC.md 4.3: to nearest, halves away from zero.
+std::int64_t roundedDivision(std::int64_t n, std::int64_t d)
+{
+    return n >= 0 ? (2 * n + d) / (2 * d) : -((-2 * n + d) / (2 * d));
+}
+
+/// P.largest' of a changed kept body (CODEC.md 4.3 steps 8 and 9), computed here from the text of CODEC.md
+/// rather than taken from the codec, and written into the vectors to help an implementer find where a
+/// decoder goes wrong. `rejected` tells whether step 8 rejected the extrapolation.
+std::uint8_t predictedLargest(const QuantizedBody& b, const QuantizedBody* r, int motionClass, std::int64_t h,
+                              std::int64_t g, bool& rejected)
+{
+    rejected = false;
+    if (motionClass < 5 || r == nullptr)
+    {
+        return b.largest;
+    }
+    const protocol::QuantizedOrientation rPrime =
+        protocol::reexpressOrientation({r->largest, r->orientation}, b.largest);
+    std::array<std::int64_t, 3> k{};
+    std::int64_t lengthSquared = 0;
+    for (int i = 0; i < 3; ++i)
+    {
+        const std::int64_t bk = kOf(b.orientation[i]);
+        k[i] = std::clamp<std::int64_t>(bk + roundedDivision((bk - kOf(rPrime.codes[i])) * h, g), -K, K);
+        lengthSquared += k[i] * k[i];
+    }
+    if (lengthSquared > protocol::kOrientationNormSquared)
+    {
+        rejected = true;
+        return b.largest;
+    }
+    std::int64_t best = protocol::kOrientationNormSquared - lengthSquared;
+    std::uint8_t largest = b.largest;
+    int component = 0;
+    for (std::uint8_t index = 0; index < 4; ++index)
+    {
+        if (index == b.largest)
+        {
+            continue;
+        }
+        const std::int64_t c = k[component++];
+        if (c * c > best)
+        {
+            best = c * c;
+            largest = index;
+        }
+    }
+    return largest;
+}
 
 struct SnapshotCase
 {
@@ -627,6 +682,36 @@ EncodedCase encodeCase(const SnapshotCase& c, Coverage& coverage)
                     std::lower_bound(c.scene.baseline.begin(), c.scene.baseline.end(), body.id,
                                      [](const QuantizedBody& b, std::uint32_t id) { return b.id < id; });
                 coverage.largestChange |= coding.changed && it->largest != body.largest;
+                if (coding.changed)
+                {
+                    const QuantizedBody* r = nullptr;
+                    for (const QuantizedBody& candidate : c.scene.reference)
+                    {
+                        r = candidate.id == body.id && candidate.generation == body.generation &&
+                                    referencePtr != nullptr
+                                ? &candidate
+                                : r;
+                    }
+                    bool rejected = false;
+                    const std::uint8_t predicted =
+                        predictedLargest(*it, r, coding.motionClass, c.baselineAge,
+                                         std::max<std::int64_t>(c.referenceGap, 1), rejected);
+                    row["predictedLargest"] = predicted;
+                    coverage.searchTaken |= predicted != it->largest && body.largest == predicted;
+                    coverage.searchRefused |= predicted != it->largest && body.largest == it->largest;
+                    coverage.extrapolationRejected |= rejected;
+                    std::int64_t lengthSquared = 0;
+                    std::int64_t largestComponent = 0;
+                    for (int i = 0; i < 3; ++i)
+                    {
+                        const std::int64_t bk = kOf(it->orientation[i]);
+                        lengthSquared += bk * bk;
+                        largestComponent = std::max(largestComponent, bk * bk);
+                    }
+                    coverage.noSearchBelowClass5 |=
+                        coding.motionClass == 4 &&
+                        largestComponent > protocol::kOrientationNormSquared - lengthSquared;
+                }
             }
             else
             {
@@ -774,7 +859,8 @@ ordered_json snapshotVectors()
         }
     }
     if (!coverage.created || !coverage.removed || !coverage.generationChange || !coverage.largestChange ||
-        !coverage.multiSlice || !coverage.oldestBaseline)
+        !coverage.multiSlice || !coverage.oldestBaseline || !coverage.searchTaken ||
+        !coverage.searchRefused || !coverage.extrapolationRejected || !coverage.noSearchBelowClass5)
     {
         fail("a snapshot feature is not covered");
     }
