@@ -720,7 +720,7 @@ struct WideRay
 };
 
 /// Which of the node's children the segment meets (grown by the margin) for some t in [0, limit]: bit k
-/// for child k, and enter[k] the first such t. The same slab test as rayMeetsBox, four lanes at a time.
+/// for child k, and enter[k] the first such t. A slab test, four lanes at a time.
 unsigned wideRayHits(const WideRay& ray, const TriangleMeshWideNode& node, float limit,
                      std::array<float, 4>& enter)
 {
