@@ -153,6 +153,63 @@ bool validClientInput(const wire::ClientInput& m, DropReason& reason)
     return true;
 }
 
+/// The join options of a ChallengeResponse or ConnectAccepted: a known format, velocities with Structured
+/// only.
+bool validSnapshotFormat(wire::SnapshotFormat format, bool velocities)
+{
+    return validEnum(format) && (format == wire::SnapshotFormat::Structured || !velocities);
+}
+
+bool validStructuredSnapshot(const wire::StructuredSnapshot& m)
+{
+    if (!std::isfinite(m.server_time()) || m.server_time() < 0.0 || m.end_id() > kIdSpaceEnd ||
+        m.first_id() >= m.end_id() || (m.has_baseline() && m.baseline_tick() >= m.tick()))
+    {
+        return false;
+    }
+    const auto inRange = [&](std::uint32_t id) { return id >= m.first_id() && id < m.end_id(); };
+    const auto* bodies = m.bodies();
+    const std::size_t bodyCount = bodies ? bodies->size() : 0;
+    for (std::size_t i = 0; i < bodyCount; ++i)
+    {
+        const wire::StructuredBody* b = bodies->Get(static_cast<flatbuffers::uoffset_t>(i));
+        const QuantizedOrientation orientation{b->largest(),
+                                               {b->orientation_a(), b->orientation_b(), b->orientation_c()}};
+        if (!inRange(b->id()) ||
+            (i > 0 && b->id() <= bodies->Get(static_cast<flatbuffers::uoffset_t>(i - 1))->id()) ||
+            b->generation() == 0 || !isValidOrientation(orientation))
+        {
+            return false;
+        }
+    }
+    if (const auto* removed = m.removed())
+    {
+        for (std::size_t i = 0; i < removed->size(); ++i)
+        {
+            const auto at = static_cast<flatbuffers::uoffset_t>(i);
+            if (!inRange(removed->Get(at)) || (i > 0 && removed->Get(at) <= removed->Get(at - 1)))
+            {
+                return false;
+            }
+        }
+    }
+    if (const auto* velocities = m.velocities())
+    {
+        if (velocities->size() != bodyCount)
+        {
+            return false;
+        }
+        for (const wire::StructuredVelocity* v : *velocities)
+        {
+            if (!finite(v->linear()) || !finite(v->angular()))
+            {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 /// Range checks for each message kind, after the Verifier has vouched for the structure.
 bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropReason& reason)
 {
@@ -179,10 +236,12 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
         }
         const auto* m = packet.message_as_ChallengeResponse();
         return validCookie(m->cookie()) && validName(m->client_name()) && validRoom(m->room()) &&
-               validToken(m->token());
+               validToken(m->token()) && validSnapshotFormat(m->snapshot_format(), m->snapshot_velocities());
     }
     case wire::Message::ConnectAccepted:
-        return validConnectAccepted(*packet.message_as_ConnectAccepted());
+        return validConnectAccepted(*packet.message_as_ConnectAccepted()) &&
+               validSnapshotFormat(packet.message_as_ConnectAccepted()->snapshot_format(),
+                                   packet.message_as_ConnectAccepted()->snapshot_velocities());
     case wire::Message::ConnectDenied:
         return validEnum(packet.message_as_ConnectDenied()->reason());
     case wire::Message::Snapshot:
@@ -219,6 +278,8 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
         return (!reply->message() || reply->message()->size() <= kMaxAdminMessageBytes) &&
                (!reply->mac() || reply->mac()->size() == kAdminMacBytes);
     }
+    case wire::Message::StructuredSnapshot:
+        return validStructuredSnapshot(*packet.message_as_StructuredSnapshot());
     case wire::Message::NONE:
         break;
     }
@@ -398,7 +459,49 @@ SessionParameters readSessionParameters(const wire::ConnectAccepted& m)
     out.maxBaselineAgeTicks = m.max_baseline_age_ticks();
     out.firstTick = m.first_tick();
     out.room = m.room() ? m.room()->str() : std::string();
+    out.snapshotFormat = m.snapshot_format();
+    out.snapshotVelocities = m.snapshot_velocities();
     return out;
+}
+
+void readStructuredSnapshot(const wire::StructuredSnapshot& m, StructuredSlice& out)
+{
+    out.tick = m.tick();
+    out.serverTime = m.server_time();
+    out.hasBaseline = m.has_baseline();
+    out.baselineTick = m.baseline_tick();
+    out.firstId = m.first_id();
+    out.endId = m.end_id();
+    out.checksum = m.checksum();
+    out.bodies.clear();
+    out.removed.clear();
+    out.velocities.clear();
+    if (const auto* bodies = m.bodies())
+    {
+        for (const wire::StructuredBody* b : *bodies)
+        {
+            QuantizedBody body;
+            body.id = b->id();
+            body.generation = b->generation();
+            body.position = {b->position_x(), b->position_y(), b->position_z()};
+            body.orientation = {b->orientation_a(), b->orientation_b(), b->orientation_c()};
+            body.largest = b->largest();
+            body.atRest = b->at_rest();
+            out.bodies.push_back(body);
+        }
+    }
+    if (const auto* removed = m.removed())
+    {
+        out.removed.assign(removed->begin(), removed->end());
+    }
+    if (const auto* velocities = m.velocities())
+    {
+        for (const wire::StructuredVelocity* v : *velocities)
+        {
+            out.velocities.push_back({{v->linear().x(), v->linear().y(), v->linear().z()},
+                                      {v->angular().x(), v->angular().y(), v->angular().z()}});
+        }
+    }
 }
 
 const char* shapeKindName(wire::ShapeKind kind)
@@ -507,6 +610,8 @@ PacketWriter::PacketWriter() : m_builder(kMaxDatagramBytes + 256)
 {
     m_catalogueStaging.reserve(kMaxCatalogueEntriesPerDatagram);
     m_inputStaging.reserve(kMaxInputsPerDatagram);
+    m_bodyStaging.reserve(kMaxPacketBytes / kStructuredBodyBytes);
+    m_velocityStaging.reserve(kMaxPacketBytes / kStructuredBodyBytes);
 }
 
 std::span<const std::uint8_t> PacketWriter::finish(const HeaderFields& fields, wire::PacketType type,
@@ -521,14 +626,13 @@ std::span<const std::uint8_t> PacketWriter::finish(const HeaderFields& fields, w
 
 std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header,
                                                    std::span<const std::uint8_t> cookie,
-                                                   std::string_view clientName, std::string_view room,
-                                                   std::uint16_t snapshotRateHz, bool spectator,
-                                                   bool isResponse, const TokenCredentialFields* token)
+                                                   const JoinRequest& join, bool isResponse,
+                                                   const TokenCredentialFields* token)
 {
     // Pad so that the finished datagram is at least kMinConnectRequestBytes. The padding vector's payload
     // is the size we still need after everything else; a first pass measures the rest.
-    const std::string_view name = clientName.substr(0, kMaxClientNameBytes);
-    const std::string_view roomName = room.substr(0, kMaxRoomNameBytes);
+    const std::string_view name = join.clientName.substr(0, kMaxClientNameBytes);
+    const std::string_view roomName = join.room.substr(0, kMaxRoomNameBytes);
     std::size_t padding = 0;
     for (int pass = 0; pass < 2; ++pass)
     {
@@ -549,9 +653,9 @@ std::span<const std::uint8_t> PacketWriter::padded(const HeaderFields& header,
         if (isResponse)
         {
             const auto cookieOffset = m_builder.CreateVector(cookie.data(), cookie.size());
-            const auto message =
-                wire::CreateChallengeResponse(m_builder, cookieOffset, nameOffset, paddingOffset, roomOffset,
-                                              snapshotRateHz, spectator, tokenOffset);
+            const auto message = wire::CreateChallengeResponse(
+                m_builder, cookieOffset, nameOffset, paddingOffset, roomOffset, join.snapshotRateHz,
+                join.spectator, tokenOffset, join.snapshotFormat, join.snapshotVelocities);
             bytes = finish(header, wire::PacketType::ChallengeResponse, message.Union());
         }
         else
@@ -573,7 +677,10 @@ std::span<const std::uint8_t> PacketWriter::connectRequest(const HeaderFields& h
                                                            std::string_view clientName, std::string_view room,
                                                            const TokenCredentialFields* token)
 {
-    return padded(header, {}, clientName, room, 0, false, false, token);
+    JoinRequest join;
+    join.clientName = clientName;
+    join.room = room;
+    return padded(header, {}, join, false, token);
 }
 
 std::span<const std::uint8_t> PacketWriter::challenge(const HeaderFields& header,
@@ -589,7 +696,20 @@ std::span<const std::uint8_t> PacketWriter::challengeResponse(
     const HeaderFields& header, std::span<const std::uint8_t> cookie, std::string_view clientName,
     std::string_view room, std::uint16_t snapshotRateHz, bool spectator, const TokenCredentialFields* token)
 {
-    return padded(header, cookie, clientName, room, snapshotRateHz, spectator, true, token);
+    JoinRequest join;
+    join.clientName = clientName;
+    join.room = room;
+    join.snapshotRateHz = snapshotRateHz;
+    join.spectator = spectator;
+    return padded(header, cookie, join, true, token);
+}
+
+std::span<const std::uint8_t> PacketWriter::challengeResponse(const HeaderFields& header,
+                                                              std::span<const std::uint8_t> cookie,
+                                                              const JoinRequest& join,
+                                                              const TokenCredentialFields* token)
+{
+    return padded(header, cookie, join, true, token);
 }
 
 std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& header,
@@ -602,10 +722,10 @@ std::span<const std::uint8_t> PacketWriter::connectAccepted(const HeaderFields& 
     const auto roomOffset = m_builder.CreateString(room.data(), room.size());
     const wire::Vec3f boundsMin = toWire(session.position.boundsMin);
     const wire::Vec3f boundsMax = toWire(session.position.boundsMax);
-    const auto message =
-        wire::CreateConnectAccepted(m_builder, session.clientId, session.tickRateHz, session.snapshotRateHz,
-                                    sceneOffset, &boundsMin, &boundsMax, session.position.stepsPerMetre,
-                                    session.maxBaselineAgeTicks, session.firstTick, roomOffset);
+    const auto message = wire::CreateConnectAccepted(
+        m_builder, session.clientId, session.tickRateHz, session.snapshotRateHz, sceneOffset, &boundsMin,
+        &boundsMax, session.position.stepsPerMetre, session.maxBaselineAgeTicks, session.firstTick,
+        roomOffset, session.snapshotFormat, session.snapshotVelocities);
     return finish(header, wire::PacketType::ConnectAccepted, message.Union());
 }
 
@@ -624,6 +744,36 @@ std::span<const std::uint8_t> PacketWriter::snapshot(const HeaderFields& header,
     const auto payloadOffset = m_builder.CreateVector(payload.data(), payload.size());
     const auto message = wire::CreateSnapshot(m_builder, tick, serverTime, payloadOffset);
     return finish(header, wire::PacketType::Snapshot, message.Union());
+}
+
+std::span<const std::uint8_t> PacketWriter::structuredSnapshot(const HeaderFields& header,
+                                                               const StructuredSliceView& slice)
+{
+    m_builder.Clear();
+    m_bodyStaging.clear();
+    m_velocityStaging.clear();
+    for (const QuantizedBody& b : slice.bodies)
+    {
+        m_bodyStaging.emplace_back(b.id, b.generation, b.position[0], b.position[1], b.position[2],
+                                   b.orientation[0], b.orientation[1], b.orientation[2], b.largest, b.atRest);
+    }
+    for (const BodyVelocity& v : slice.velocities)
+    {
+        m_velocityStaging.emplace_back(toWire(v.linear), toWire(v.angular));
+    }
+    // `bodies` and `removed` are written even when empty, so that a reader finds them; velocities only when
+    // there are some (absent and empty mean the same).
+    const auto bodies = m_builder.CreateVectorOfStructs(m_bodyStaging.data(), m_bodyStaging.size());
+    const auto removed = m_builder.CreateVector(slice.removed.data(), slice.removed.size());
+    flatbuffers::Offset<flatbuffers::Vector<const wire::StructuredVelocity*>> velocities = 0;
+    if (!slice.velocities.empty())
+    {
+        velocities = m_builder.CreateVectorOfStructs(m_velocityStaging.data(), m_velocityStaging.size());
+    }
+    const auto message = wire::CreateStructuredSnapshot(
+        m_builder, slice.tick, slice.serverTime, slice.hasBaseline, slice.baselineTick, slice.firstId,
+        slice.endId, slice.checksum, bodies, removed, velocities);
+    return finish(header, wire::PacketType::StructuredSnapshot, message.Union());
 }
 
 std::span<const std::uint8_t> PacketWriter::catalogue(const HeaderFields& header,

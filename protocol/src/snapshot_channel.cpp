@@ -171,19 +171,93 @@ const std::vector<QuantizedBody>* SnapshotReceiver::find(std::uint64_t tick) con
     return it == m_complete.end() ? nullptr : &it->second;
 }
 
-SliceOutcome SnapshotReceiver::onSlice(std::uint64_t tick, std::span<const std::uint8_t> payload)
+bool SnapshotReceiver::admitTick(std::uint64_t tick, SliceOutcome& outcome) const
 {
-    SliceOutcome outcome;
     outcome.tick = tick;
-    const std::uint32_t maxAge = m_decoder.config().maxBaselineAgeTicks;
-    if (m_anyComplete && tick + maxAge < m_newestComplete)
+    if (m_anyComplete && tick + m_decoder.config().maxBaselineAgeTicks < m_newestComplete)
     {
         outcome.stale = true;
-        return outcome;
+        return false;
     }
     if (m_complete.count(tick) != 0)
     {
         outcome.duplicate = true;
+        return false;
+    }
+    return true;
+}
+
+bool SnapshotReceiver::admitRange(std::uint64_t tick, std::uint32_t firstId, std::uint64_t endId,
+                                  SliceOutcome& outcome) const
+{
+    if (auto it = m_partial.find(tick); it != m_partial.end())
+    {
+        for (const auto& [first, end] : it->second.ranges)
+        {
+            if (first == firstId && end == endId)
+            {
+                outcome.duplicate = true;
+                return false;
+            }
+            if (firstId < end && first < endId)
+            {
+                outcome.error = CodecError::BadHeader; // overlaps another slice of the same tick
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+void SnapshotReceiver::addRange(std::uint64_t tick, std::uint32_t firstId, std::uint64_t endId,
+                                std::span<const QuantizedBody> bodies, SliceOutcome& outcome)
+{
+    const std::uint32_t maxAge = m_decoder.config().maxBaselineAgeTicks;
+    auto it = m_partial.find(tick);
+    if (it == m_partial.end())
+    {
+        // Bound what a stream of forged, never-completed ticks can hold.
+        while (m_partial.size() >= 64)
+        {
+            m_partial.erase(m_partial.begin());
+        }
+        it = m_partial.emplace(tick, Partial{}).first;
+    }
+    Partial& partial = it->second;
+    outcome.bodies = static_cast<std::uint32_t>(bodies.size());
+    partial.ranges.emplace_back(firstId, endId);
+    partial.covered += endId - firstId;
+    partial.bodies.insert(partial.bodies.end(), bodies.begin(), bodies.end());
+    if (partial.covered != (1ull << 32))
+    {
+        return;
+    }
+    std::sort(partial.bodies.begin(), partial.bodies.end(),
+              [](const QuantizedBody& a, const QuantizedBody& b) { return a.id < b.id; });
+    m_complete[tick] = std::move(partial.bodies);
+    m_partial.erase(it);
+    outcome.completed = true;
+    if (!m_anyComplete || tick > m_newestComplete)
+    {
+        m_newestComplete = tick;
+        m_anyComplete = true;
+    }
+    // Keep what the server may still name: ticks within maxAge of the newest complete one.
+    while (!m_complete.empty() && m_complete.begin()->first + maxAge < m_newestComplete)
+    {
+        m_complete.erase(m_complete.begin());
+    }
+    while (!m_partial.empty() && m_partial.begin()->first + maxAge < m_newestComplete)
+    {
+        m_partial.erase(m_partial.begin());
+    }
+}
+
+SliceOutcome SnapshotReceiver::onSlice(std::uint64_t tick, std::span<const std::uint8_t> payload)
+{
+    SliceOutcome outcome;
+    if (!admitTick(tick, outcome))
+    {
         return outcome;
     }
     const SliceHeaderResult header = readSliceHeader(m_decoder.config(), payload);
@@ -219,23 +293,9 @@ SliceOutcome SnapshotReceiver::onSlice(std::uint64_t tick, std::span<const std::
             reference = &referenceFrame;
         }
     }
-    Partial* partial = nullptr;
-    if (auto it = m_partial.find(tick); it != m_partial.end())
+    if (!admitRange(tick, header.header.firstId, header.header.endId, outcome))
     {
-        partial = &it->second;
-        for (const auto& [first, end] : partial->ranges)
-        {
-            if (first == header.header.firstId && end == header.header.endId)
-            {
-                outcome.duplicate = true;
-                return outcome;
-            }
-            if (header.header.firstId < end && first < header.header.endId)
-            {
-                outcome.error = CodecError::BadHeader; // overlaps another slice of the same tick
-                return outcome;
-            }
-        }
+        return outcome;
     }
     const CodecError error = m_decoder.decode(payload, tick, baseline, reference);
     if (error != CodecError::None)
@@ -243,44 +303,37 @@ SliceOutcome SnapshotReceiver::onSlice(std::uint64_t tick, std::span<const std::
         outcome.error = error;
         return outcome;
     }
-    if (partial == nullptr)
-    {
-        // Bound what a stream of forged, never-completed ticks can hold.
-        while (m_partial.size() >= 64)
-        {
-            m_partial.erase(m_partial.begin());
-        }
-        partial = &m_partial[tick];
-    }
-    const std::span<const QuantizedBody> bodies = m_decoder.bodies();
-    outcome.bodies = static_cast<std::uint32_t>(bodies.size());
     outcome.full = !m_decoder.header().hasBaseline;
-    partial->ranges.emplace_back(m_decoder.header().firstId, m_decoder.header().endId);
-    partial->covered += m_decoder.header().endId - m_decoder.header().firstId;
-    partial->bodies.insert(partial->bodies.end(), bodies.begin(), bodies.end());
-    if (partial->covered != (1ull << 32))
+    addRange(tick, m_decoder.header().firstId, m_decoder.header().endId, m_decoder.bodies(), outcome);
+    return outcome;
+}
+
+SliceOutcome SnapshotReceiver::onStructuredSlice(const StructuredSliceView& slice)
+{
+    SliceOutcome outcome;
+    if (!admitTick(slice.tick, outcome) || !admitRange(slice.tick, slice.firstId, slice.endId, outcome))
     {
         return outcome;
     }
-    std::sort(partial->bodies.begin(), partial->bodies.end(),
-              [](const QuantizedBody& a, const QuantizedBody& b) { return a.id < b.id; });
-    m_complete[tick] = std::move(partial->bodies);
-    m_partial.erase(tick);
-    outcome.completed = true;
-    if (!m_anyComplete || tick > m_newestComplete)
+    std::span<const QuantizedBody> baseline;
+    if (slice.hasBaseline)
     {
-        m_newestComplete = tick;
-        m_anyComplete = true;
+        const auto* bodies = slice.baselineTick < slice.tick ? find(slice.baselineTick) : nullptr;
+        if (bodies == nullptr)
+        {
+            outcome.error = CodecError::MissingBaseline;
+            return outcome;
+        }
+        baseline = *bodies;
     }
-    // Keep what the server may still name: ticks within maxAge of the newest complete one.
-    while (!m_complete.empty() && m_complete.begin()->first + maxAge < m_newestComplete)
+    const CodecError error = applyStructuredSlice(m_decoder.config().position, slice, baseline, m_applied);
+    if (error != CodecError::None)
     {
-        m_complete.erase(m_complete.begin());
+        outcome.error = error;
+        return outcome;
     }
-    while (!m_partial.empty() && m_partial.begin()->first + maxAge < m_newestComplete)
-    {
-        m_partial.erase(m_partial.begin());
-    }
+    outcome.full = !slice.hasBaseline;
+    addRange(slice.tick, slice.firstId, slice.endId, m_applied, outcome);
     return outcome;
 }
 

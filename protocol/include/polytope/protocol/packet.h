@@ -12,6 +12,7 @@
 #include "polytope/protocol/constants.h"
 #include "polytope/protocol/quantize.h"
 #include "polytope/protocol/sequence_window.h"
+#include "polytope/protocol/structured_snapshot.h"
 #include "polytope/wire/polytope_generated.h"
 
 #include <array>
@@ -121,6 +122,21 @@ struct SessionParameters
     std::uint32_t maxBaselineAgeTicks = 256; ///< 1 .. 65536
     std::uint64_t firstTick = 0;             ///< the server's tick when the session opened
     std::string room;                        ///< the room joined, at most kMaxRoomNameBytes
+    /// How snapshots come (STANDARD.md section 12): the format the client asked for, and for Structured
+    /// whether bodies carry velocities.
+    wire::SnapshotFormat snapshotFormat = wire::SnapshotFormat::Compressed;
+    bool snapshotVelocities = false;
+};
+
+/// What a client asks for in its ChallengeResponse besides the cookie and its credential.
+struct JoinRequest
+{
+    std::string_view clientName;
+    std::string_view room;            ///< empty: the server's first room
+    std::uint16_t snapshotRateHz = 0; ///< 0: the room's rate
+    bool spectator = false;
+    wire::SnapshotFormat snapshotFormat = wire::SnapshotFormat::Compressed;
+    bool snapshotVelocities = false; ///< Structured only
 };
 
 /// A connect token's credential as ConnectRequest and ChallengeResponse carry it (token.h makes and opens
@@ -137,6 +153,9 @@ bool readTokenCredential(const wire::TokenCredential* token, TokenCredentialFiel
 
 /// Reads a (verified) ConnectAccepted.
 SessionParameters readSessionParameters(const wire::ConnectAccepted& message);
+
+/// Reads a (verified, so range-checked) StructuredSnapshot into `out`.
+void readStructuredSnapshot(const wire::StructuredSnapshot& message, StructuredSlice& out);
 
 /// A body's shape as the catalogue carries it: plain data, independent of the physics engine.
 struct CatalogueEntry
@@ -218,6 +237,11 @@ class PacketWriter
                                                     std::string_view clientName, std::string_view room = {},
                                                     std::uint16_t snapshotRateHz = 0, bool spectator = false,
                                                     const TokenCredentialFields* token = nullptr);
+    /// Padded to kMinConnectRequestBytes; everything a client may ask for at join.
+    std::span<const std::uint8_t> challengeResponse(const HeaderFields& header,
+                                                    std::span<const std::uint8_t> cookie,
+                                                    const JoinRequest& join,
+                                                    const TokenCredentialFields* token = nullptr);
     std::span<const std::uint8_t> connectAccepted(const HeaderFields& header,
                                                   const SessionParameters& session);
     /// `version` is the header's: kProtocolVersion, or for DenyReason::Version the version the request
@@ -227,6 +251,10 @@ class PacketWriter
     /// One slice: payload.size() in 1 .. kMaxSnapshotPayloadBytes.
     std::span<const std::uint8_t> snapshot(const HeaderFields& header, std::uint64_t tick, double serverTime,
                                            std::span<const std::uint8_t> payload);
+    /// One structured slice (STANDARD.md section 12), as StructuredSnapshotEncoder cut it: within
+    /// kMaxPacketBytes.
+    std::span<const std::uint8_t> structuredSnapshot(const HeaderFields& header,
+                                                     const StructuredSliceView& slice);
     /// entries.size() in 1 .. kMaxCatalogueEntriesPerDatagram, or 1 .. kMaxCatalogueEntriesWithGeometry when
     /// any entry names a geometry (then the datagram carries the hashes).
     std::span<const std::uint8_t> catalogue(const HeaderFields& header,
@@ -253,14 +281,15 @@ class PacketWriter
                                          flatbuffers::Offset<void> message,
                                          std::uint16_t version = kProtocolVersion);
     std::span<const std::uint8_t> padded(const HeaderFields& header, std::span<const std::uint8_t> cookie,
-                                         std::string_view clientName, std::string_view room,
-                                         std::uint16_t snapshotRateHz, bool spectator, bool isResponse,
+                                         const JoinRequest& join, bool isResponse,
                                          const TokenCredentialFields* token);
 
     flatbuffers::FlatBufferBuilder m_builder;
     std::vector<wire::CatalogueEntry> m_catalogueStaging;
     std::vector<wire::Input> m_inputStaging;
     std::vector<std::uint64_t> m_geometryStaging;
+    std::vector<wire::StructuredBody> m_bodyStaging;
+    std::vector<wire::StructuredVelocity> m_velocityStaging;
 };
 
 /// True when 16-bit sequence a is newer than b, across wrap-around.

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "polytope/protocol/snapshot_codec.h"
+#include "polytope/protocol/structured_snapshot.h"
 
 #include <cstdint>
 #include <map>
@@ -129,6 +130,11 @@ class SnapshotReceiver
     /// Decodes one slice payload of `tick` (the envelope's) against the complete ticks held.
     SliceOutcome onSlice(std::uint64_t tick, std::span<const std::uint8_t> payload);
 
+    /// Applies one structured slice (STANDARD.md section 12) to the complete tick it names as its baseline,
+    /// with the same bookkeeping as onSlice: refused slices (a missing baseline, a bad id, a code out of
+    /// range, a checksum mismatch) change nothing.
+    SliceOutcome onStructuredSlice(const StructuredSliceView& slice);
+
     /// The bodies of a complete tick still kept, sorted by id; nullptr otherwise.
     const std::vector<QuantizedBody>* find(std::uint64_t tick) const;
     /// Newest complete tick (0 when none).
@@ -148,7 +154,17 @@ class SnapshotReceiver
         std::uint64_t covered = 0;
         std::vector<QuantizedBody> bodies;
     };
+    /// A stale tick or one complete already (admitTick), a range already had or overlapping another
+    /// (admitRange): fills `outcome` and returns false when the slice goes no further.
+    bool admitTick(std::uint64_t tick, SliceOutcome& outcome) const;
+    bool admitRange(std::uint64_t tick, std::uint32_t firstId, std::uint64_t endId,
+                    SliceOutcome& outcome) const;
+    /// Adds a decoded slice's bodies to its tick, completing it when the ranges cover the id space.
+    void addRange(std::uint64_t tick, std::uint32_t firstId, std::uint64_t endId,
+                  std::span<const QuantizedBody> bodies, SliceOutcome& outcome);
+
     SnapshotDecoder m_decoder;
+    std::vector<QuantizedBody> m_applied; ///< scratch: a structured slice's range after applying it
     std::map<std::uint64_t, std::vector<QuantizedBody>> m_complete;
     std::map<std::uint64_t, Partial> m_partial;
     std::uint64_t m_newestComplete = 0;
