@@ -53,8 +53,14 @@ std::span<const std::uint8_t> Client::connectMessage()
     {
         return m_writer.connectRequest(m_acks.nextOutgoing(), m_config.name, m_config.room, token);
     }
-    return m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, m_config.name, m_config.room,
-                                      m_config.snapshotRateHz, m_config.spectator, token);
+    protocol::JoinRequest join;
+    join.clientName = m_config.name;
+    join.room = m_config.room;
+    join.snapshotRateHz = m_config.snapshotRateHz;
+    join.spectator = m_config.spectator;
+    join.snapshotFormat = m_config.snapshotFormat;
+    join.snapshotVelocities = m_config.snapshotVelocities;
+    return m_writer.challengeResponse(m_acks.nextOutgoing(), m_cookie, join, token);
 }
 
 bool Client::isFinished() const
@@ -413,6 +419,11 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
         expected = connecting || connected;
         break;
     case wire::PacketType::Snapshot:
+        expected = connected && m_session.snapshotFormat == wire::SnapshotFormat::Compressed;
+        break;
+    case wire::PacketType::StructuredSnapshot:
+        expected = connected && m_session.snapshotFormat == wire::SnapshotFormat::Structured;
+        break;
     case wire::PacketType::Catalogue:
     case wire::PacketType::GeometrySlice:
         expected = connected;
@@ -494,6 +505,14 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
             m_receivedSinceAck = true;
         }
         return;
+    case wire::PacketType::StructuredSnapshot:
+        onServerAcks(*packet.header());
+        if (onStructuredSnapshot(*packet.message_as_StructuredSnapshot(), datagram.size(), now))
+        {
+            m_acks.onReceived(packet.header()->sequence());
+            m_receivedSinceAck = true;
+        }
+        return;
     case wire::PacketType::Catalogue:
         onServerAcks(*packet.header());
         m_acks.onReceived(packet.header()->sequence());
@@ -525,6 +544,31 @@ bool Client::onSnapshot(const wire::Snapshot& slice, std::size_t bytes, double n
     const std::uint64_t tick = slice.tick();
     const auto* payload = slice.payload();
     const protocol::SliceOutcome outcome = m_receiver->onSlice(tick, {payload->data(), payload->size()});
+    return onSliceOutcome(outcome, tick, slice.server_time(), bytes, now);
+}
+
+bool Client::onStructuredSnapshot(const wire::StructuredSnapshot& message, std::size_t bytes, double now)
+{
+    protocol::readStructuredSnapshot(message, m_structuredScratch);
+    const protocol::StructuredSlice& slice = m_structuredScratch;
+    const protocol::SliceOutcome outcome = m_receiver->onStructuredSlice(slice.view());
+    if (outcome.accepted() && !outcome.duplicate && !slice.velocities.empty())
+    {
+        for (std::size_t i = 0; i < slice.bodies.size(); ++i)
+        {
+            ListedVelocity& listed = m_velocities[slice.bodies[i].id];
+            if (listed.generation != slice.bodies[i].generation || listed.tick <= slice.tick)
+            {
+                listed = {slice.bodies[i].generation, slice.tick, slice.velocities[i]};
+            }
+        }
+    }
+    return onSliceOutcome(outcome, slice.tick, slice.serverTime, bytes, now);
+}
+
+bool Client::onSliceOutcome(const protocol::SliceOutcome& outcome, std::uint64_t tick, double serverTime,
+                            std::size_t bytes, double now)
+{
     if (outcome.error != protocol::CodecError::None)
     {
         ++m_stats.sliceErrors[static_cast<std::size_t>(outcome.error)];
@@ -555,9 +599,9 @@ bool Client::onSnapshot(const wire::Snapshot& slice, std::size_t bytes, double n
     {
         m_wantFullSnapshot = false;
     }
-    auto& [tickBytes, serverTime] = m_tickBytes[tick];
+    auto& [tickBytes, tickServerTime] = m_tickBytes[tick];
     tickBytes += bytes;
-    serverTime = slice.server_time();
+    tickServerTime = serverTime;
     if (outcome.completed)
     {
         ++m_stats.snapshotsCompleted;
@@ -676,6 +720,11 @@ bool Client::tryShow(std::uint64_t tick, double now)
         body.atRest = q.atRest;
         body.position = protocol::dequantizePosition(m_receiver->config().position, q.position);
         body.orientation = protocol::dequantizeOrientation({q.largest, q.orientation});
+        if (const auto listed = m_velocities.find(q.id);
+            listed != m_velocities.end() && listed->second.generation == q.generation)
+        {
+            body.velocity = listed->second.velocity;
+        }
         snapshot.bodies.push_back(body);
     }
     m_anyShown = true;

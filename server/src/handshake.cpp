@@ -212,10 +212,14 @@ void Server::handleChallengeResponse(const protocol::Address& from, const wire::
     }
     // The room joins a new client, and answers every response with ConnectAccepted: a repeat gets the same
     // answer, since the first may have been lost.
-    const auto* name = message->client_name();
-    host.post([slot, name = name ? name->str() : std::string(), rate = message->snapshot_rate_hz(),
-               spectator = message->spectator(), sequence = packet.header()->sequence(), now](Room& r) mutable
-              { r.admit(slot, std::move(name), rate, spectator, sequence, now); });
+    Room::JoinOptions options;
+    options.name = message->client_name() ? message->client_name()->str() : std::string();
+    options.snapshotRateHz = message->snapshot_rate_hz();
+    options.spectator = message->spectator();
+    options.snapshotFormat = message->snapshot_format(); // decodePacket checked both
+    options.snapshotVelocities = message->snapshot_velocities();
+    host.post([slot, options = std::move(options), sequence = packet.header()->sequence(),
+               now](Room& r) mutable { r.admit(slot, std::move(options), sequence, now); });
 }
 
 } // namespace polytope::server

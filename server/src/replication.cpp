@@ -309,6 +309,7 @@ void Replicator::sendCatalogue(ClientReplication& client, double now)
 void Replicator::beginTick()
 {
     m_sharedCount = 0;
+    m_sharedStructuredCount = 0;
 }
 
 protocol::QuantizedBody quantizeBodyState(const protocol::PositionQuantization& quantization,
@@ -325,8 +326,19 @@ protocol::QuantizedBody quantizeBodyState(const protocol::PositionQuantization& 
 void Replicator::captureSnapshot(const physics::World& world, std::uint64_t tick)
 {
     std::vector<protocol::QuantizedBody>& bodies = m_history.begin(tick);
-    world.forEachBody([&](const physics::BodyState& body)
-                      { bodies.push_back(quantizeBodyState(m_codec.position, body)); });
+    world.forEachBody(
+        [&](const physics::BodyState& body)
+        {
+            bodies.push_back(quantizeBodyState(m_codec.position, body));
+            // Structured clients may ask for velocities: those of the newest capture, by id.
+            if (body.id.index >= m_velocities.size())
+            {
+                m_velocities.resize(static_cast<std::size_t>(body.id.index) + 1);
+            }
+            const physics::Vec3& v = body.linearVelocity;
+            const physics::Vec3& w = body.angularVelocity;
+            m_velocities[body.id.index] = {{v.x, v.y, v.z}, {w.x, w.y, w.z}};
+        });
     m_history.commit(); // forEachBody visits slots in increasing order: sorted by id
 }
 
@@ -396,33 +408,43 @@ void Replicator::sendSnapshot(ClientReplication& client, double now, double tick
         ++m_metrics.snapshotsSkipped;
         return;
     }
-    const std::array<std::uint64_t, 3> key{current->tick, baseline ? baseline->tick : 0,
-                                           reference ? reference->tick : 0};
+    const double serverTime = static_cast<double>(current->tick) * tickSeconds;
     const SharedEncoding* encoding = nullptr;
-    if (exact)
+    const protocol::StructuredSnapshotEncoder* structured = nullptr;
+    if (client.structured)
     {
-        for (std::size_t i = 0; i < m_sharedCount; ++i)
-        {
-            encoding = m_shared[i].key == key ? &m_shared[i] : encoding;
-        }
+        structured = &cutStructured(client, *current, baseline, exact, serverTime);
     }
-    if (encoding == nullptr)
+    else
     {
-        if (exact && m_sharedCount == m_shared.size())
+        const std::array<std::uint64_t, 3> key{current->tick, baseline ? baseline->tick : 0,
+                                               reference ? reference->tick : 0};
+        if (exact)
         {
-            m_shared.emplace_back();
+            for (std::size_t i = 0; i < m_sharedCount; ++i)
+            {
+                encoding = m_shared[i].key == key ? &m_shared[i] : encoding;
+            }
         }
-        SharedEncoding& slot = exact ? m_shared[m_sharedCount] : m_private;
-        slot.key = key;
-        if (!encode(*current, baseline, reference, slot, client.clientId))
+        if (encoding == nullptr)
         {
-            return;
+            if (exact && m_sharedCount == m_shared.size())
+            {
+                m_shared.emplace_back();
+            }
+            SharedEncoding& slot = exact ? m_shared[m_sharedCount] : m_private;
+            slot.key = key;
+            if (!encode(*current, baseline, reference, slot, client.clientId))
+            {
+                return;
+            }
+            m_sharedCount += exact ? 1 : 0;
+            encoding = &slot;
         }
-        m_sharedCount += exact ? 1 : 0;
-        encoding = &slot;
     }
     protocol::SnapshotSendState& state = client.snapshots;
-    if (encoding->identicalToBaseline && state.sentAny &&
+    const bool identical = structured ? structured->identicalToBaseline() : encoding->identicalToBaseline;
+    if (identical && state.sentAny &&
         current->tick - state.lastSentTick < static_cast<std::uint64_t>(m_config.idleHeartbeatTicks))
     {
         ++m_metrics.snapshotsSkipped; // the client already has this state
@@ -430,17 +452,7 @@ void Replicator::sendSnapshot(ClientReplication& client, double now, double tick
     }
     state.sentAny = true;
     state.lastSentTick = current->tick;
-    const double serverTime = static_cast<double>(current->tick) * tickSeconds;
-    std::size_t bytes = 0;
-    for (std::size_t i = 0; i < encoding->sliceCount; ++i)
-    {
-        const protocol::HeaderFields header = client.acks->nextOutgoing();
-        const auto datagram = m_writer.snapshot(header, current->tick, serverTime, encoding->slices[i]);
-        bytes += datagram.size();
-        m_send(client, datagram);
-        state.onSliceSent(current->tick, header.sequence, static_cast<std::uint32_t>(encoding->sliceCount));
-        ++m_metrics.snapshotDatagrams;
-    }
+    const std::size_t bytes = sendSlices(client, current->tick, serverTime, encoding, structured);
     if (budgeted && baseline != nullptr)
     {
         // Learn what a changed body costs this client, for the next choice (composite: what it was sent).
@@ -470,6 +482,63 @@ void Replicator::sendSnapshot(ClientReplication& client, double now, double tick
         client.lastFullTick = current->tick;
         client.fullSnapshotRequested = false; // any full snapshot answers a pending request
     }
+}
+
+const protocol::StructuredSnapshotEncoder& Replicator::cutStructured(const ClientReplication& client,
+                                                                     const protocol::SnapshotFrame& current,
+                                                                     const protocol::SnapshotFrame* baseline,
+                                                                     bool exact, double serverTime)
+{
+    const std::array<std::uint64_t, 3> key{current.tick, baseline ? baseline->tick + 1 : 0,
+                                           client.velocities ? 1u : 0u};
+    if (exact)
+    {
+        for (std::size_t i = 0; i < m_sharedStructuredCount; ++i)
+        {
+            if (m_sharedStructured[i]->key == key)
+            {
+                return m_sharedStructured[i]->encoder;
+            }
+        }
+    }
+    protocol::StructuredSnapshotEncoder* encoder = &m_privateStructured;
+    if (exact)
+    {
+        if (m_sharedStructuredCount == m_sharedStructured.size())
+        {
+            m_sharedStructured.push_back(std::make_unique<SharedStructured>());
+        }
+        SharedStructured& slot = *m_sharedStructured[m_sharedStructuredCount++];
+        slot.key = key;
+        encoder = &slot.encoder;
+    }
+    const double start = m_profileClock ? m_profileClock() : 0.0;
+    encoder->encode(current, baseline, serverTime, m_velocities, client.velocities);
+    ++m_metrics.snapshotEncodes;
+    if (m_profileClock)
+    {
+        m_metrics.encodeSeconds += m_profileClock() - start;
+    }
+    return *encoder;
+}
+
+std::size_t Replicator::sendSlices(ClientReplication& client, std::uint64_t tick, double serverTime,
+                                   const SharedEncoding* encoding,
+                                   const protocol::StructuredSnapshotEncoder* structured)
+{
+    const std::size_t count = structured ? structured->slices().size() : encoding->sliceCount;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < count; ++i)
+    {
+        const protocol::HeaderFields header = client.acks->nextOutgoing();
+        const auto datagram = structured ? m_writer.structuredSnapshot(header, structured->slices()[i])
+                                         : m_writer.snapshot(header, tick, serverTime, encoding->slices[i]);
+        bytes += datagram.size();
+        m_send(client, datagram);
+        client.snapshots.onSliceSent(tick, header.sequence, static_cast<std::uint32_t>(count));
+        ++m_metrics.snapshotDatagrams;
+    }
+    return bytes;
 }
 
 void Replicator::requestFullSnapshot(ClientReplication& client, std::uint64_t tick, double tickSeconds)

@@ -88,9 +88,10 @@ std::span<ClientReplication* const> Room::replications()
 // ---- Clients
 // -----------------------------------------------------------------------------------------------
 
-void Room::join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now)
+void Room::join(ClientSlot slot, JoinOptions options, double now)
 {
     // The rate asked for, rounded down to one the tick rate divides into whole ticks.
+    const int snapshotRateHz = options.snapshotRateHz;
     int ticksPerSnapshot = m_ticksPerSnapshot;
     if (snapshotRateHz > 0)
     {
@@ -99,8 +100,8 @@ void Room::join(ClientSlot slot, std::string name, int snapshotRateHz, bool spec
     }
     auto client = std::make_unique<Client>(m_config.maxBaselineAgeTicks, ticksPerSnapshot);
     client->clientId = m_nextClientId++;
-    client->name = std::move(name);
-    client->spectator = spectator;
+    client->name = std::move(options.name);
+    client->spectator = options.spectator;
     client->inputTokens = m_config.maxInputBurst;
     client->inputTokenTime = now;
     client->owned.reserve(static_cast<std::size_t>(m_config.maxBodiesPerClient));
@@ -110,6 +111,8 @@ void Room::join(ClientSlot slot, std::string name, int snapshotRateHz, bool spec
     replication.clientId = client->clientId;
     replication.acks = &m_connections[slot].acks;
     replication.owned = &client->owned;
+    replication.structured = options.snapshotFormat == wire::SnapshotFormat::Structured;
+    replication.velocities = replication.structured && options.snapshotVelocities;
     m_replicator.addClient(replication);
     Client& joined = *client;
     m_clients[slot] = std::move(client);
@@ -119,21 +122,25 @@ void Room::join(ClientSlot slot, std::string name, int snapshotRateHz, bool spec
                                      { return m_connections[s].address < a; });
     m_members.insert(at, slot);
     ++m_metrics.clientsAccepted;
-    spdlog::info("client {} ({}, {}) joined room '{}'; {} client(s)", joined.clientId, joined.name,
-                 address.toString(), m_config.room, m_members.size());
+    spdlog::info("client {} ({}, {}) joined room '{}'{}; {} client(s)", joined.clientId, joined.name,
+                 address.toString(), m_config.room,
+                 joined.replication.structured
+                     ? (joined.replication.velocities ? " (structured snapshots with velocities)"
+                                                      : " (structured snapshots)")
+                     : "",
+                 m_members.size());
     if (!joined.spectator)
     {
         spawnFor(joined, nullptr);
     }
 }
 
-void Room::admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator,
-                 std::uint16_t sequence, double now)
+void Room::admit(ClientSlot slot, JoinOptions options, std::uint16_t sequence, double now)
 {
     Connection& connection = m_connections[slot];
     if (!m_clients[slot])
     {
-        join(slot, std::move(name), snapshotRateHz, spectator, now);
+        join(slot, std::move(options), now);
     }
     connection.acks.onReceived(sequence);
     connection.lastReceiveTime = now;
@@ -214,6 +221,9 @@ protocol::SessionParameters Room::sessionParameters(ClientSlot slot) const
     p.position = m_config.quantization;
     p.maxBaselineAgeTicks = m_config.maxBaselineAgeTicks;
     p.firstTick = m_tick;
+    p.snapshotFormat =
+        client.replication.structured ? wire::SnapshotFormat::Structured : wire::SnapshotFormat::Compressed;
+    p.snapshotVelocities = client.replication.velocities;
     return p;
 }
 

@@ -37,6 +37,29 @@ int main(int argc, char** argv)
     corpus.save("packet", "disconnect", writer.disconnect(header, wire::DisconnectReason::ClientQuit));
     const std::vector<std::uint8_t> payload{0x20, 0x41, 0x00, 0x17, 0x99};
     corpus.save("packet", "snapshot", writer.snapshot(header, 99, 1.65, payload));
+    JoinRequest join;
+    join.clientName = "fuzz";
+    join.snapshotFormat = wire::SnapshotFormat::Structured;
+    join.snapshotVelocities = true;
+    corpus.save("packet", "challenge_response_structured", writer.challengeResponse(header, cookie, join));
+    {
+        // A structured slice with a listed body, a removed id and velocities (STANDARD.md section 12).
+        std::vector<QuantizedBody> bodies(2);
+        bodies[0].id = 3;
+        bodies[1].id = 9;
+        bodies[1].atRest = true;
+        const std::vector<std::uint32_t> removed{5};
+        const std::vector<BodyVelocity> velocities(2);
+        StructuredSliceView slice;
+        slice.tick = 99;
+        slice.serverTime = 1.65;
+        slice.hasBaseline = true;
+        slice.baselineTick = 96;
+        slice.bodies = bodies;
+        slice.removed = removed;
+        slice.velocities = velocities;
+        corpus.save("packet", "structured_snapshot", writer.structuredSnapshot(header, slice));
+    }
 
     std::vector<CatalogueEntry> entries(6);
     for (std::size_t i = 0; i < entries.size(); ++i)

@@ -63,6 +63,10 @@ struct ClientConfig
     std::string room;                    ///< the room to join; empty: the server's first room
     std::uint16_t snapshotRateHz = 0;    ///< snapshots per second wanted; 0: the room's rate
     bool spectator = false;              ///< watch only: the server spawns no player body for this client
+    /// Compressed (the default; what players use) or Structured: plain FlatBuffers tables any language reads
+    /// (protocol/STANDARD.md section 12), several times the bytes.
+    protocol::wire::SnapshotFormat snapshotFormat = protocol::wire::SnapshotFormat::Compressed;
+    bool snapshotVelocities = false; ///< Structured only: bodies come with their velocities
     /// The connect token from the game's backend (polytope-token). With one, the session is sealed: keys come
     /// from the token and the challenge's salt, and every datagram after the handshake is encrypted and
     /// authenticated (protocol/STANDARD.md §11). Without one, only an --insecure server accepts the client.
@@ -93,6 +97,8 @@ struct SnapshotBody
     std::array<float, 4> orientation{0.0f, 0.0f, 0.0f, 1.0f}; ///< x, y, z, w
     std::array<float, 3> extent{};                            ///< see protocol::CatalogueEntry
     std::uint64_t geometry = 0; ///< hash of its geometry (Client::geometry()), 0: none (a primitive)
+    /// With structured snapshots and velocities: the velocities the body was last listed with (m/s, rad/s).
+    protocol::BodyVelocity velocity;
 };
 
 /// A whole snapshot (all of its slices), decoded.
@@ -231,6 +237,11 @@ class Client
     void resolveSent(double now, bool force);
     void addRttSample(double seconds);
     bool onSnapshot(const protocol::wire::Snapshot& slice, std::size_t bytes, double now);
+    bool onStructuredSnapshot(const protocol::wire::StructuredSnapshot& message, std::size_t bytes,
+                              double now);
+    /// What a decoded, applied or refused slice of `tick` does to the client; true: acknowledge it.
+    bool onSliceOutcome(const protocol::SliceOutcome& outcome, std::uint64_t tick, double serverTime,
+                        std::size_t bytes, double now);
     void onCatalogue(const protocol::wire::Catalogue& message, double now);
     bool tryShow(std::uint64_t tick, double now);
 
@@ -259,6 +270,14 @@ class Client
     std::map<std::uint32_t, std::uint32_t> m_removedGenerations; ///< per slot: the newest generation removed
     std::vector<protocol::CatalogueEntry> m_catalogueScratch;
     protocol::GeometryAssembler m_geometry;
+    protocol::StructuredSlice m_structuredScratch;
+    struct ListedVelocity
+    {
+        std::uint32_t generation = 0;
+        std::uint64_t tick = 0;
+        protocol::BodyVelocity velocity;
+    };
+    std::map<std::uint32_t, ListedVelocity> m_velocities; ///< by id: the newest listed (structured mode)
     bool m_anyShown = false;
     std::uint64_t m_lastShownTick = 0;
     bool m_waiting = false; ///< a complete tick waits for catalogue entries

@@ -11,6 +11,9 @@
 //   - geometry: hulls, meshes, heightfields and compounds by content hash (protocol/geometry.h), each sent a
 //     client once in GeometrySlice datagrams, resent until acknowledged, paced by a bucket of its own that
 //     takes a share of the client's budget (geometry_replication.cpp);
+//   - structured snapshots (STANDARD.md section 12), for clients that asked for them: the same choice of
+//     frames (baseline, budget), cut by a StructuredSnapshotEncoder into plain tables instead of range-coded
+//     payloads; clients with the same (current, baseline, velocities) share one cut per tick;
 //   - the bandwidth budget (RoomConfig::maxClientKbps): a token bucket per client, and Fiedler's priority
 //     accumulator choosing which changed bodies fit; deferred bodies keep the state the client has, so each
 //     budgeted client has frames of its own, and a baseline is one of those.
@@ -20,6 +23,7 @@
 #include "polytope/physics/world.h"
 #include "polytope/protocol/packet.h"
 #include "polytope/protocol/snapshot_channel.h"
+#include "polytope/protocol/structured_snapshot.h"
 #include "polytope/server/connection_table.h"
 #include "polytope/server/room_config.h"
 #include "polytope/server/room_metrics.h"
@@ -52,6 +56,8 @@ struct ClientReplication
     int ticksPerSnapshot = 3;
     protocol::AckTracker* acks = nullptr;                ///< the connection's (header sequences)
     const std::vector<physics::BodyId>* owned = nullptr; ///< the bodies the client owns (the room's list)
+    bool structured = false; ///< asked for structured snapshots (STANDARD.md section 12)
+    bool velocities = false; ///< structured, with each listed body's velocities
 
     // Catalogue reliability.
     struct CatalogueRecord
@@ -187,6 +193,21 @@ class Replicator
     bool chooseBudgeted(ClientReplication& client, const protocol::SnapshotFrame*& current,
                         const protocol::SnapshotFrame*& baseline, const protocol::SnapshotFrame*& reference,
                         double now, bool full);
+    /// A structured cut shared by every client with the same (current, baseline, velocities) in one tick.
+    struct SharedStructured
+    {
+        std::array<std::uint64_t, 3> key{};
+        protocol::StructuredSnapshotEncoder encoder;
+    };
+    /// The structured cut of `current` against `baseline` for this client: shared when `exact`.
+    const protocol::StructuredSnapshotEncoder& cutStructured(const ClientReplication& client,
+                                                             const protocol::SnapshotFrame& current,
+                                                             const protocol::SnapshotFrame* baseline,
+                                                             bool exact, double serverTime);
+    /// Sends the client one datagram per slice of `encoding` (or of `structured`): its bytes.
+    std::size_t sendSlices(ClientReplication& client, std::uint64_t tick, double serverTime,
+                           const SharedEncoding* encoding,
+                           const protocol::StructuredSnapshotEncoder* structured);
     /// Encodes into `out`; false when the encoder refused.
     bool encode(const protocol::SnapshotFrame& current, const protocol::SnapshotFrame* baseline,
                 const protocol::SnapshotFrame* reference, SharedEncoding& out, std::uint32_t clientId);
@@ -221,6 +242,10 @@ class Replicator
     std::vector<SharedEncoding> m_shared; ///< this tick's encodings: the first m_sharedCount
     std::size_t m_sharedCount = 0;
     SharedEncoding m_private; ///< the last encoding of a client's own (budget-limited) frames
+    std::vector<protocol::BodyVelocity> m_velocities;                  ///< of the newest capture, by body id
+    std::vector<std::unique_ptr<SharedStructured>> m_sharedStructured; ///< this tick's: the first ..Count
+    std::size_t m_sharedStructuredCount = 0;
+    protocol::StructuredSnapshotEncoder m_privateStructured; ///< a budget-limited client's own frames
 };
 
 } // namespace polytope::server

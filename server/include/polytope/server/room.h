@@ -65,11 +65,19 @@ class Room
                                         std::string& error);
 
     // ---- Called by the Server, on the room's thread ----
+    /// What a ChallengeResponse asks of the room.
+    struct JoinOptions
+    {
+        std::string name;
+        int snapshotRateHz = 0; ///< 0: the room's rate
+        bool spectator = false; ///< no player body
+        protocol::wire::SnapshotFormat snapshotFormat = protocol::wire::SnapshotFormat::Compressed;
+        bool snapshotVelocities = false; ///< Structured only
+    };
     /// The connection in `slot` sent a valid ChallengeResponse with header sequence `sequence`: it joins as a
-    /// new client if it is not one yet (asking for `snapshotRateHz`, 0 for the default; a spectator owns no
-    /// body) and is sent ConnectAccepted (again, for a repeat: the first may have been lost).
-    void admit(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, std::uint16_t sequence,
-               double now);
+    /// new client with `options` if it is not one yet and is sent ConnectAccepted (again, for a repeat: the
+    /// first may have been lost; a repeat's options are ignored).
+    void admit(ClientSlot slot, JoinOptions options, std::uint16_t sequence, double now);
     /// A datagram from the connection in `slot` as the Server decoded it (its plaintext; `wireBytes` as
     /// received): counted, its header's sequence and acks recorded, and carried out.
     void receiveDatagram(ClientSlot slot, const protocol::DecodeResult& decoded, std::size_t wireBytes,
@@ -161,7 +169,7 @@ class Room
 
     Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, SendToAddress sendPlain,
          CloseConnection close);
-    void join(ClientSlot slot, std::string name, int snapshotRateHz, bool spectator, double now);
+    void join(ClientSlot slot, JoinOptions options, double now);
     protocol::SessionParameters sessionParameters(ClientSlot slot) const;
     void receive(ClientSlot slot, const protocol::DecodeResult& decoded, double now);
     void timeOut(ClientSlot slot);
