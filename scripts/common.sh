@@ -13,6 +13,8 @@ POLYTOPE_PACKAGES=(
 POLYTOPE_CONTAINER_PACKAGES=(podman runc conmon catatonit debootstrap containernetworking-plugins iptables uidmap)
 # scripts/check_tree.sh: the formatter the committed .clang-format is written for (Debian 12: version 14).
 POLYTOPE_CHECK_PACKAGES=(clang-format git)
+# scripts/examples_structured.sh: the structured-snapshot readers of examples/ (Python and Node).
+POLYTOPE_EXAMPLES_PACKAGES=(python3-flatbuffers nodejs npm)
 # scripts/fuzz.sh: clang with libFuzzer's runtime.
 POLYTOPE_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
