@@ -11,6 +11,10 @@ namespace
 {
 constexpr std::size_t kInputDatagramRing = 256;
 constexpr std::size_t kSentRing = 1024; ///< datagrams awaiting acknowledgement; at 120 Hz, 8 s of sends
+/// Server datagrams recorded since our last acknowledgement after which we acknowledge at once, whatever
+/// ackIntervalSeconds says: a header acknowledges only the newest 33 sequences, and a large tick (a full
+/// structured snapshot of a big world, say) arrives as more datagrams than that in one burst.
+constexpr int kAckEveryRecorded = 16;
 } // namespace
 
 const char* clientStateName(ClientState state)
@@ -312,6 +316,7 @@ void Client::sendAcknowledgement(double now)
               count > 0};
     send(m_writer.clientInput(header, std::span(inputs.data(), count)), now);
     m_receivedSinceAck = false;
+    m_recordedSinceAck = 0;
 }
 
 void Client::update(double now)
@@ -497,20 +502,19 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
         return;
     }
     case wire::PacketType::Snapshot:
-        onServerAcks(*packet.header());
-        // Acknowledged only once decoded: the server then knows the client holds it as a baseline.
-        if (onSnapshot(*packet.message_as_Snapshot(), datagram.size(), now))
-        {
-            m_acks.onReceived(packet.header()->sequence());
-            m_receivedSinceAck = true;
-        }
-        return;
     case wire::PacketType::StructuredSnapshot:
         onServerAcks(*packet.header());
-        if (onStructuredSnapshot(*packet.message_as_StructuredSnapshot(), datagram.size(), now))
+        // Acknowledged only once decoded: the server then knows the client holds it as a baseline.
+        if (type == wire::PacketType::Snapshot
+                ? onSnapshot(*packet.message_as_Snapshot(), datagram.size(), now)
+                : onStructuredSnapshot(*packet.message_as_StructuredSnapshot(), datagram.size(), now))
         {
             m_acks.onReceived(packet.header()->sequence());
             m_receivedSinceAck = true;
+            if (++m_recordedSinceAck >= kAckEveryRecorded)
+            {
+                sendAcknowledgement(now);
+            }
         }
         return;
     case wire::PacketType::Catalogue:

@@ -255,6 +255,7 @@ class Client
     double m_lastSendTime = -1e9;
     double m_lastReceiveTime = 0.0;
     bool m_receivedSinceAck = false;
+    int m_recordedSinceAck = 0;                   ///< snapshot datagrams recorded since the last ClientInput
     std::vector<std::uint8_t> m_cookie;           ///< from the first Challenge, echoed until accepted
     protocol::TokenCredentialFields m_credential; ///< from config.token
     protocol::SealedChannel m_channel;            ///< active from the Challenge on, with a token
