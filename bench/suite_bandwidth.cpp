@@ -15,6 +15,13 @@
 // time), mismatches (shown snapshots whose decoded state differs from the server's quantized state: must be
 // 0), snapshots_shown, full_snapshots, catalogue_datagrams.
 //
+// The structured_ cases are the same runs with a client that asked for structured snapshots (STANDARD.md
+// section 12: plain tables of 28-byte body structs, what a tool in any language reads), the
+// structured_velocities_ case with velocities too; same fields. These runs have the room's default bandwidth
+// budget (2048 kbps), which binds the structured client on the moving scenes (bodies_deferred tells how
+// often); the structured_unbudgeted_ case has no budget: what structured snapshots of this scene cost.
+// mismatches compare each shown snapshot with what that client was sent.
+//
 // The codec_ cases run the snapshot codec alone on the same scene and links, without the Server and Client,
 // through the stream protocol_tests checks (tests/support/codec_stream.h): each tick the World's bodies are
 // quantized and encoded against the newest tick the receiver acknowledged (with the one before it as
@@ -63,10 +70,18 @@ struct CaseResult
 {
     double kbps = 0.0, kbpsSteady = 0.0, kbpsUp = 0.0, movingShare = 0.0, encodeMicros = 0.0;
     std::size_t largest = 0, mismatches = 0, shown = 0, bodies = 0;
-    std::uint64_t fullSnapshots = 0, catalogueDatagrams = 0;
+    std::uint64_t fullSnapshots = 0, catalogueDatagrams = 0, bodiesDeferred = 0;
 };
 
-CaseResult runCase(double oneWaySeconds, bool idle, double seconds)
+/// How the bench client asks for its snapshots.
+enum class Format : std::uint8_t
+{
+    Compressed,
+    Structured,
+    StructuredWithVelocities,
+};
+
+CaseResult runCase(double oneWaySeconds, bool idle, double seconds, Format format, bool budgeted)
 {
     const protocol::Address serverAddress = protocol::Address::ipv4(10, 0, 0, 1, 7777);
     const protocol::Address clientAddress = protocol::Address::ipv4(10, 0, 0, 2, 5000);
@@ -84,6 +99,7 @@ CaseResult runCase(double oneWaySeconds, bool idle, double seconds)
     server::RoomConfig config;
     config.scene = idle ? "fiedler-cubes-idle" : "fiedler-cubes";
     config.snapshotRateHz = 60;
+    config.maxClientKbps = budgeted ? config.maxClientKbps : 0;
     config.buildScene = [&](ph::World& world) { return buildFiedlerCubes(world, idle, pusher); };
     std::string error;
     server::ServerConfig serverConfig;
@@ -113,7 +129,13 @@ CaseResult runCase(double oneWaySeconds, bool idle, double seconds)
         server->setPreStepHook([&](std::uint64_t tick)
                                { driveFiedlerPusher(server->world(), pusher, tick, tickSeconds); });
     }
-    client::Client c({},
+    client::ClientConfig clientConfig;
+    if (format != Format::Compressed)
+    {
+        clientConfig.snapshotFormat = protocol::wire::SnapshotFormat::Structured;
+        clientConfig.snapshotVelocities = format == Format::StructuredWithVelocities;
+    }
+    client::Client c(clientConfig,
                      [&](std::span<const std::uint8_t> d)
                      {
                          bytesUp += static_cast<double>(d.size()) + kIpUdpBytes;
@@ -141,7 +163,8 @@ CaseResult runCase(double oneWaySeconds, bool idle, double seconds)
         while (c.popSnapshot(s))
         {
             ++r.shown;
-            const protocol::SnapshotFrame* truth = server->history().find(s.tick);
+            // What this client was sent: the simulation's frame, or under a binding budget its own.
+            const protocol::SnapshotFrame* truth = server->sentFrame(c.clientId(), s.tick);
             if (truth == nullptr || !std::equal(s.quantized.begin(), s.quantized.end(), truth->bodies.begin(),
                                                 truth->bodies.end()))
             {
@@ -175,6 +198,7 @@ CaseResult runCase(double oneWaySeconds, bool idle, double seconds)
     r.encodeMicros = encodes > 0 ? m.encodeSeconds * 1e6 / encodes : 0.0;
     r.fullSnapshots = m.fullSnapshots;
     r.catalogueDatagrams = m.catalogueDatagrams;
+    r.bodiesDeferred = m.bodiesDeferred;
     return r;
 }
 
@@ -304,22 +328,41 @@ void runBandwidthSuite(Report& report, const SuiteOptions& options)
         {"cubes_5pct_loss_100ms_one_way", 0.10, false},
         {"idle_5pct_loss_50ms_one_way", 0.05, true},
     };
-    for (const Case& k : cases)
+    struct Run
     {
-        const CaseResult r = runCase(k.oneWay, k.idle, seconds);
-        report.add(k.name, "polytope", static_cast<std::int64_t>(r.bodies))
-            .add("one_way_ms", k.oneWay * 1000.0)
-            .add("rtt_ms", k.oneWay * 2000.0)
-            .add("kbps_avg", r.kbps)
-            .add("kbps_steady", r.kbpsSteady)
-            .add("kbps_up", r.kbpsUp)
-            .add("datagram_bytes_max", static_cast<double>(r.largest))
-            .add("moving_share", r.movingShare)
-            .add("encode_us_per_tick", r.encodeMicros)
-            .add("mismatches", static_cast<double>(r.mismatches))
-            .add("snapshots_shown", static_cast<double>(r.shown))
-            .add("full_snapshots", static_cast<double>(r.fullSnapshots))
-            .add("catalogue_datagrams", static_cast<double>(r.catalogueDatagrams));
+        const char* prefix;
+        Format format;
+        bool allCases;
+        bool budgeted;
+    };
+    const Run runs[] = {{"", Format::Compressed, true, true},
+                        {"structured_", Format::Structured, true, true},
+                        {"structured_velocities_", Format::StructuredWithVelocities, false, true},
+                        {"structured_unbudgeted_", Format::Structured, false, false}};
+    for (const Run& run : runs)
+    {
+        for (const Case& k : cases)
+        {
+            if (!run.allCases && &k != &cases[0])
+            {
+                continue;
+            }
+            const CaseResult r = runCase(k.oneWay, k.idle, seconds, run.format, run.budgeted);
+            report.add(std::string(run.prefix) + k.name, "polytope", static_cast<std::int64_t>(r.bodies))
+                .add("one_way_ms", k.oneWay * 1000.0)
+                .add("rtt_ms", k.oneWay * 2000.0)
+                .add("kbps_avg", r.kbps)
+                .add("kbps_steady", r.kbpsSteady)
+                .add("kbps_up", r.kbpsUp)
+                .add("datagram_bytes_max", static_cast<double>(r.largest))
+                .add("moving_share", r.movingShare)
+                .add("encode_us_per_tick", r.encodeMicros)
+                .add("mismatches", static_cast<double>(r.mismatches))
+                .add("snapshots_shown", static_cast<double>(r.shown))
+                .add("full_snapshots", static_cast<double>(r.fullSnapshots))
+                .add("catalogue_datagrams", static_cast<double>(r.catalogueDatagrams))
+                .add("bodies_deferred", static_cast<double>(r.bodiesDeferred));
+        }
     }
     for (const Case& k : cases)
     {
