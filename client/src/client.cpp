@@ -11,9 +11,10 @@ namespace
 {
 constexpr std::size_t kInputDatagramRing = 256;
 constexpr std::size_t kSentRing = 1024; ///< datagrams awaiting acknowledgement; at 120 Hz, 8 s of sends
-/// Server datagrams recorded since our last acknowledgement after which we acknowledge at once, whatever
-/// ackIntervalSeconds says: a header acknowledges only the newest 33 sequences, and a large tick (a full
-/// structured snapshot of a big world, say) arrives as more datagrams than that in one burst.
+/// Snapshot datagrams recorded within one ackIntervalSeconds after which we acknowledge at once, from
+/// receive(), instead of waiting for update(): a header acknowledges only the newest 33 sequences, and a
+/// large tick (a full structured snapshot of a big world, say) can arrive as more datagrams than that
+/// between two updates. Slower arrivals are acknowledged by update() as usual.
 constexpr int kAckEveryRecorded = 16;
 } // namespace
 
@@ -511,7 +512,9 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
         {
             m_acks.onReceived(packet.header()->sequence());
             m_receivedSinceAck = true;
-            if (++m_recordedSinceAck >= kAckEveryRecorded)
+            m_burstStartTime = m_recordedSinceAck == 0 ? now : m_burstStartTime;
+            if (++m_recordedSinceAck >= kAckEveryRecorded &&
+                now - m_burstStartTime <= m_config.ackIntervalSeconds)
             {
                 sendAcknowledgement(now);
             }

@@ -256,6 +256,7 @@ class Client
     double m_lastReceiveTime = 0.0;
     bool m_receivedSinceAck = false;
     int m_recordedSinceAck = 0;                   ///< snapshot datagrams recorded since the last ClientInput
+    double m_burstStartTime = 0.0;                ///< when the first of them arrived
     std::vector<std::uint8_t> m_cookie;           ///< from the first Challenge, echoed until accepted
     protocol::TokenCredentialFields m_credential; ///< from config.token
     protocol::SealedChannel m_channel;            ///< active from the Challenge on, with a token
