@@ -16,7 +16,7 @@
 // 0), snapshots_shown, full_snapshots, catalogue_datagrams.
 //
 // The structured_ cases are the same runs with a client that asked for structured snapshots (STANDARD.md
-// section 12: plain tables of 28-byte body structs, what a tool in any language reads), the
+// section 14: plain tables of 28-byte body structs, what a tool in any language reads), the
 // structured_velocities_ case with velocities too; same fields. These runs have the room's default bandwidth
 // budget (2048 kbps), which binds the structured client on the moving scenes (bodies_deferred tells how
 // often); the structured_unbudgeted_ case has no budget: what structured snapshots of this scene cost.

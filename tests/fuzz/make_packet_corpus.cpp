@@ -43,7 +43,7 @@ int main(int argc, char** argv)
     join.snapshotVelocities = true;
     corpus.save("packet", "challenge_response_structured", writer.challengeResponse(header, cookie, join));
     {
-        // A structured slice with a listed body, a removed id and velocities (STANDARD.md section 12).
+        // A structured slice with a listed body, a removed id and velocities (STANDARD.md section 14).
         std::vector<QuantizedBody> bodies(2);
         bodies[0].id = 3;
         bodies[1].id = 9;

@@ -1,4 +1,4 @@
-// Structured snapshots (STANDARD.md section 12): the encoder's cut against a baseline, the datagrams it
+// Structured snapshots (STANDARD.md section 14): the encoder's cut against a baseline, the datagrams it
 // makes (always within kMaxPacketBytes), reading them back and applying them in a SnapshotReceiver, and the
 // refusal of malformed slices, both by decodePacket and by applyStructuredSlice.
 #include "polytope/protocol/packet.h"

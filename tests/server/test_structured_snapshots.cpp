@@ -1,4 +1,4 @@
-// Structured snapshots end to end (STANDARD.md section 12): a client that asks for them at connect gets
+// Structured snapshots end to end (STANDARD.md section 14): a client that asks for them at connect gets
 // StructuredSnapshot datagrams, never above the datagram limit, and tracks the server's quantized state
 // exactly under loss, beside a player on the compressed codec; its bandwidth budget binds the same way;
 // malformed join requests are dropped and counted.

@@ -64,7 +64,7 @@ struct ClientConfig
     std::uint16_t snapshotRateHz = 0;    ///< snapshots per second wanted; 0: the room's rate
     bool spectator = false;              ///< watch only: the server spawns no player body for this client
     /// Compressed (the default; what players use) or Structured: plain FlatBuffers tables any language reads
-    /// (protocol/STANDARD.md section 12), several times the bytes.
+    /// (protocol/STANDARD.md section 14), several times the bytes.
     protocol::wire::SnapshotFormat snapshotFormat = protocol::wire::SnapshotFormat::Compressed;
     bool snapshotVelocities = false; ///< Structured only: bodies come with their velocities
     /// The connect token from the game's backend (polytope-token). With one, the session is sealed: keys come

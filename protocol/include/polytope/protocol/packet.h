@@ -122,7 +122,7 @@ struct SessionParameters
     std::uint32_t maxBaselineAgeTicks = 256; ///< 1 .. 65536
     std::uint64_t firstTick = 0;             ///< the server's tick when the session opened
     std::string room;                        ///< the room joined, at most kMaxRoomNameBytes
-    /// How snapshots come (STANDARD.md section 12): the format the client asked for, and for Structured
+    /// How snapshots come (STANDARD.md section 14): the format the client asked for, and for Structured
     /// whether bodies carry velocities.
     wire::SnapshotFormat snapshotFormat = wire::SnapshotFormat::Compressed;
     bool snapshotVelocities = false;
@@ -251,7 +251,7 @@ class PacketWriter
     /// One slice: payload.size() in 1 .. kMaxSnapshotPayloadBytes.
     std::span<const std::uint8_t> snapshot(const HeaderFields& header, std::uint64_t tick, double serverTime,
                                            std::span<const std::uint8_t> payload);
-    /// One structured slice (STANDARD.md section 12), as StructuredSnapshotEncoder cut it: within
+    /// One structured slice (STANDARD.md section 14), as StructuredSnapshotEncoder cut it: within
     /// kMaxPacketBytes.
     std::span<const std::uint8_t> structuredSnapshot(const HeaderFields& header,
                                                      const StructuredSliceView& slice);

@@ -130,7 +130,7 @@ class SnapshotReceiver
     /// Decodes one slice payload of `tick` (the envelope's) against the complete ticks held.
     SliceOutcome onSlice(std::uint64_t tick, std::span<const std::uint8_t> payload);
 
-    /// Applies one structured slice (STANDARD.md section 12) to the complete tick it names as its baseline,
+    /// Applies one structured slice (STANDARD.md section 14) to the complete tick it names as its baseline,
     /// with the same bookkeeping as onSlice: refused slices (a missing baseline, a bad id, a code out of
     /// range, a checksum mismatch) change nothing.
     SliceOutcome onStructuredSlice(const StructuredSliceView& slice);

@@ -1,5 +1,5 @@
 // Polytope wire protocol: structured snapshots, the plain-table alternative to the range-coded codec
-// (STANDARD.md section 12).
+// (STANDARD.md section 14).
 //
 // Rationale. The compressed codec (snapshot_codec.h) costs a reader some 400 lines before it sees one
 // position; a tool, a bot or a test harness in another language wants the world from flatc-generated code

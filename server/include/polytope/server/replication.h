@@ -11,7 +11,7 @@
 //   - geometry: hulls, meshes, heightfields and compounds by content hash (protocol/geometry.h), each sent a
 //     client once in GeometrySlice datagrams, resent until acknowledged, paced by a bucket of its own that
 //     takes a share of the client's budget (geometry_replication.cpp);
-//   - structured snapshots (STANDARD.md section 12), for clients that asked for them: the same choice of
+//   - structured snapshots (STANDARD.md section 14), for clients that asked for them: the same choice of
 //     frames (baseline, budget), cut by a StructuredSnapshotEncoder into plain tables instead of range-coded
 //     payloads; clients with the same (current, baseline, velocities) share one cut per tick;
 //   - the bandwidth budget (RoomConfig::maxClientKbps): a token bucket per client, and Fiedler's priority
@@ -56,7 +56,7 @@ struct ClientReplication
     int ticksPerSnapshot = 3;
     protocol::AckTracker* acks = nullptr;                ///< the connection's (header sequences)
     const std::vector<physics::BodyId>* owned = nullptr; ///< the bodies the client owns (the room's list)
-    bool structured = false; ///< asked for structured snapshots (STANDARD.md section 12)
+    bool structured = false; ///< asked for structured snapshots (STANDARD.md section 14)
     bool velocities = false; ///< structured, with each listed body's velocities
 
     // Catalogue reliability.
