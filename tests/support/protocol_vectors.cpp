@@ -1169,6 +1169,60 @@ ordered_json packetVectors()
         add("geometry-slice", "The last slice (offset 1024) of a 1124-byte hull geometry.",
             writer.geometrySlice(acked, 0xFEDCBA9876543210ull, wire::ShapeKind::Hull, 1124, 1024, data));
     }
+    {
+        protocol::JoinRequest join;
+        join.clientName = "vector-client";
+        join.room = "arena";
+        join.snapshotFormat = wire::SnapshotFormat::Structured;
+        join.snapshotVelocities = true;
+        add("challenge-response-structured",
+            "ChallengeResponse asking for structured snapshots with velocities (STANDARD.md 14.1).",
+            writer.challengeResponse({2, 0, 0, 0}, cookie, join, &token));
+        protocol::SessionParameters session;
+        session.clientId = 3;
+        session.tickRateHz = 60;
+        session.snapshotRateHz = 20;
+        session.scene = "pile1000";
+        session.firstTick = 123456;
+        session.room = "arena";
+        session.snapshotFormat = wire::SnapshotFormat::Structured;
+        session.snapshotVelocities = true;
+        add("connect-accepted-structured", "ConnectAccepted granting structured snapshots with velocities.",
+            writer.connectAccepted(first, session));
+    }
+    {
+        // One structured slice against a held tick: body 1 moved and came to rest, body 2 is gone, body 3
+        // is new; the unchanged body 0 is not listed but is in the checksum (STANDARD.md 14.2 to 14.4).
+        const SnapshotCodecConfig config;
+        const std::vector<QuantizedBody> baseline{
+            makeBody(config, 0, 1, {1000, 2000, 3000}, 3, {0, 0, 0}, true),
+            makeBody(config, 1, 1, {4000, 2100, 3000}, 3, {100, -200, 300}, false),
+            makeBody(config, 2, 4, {5000, 2000, 3000}, 3, {0, 0, 0}, true)};
+        const std::vector<QuantizedBody> current{
+            baseline[0], makeBody(config, 1, 1, {4000, 2050, 3000}, 3, {100, -200, 300}, true),
+            makeBody(config, 3, 1, {6000, 9000, 3000}, 0, {10, -20, 30}, false)};
+        const std::vector<protocol::BodyVelocity> velocityById{
+            {}, {{0.5f, -1.0f, 0.0f}, {0.0f, 0.25f, 0.0f}}, {}, {{0.0f, -9.75f, 0.0f}, {1.0f, 0.0f, -0.5f}}};
+        const SnapshotFrame baselineFrame(5990, baseline);
+        protocol::StructuredSnapshotEncoder encoder;
+        encoder.encode(SnapshotFrame(6000, current), &baselineFrame, 100.0, velocityById, true);
+        if (encoder.slices().size() != 1)
+        {
+            fail("structured-snapshot: expected one slice");
+        }
+        const protocol::StructuredSliceView& slice = encoder.slices()[0];
+        std::vector<QuantizedBody> applied;
+        if (protocol::applyStructuredSlice(config.position, slice, baseline, applied) != CodecError::None ||
+            applied != current)
+        {
+            fail("structured-snapshot: the slice does not rebuild the current frame");
+        }
+        add("structured-snapshot",
+            "StructuredSnapshot of tick 6000 against held tick 5990, the whole id space: two bodies listed "
+            "with "
+            "velocities, one id removed; checksum over all three bodies of tick 6000.",
+            writer.structuredSnapshot(acked, slice));
+    }
 
     // Sealed datagrams under a published test key.
     protocol::SessionKey clientToServer{};
@@ -1362,6 +1416,32 @@ ordered_json packetVectors()
         malformed.push_back(malformedPacket(
             "catalogue-generation-0", "A Catalogue entry of generation 0.",
             finish(wire::PacketType::Catalogue, wire::CreateCatalogue(builder, zeroEntries).Union()),
+            DropReason::InvalidField));
+        builder.Clear();
+        const auto velocitiesCookie = builder.CreateVector(cookie.data(), cookie.size());
+        const auto velocitiesPadding = builder.CreateVector(std::vector<std::uint8_t>(512, 0));
+        const auto velocitiesName = builder.CreateString("vector-client");
+        wire::ChallengeResponseBuilder response(builder);
+        response.add_cookie(velocitiesCookie);
+        response.add_client_name(velocitiesName);
+        response.add_padding(velocitiesPadding);
+        response.add_snapshot_format(wire::SnapshotFormat::Compressed);
+        response.add_snapshot_velocities(true);
+        const auto responseOffset = response.Finish();
+        malformed.push_back(malformedPacket(
+            "challenge-response-velocities-compressed",
+            "A ChallengeResponse asking for velocities with Compressed snapshots (STANDARD.md 14.1).",
+            finish(wire::PacketType::ChallengeResponse, responseOffset.Union()), DropReason::InvalidField));
+        builder.Clear();
+        const std::vector<wire::StructuredBody> outOfRange{
+            wire::StructuredBody(9, 1, 0, 0, 0, 2047, 2047, 2047, 3, false)};
+        const auto structuredBodies = builder.CreateVectorOfStructs(outOfRange);
+        malformed.push_back(malformedPacket(
+            "structured-snapshot-id-outside-range",
+            "A StructuredSnapshot covering ids 0 .. 8 that lists body 9.",
+            finish(wire::PacketType::StructuredSnapshot,
+                   wire::CreateStructuredSnapshot(builder, 10, 0.5, false, 0, 0, 9, 0, structuredBodies)
+                       .Union()),
             DropReason::InvalidField));
     }
 
@@ -1570,6 +1650,8 @@ ordered_json packetJson(const wire::Packet& packet)
         m["snapshotRateHz"] = message->snapshot_rate_hz();
         m["spectator"] = message->spectator();
         m["token"] = tokenJson(message->token());
+        m["snapshotFormat"] = wire::EnumNameSnapshotFormat(message->snapshot_format());
+        m["snapshotVelocities"] = message->snapshot_velocities();
         break;
     }
     case wire::PacketType::ConnectAccepted:
@@ -1585,6 +1667,8 @@ ordered_json packetJson(const wire::Packet& packet)
         m["maxBaselineAgeTicks"] = message->max_baseline_age_ticks();
         m["firstTick"] = message->first_tick();
         m["room"] = stringJson(message->room());
+        m["snapshotFormat"] = wire::EnumNameSnapshotFormat(message->snapshot_format());
+        m["snapshotVelocities"] = message->snapshot_velocities();
         break;
     }
     case wire::PacketType::ConnectDenied:
@@ -1684,6 +1768,58 @@ ordered_json packetJson(const wire::Packet& packet)
         m["totalBytes"] = message->total_bytes();
         m["offset"] = message->offset();
         m["data"] = bytesJson(message->data());
+        break;
+    }
+    case wire::PacketType::StructuredSnapshot:
+    {
+        const auto* message = packet.message_as_StructuredSnapshot();
+        m["tick"] = message->tick();
+        m["serverTime"] = message->server_time();
+        m["hasBaseline"] = message->has_baseline();
+        m["baselineTick"] = message->baseline_tick();
+        m["firstId"] = message->first_id();
+        m["endId"] = message->end_id();
+        m["checksum"] = message->checksum();
+        ordered_json bodies = ordered_json();
+        if (message->bodies())
+        {
+            bodies = ordered_json::array();
+            for (const wire::StructuredBody* body : *message->bodies())
+            {
+                bodies.push_back({{"id", body->id()},
+                                  {"generation", body->generation()},
+                                  {"positionX", body->position_x()},
+                                  {"positionY", body->position_y()},
+                                  {"positionZ", body->position_z()},
+                                  {"orientationA", body->orientation_a()},
+                                  {"orientationB", body->orientation_b()},
+                                  {"orientationC", body->orientation_c()},
+                                  {"largest", body->largest()},
+                                  {"atRest", body->at_rest()}});
+            }
+        }
+        m["bodies"] = bodies;
+        ordered_json removed = ordered_json();
+        if (message->removed())
+        {
+            removed = ordered_json::array();
+            for (const std::uint32_t id : *message->removed())
+            {
+                removed.push_back(id);
+            }
+        }
+        m["removed"] = removed;
+        ordered_json velocities = ordered_json();
+        if (message->velocities())
+        {
+            velocities = ordered_json::array();
+            for (const wire::StructuredVelocity* v : *message->velocities())
+            {
+                velocities.push_back(
+                    {{"linear", vec3Json(&v->linear())}, {"angular", vec3Json(&v->angular())}});
+            }
+        }
+        m["velocities"] = velocities;
         break;
     }
     default:
