@@ -1602,6 +1602,22 @@ ordered_json vec3Json(const wire::Vec3f* v)
     return v ? ordered_json::array({v->x(), v->y(), v->z()}) : ordered_json();
 }
 
+/// A FlatBuffers vector as a JSON array of fn(element), or null when the vector is absent (the vectors tell
+/// an absent vector from an empty one).
+template <class Vector, class Fn> ordered_json arrayOrNull(const Vector* vector, Fn&& fn)
+{
+    if (vector == nullptr)
+    {
+        return ordered_json();
+    }
+    ordered_json out = ordered_json::array();
+    for (const auto element : *vector)
+    {
+        out.push_back(fn(element));
+    }
+    return out;
+}
+
 ordered_json tokenJson(const wire::TokenCredential* token)
 {
     if (!token)
@@ -1696,36 +1712,23 @@ ordered_json packetJson(const wire::Packet& packet)
                                {"extent", vec3Json(&entry->extent())}});
         }
         m["entries"] = entries;
-        ordered_json geometry = ordered_json();
-        if (message->geometry())
-        {
-            geometry = ordered_json::array();
-            for (const std::uint64_t hash : *message->geometry())
-            {
-                geometry.push_back(hash);
-            }
-        }
-        m["geometry"] = geometry;
+        m["geometry"] =
+            arrayOrNull(message->geometry(), [](const std::uint64_t hash) -> ordered_json { return hash; });
         break;
     }
     case wire::PacketType::ClientInput:
     {
         const auto* message = packet.message_as_ClientInput();
-        ordered_json inputs = ordered_json();
-        if (message->inputs())
-        {
-            inputs = ordered_json::array();
-            for (const wire::Input* input : *message->inputs())
-            {
-                inputs.push_back({{"tick", input->tick()},
-                                  {"sequence", input->sequence()},
-                                  {"bodyId", input->body_id()},
-                                  {"bodyGeneration", input->body_generation()},
-                                  {"vector", vec3Json(&input->vector())},
-                                  {"kind", wire::EnumNameInputKind(input->kind())}});
-            }
-        }
-        m["inputs"] = inputs;
+        m["inputs"] = arrayOrNull(message->inputs(),
+                                  [](const wire::Input* input) -> ordered_json
+                                  {
+                                      return {{"tick", input->tick()},
+                                              {"sequence", input->sequence()},
+                                              {"bodyId", input->body_id()},
+                                              {"bodyGeneration", input->body_generation()},
+                                              {"vector", vec3Json(&input->vector())},
+                                              {"kind", wire::EnumNameInputKind(input->kind())}};
+                                  });
         break;
     }
     case wire::PacketType::KeepAlive:
@@ -1780,46 +1783,27 @@ ordered_json packetJson(const wire::Packet& packet)
         m["firstId"] = message->first_id();
         m["endId"] = message->end_id();
         m["checksum"] = message->checksum();
-        ordered_json bodies = ordered_json();
-        if (message->bodies())
-        {
-            bodies = ordered_json::array();
-            for (const wire::StructuredBody* body : *message->bodies())
-            {
-                bodies.push_back({{"id", body->id()},
-                                  {"generation", body->generation()},
-                                  {"positionX", body->position_x()},
-                                  {"positionY", body->position_y()},
-                                  {"positionZ", body->position_z()},
-                                  {"orientationA", body->orientation_a()},
-                                  {"orientationB", body->orientation_b()},
-                                  {"orientationC", body->orientation_c()},
-                                  {"largest", body->largest()},
-                                  {"atRest", body->at_rest()}});
-            }
-        }
-        m["bodies"] = bodies;
-        ordered_json removed = ordered_json();
-        if (message->removed())
-        {
-            removed = ordered_json::array();
-            for (const std::uint32_t id : *message->removed())
-            {
-                removed.push_back(id);
-            }
-        }
-        m["removed"] = removed;
-        ordered_json velocities = ordered_json();
-        if (message->velocities())
-        {
-            velocities = ordered_json::array();
-            for (const wire::StructuredVelocity* v : *message->velocities())
-            {
-                velocities.push_back(
-                    {{"linear", vec3Json(&v->linear())}, {"angular", vec3Json(&v->angular())}});
-            }
-        }
-        m["velocities"] = velocities;
+        m["bodies"] = arrayOrNull(message->bodies(),
+                                  [](const wire::StructuredBody* body) -> ordered_json
+                                  {
+                                      return {{"id", body->id()},
+                                              {"generation", body->generation()},
+                                              {"positionX", body->position_x()},
+                                              {"positionY", body->position_y()},
+                                              {"positionZ", body->position_z()},
+                                              {"orientationA", body->orientation_a()},
+                                              {"orientationB", body->orientation_b()},
+                                              {"orientationC", body->orientation_c()},
+                                              {"largest", body->largest()},
+                                              {"atRest", body->at_rest()}};
+                                  });
+        m["removed"] =
+            arrayOrNull(message->removed(), [](const std::uint32_t id) -> ordered_json { return id; });
+        m["velocities"] =
+            arrayOrNull(message->velocities(),
+                        [](const wire::StructuredVelocity* v) -> ordered_json {
+                            return {{"linear", vec3Json(&v->linear())}, {"angular", vec3Json(&v->angular())}};
+                        });
         break;
     }
     default:
