@@ -13,8 +13,12 @@ POLYTOPE_PACKAGES=(
 POLYTOPE_CONTAINER_PACKAGES=(podman runc conmon catatonit debootstrap containernetworking-plugins iptables uidmap)
 # scripts/check_tree.sh: the formatter the committed .clang-format is written for (Debian 12: version 14).
 POLYTOPE_CHECK_PACKAGES=(clang-format git)
-# scripts/examples_structured.sh: the structured-snapshot readers of examples/ (Python and Node).
-POLYTOPE_EXAMPLES_PACKAGES=(python3-flatbuffers nodejs npm)
+# scripts/examples_structured.sh: the structured-snapshot readers of examples/ (Python and Node). Debian's
+# nodejs and npm only where no node or npm is installed: a Node from elsewhere (NodeSource's, as on the
+# development machines) brings its own npm, and Debian's npm package conflicts with it.
+POLYTOPE_EXAMPLES_PACKAGES=(python3-flatbuffers)
+command -v node >/dev/null 2>&1 || POLYTOPE_EXAMPLES_PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || POLYTOPE_EXAMPLES_PACKAGES+=(npm)
 # scripts/fuzz.sh: clang with libFuzzer's runtime.
 POLYTOPE_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 

@@ -8,11 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 
-# Debian's packages, unless the command is there already (a Node from elsewhere brings its own npm).
-wanted=(python3-flatbuffers flatbuffers-compiler)
-command -v node >/dev/null 2>&1 || wanted+=(nodejs)
-command -v npm >/dev/null 2>&1 || wanted+=(npm)
-polytope_ensure_packages "${wanted[@]}"
+# Debian's packages (common.sh leaves out nodejs and npm where a Node from elsewhere is installed).
+polytope_ensure_packages "${POLYTOPE_EXAMPLES_PACKAGES[@]}" flatbuffers-compiler
 python=/usr/bin/python3 # Debian's, which python3-flatbuffers is for (not a pyenv or venv one on PATH)
 
 server=build/release/bin/polytope-server
