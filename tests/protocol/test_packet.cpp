@@ -443,7 +443,8 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
     {
         HeaderFields request;
         request.flags = kHeaderFlagAckValid | kHeaderFlagFullSnapshotRequest;
-        const DecodeResult keepAlive = decodePacket(Datagram(writer.keepAlive(request, 1.0)).view());
+        const Datagram keepAliveDatagram(writer.keepAlive(request, 1.0)); // the decoded packet points into it
+        const DecodeResult keepAlive = decodePacket(keepAliveDatagram.view());
         REQUIRE(keepAlive.ok());
         CHECK(keepAlive.packet->header()->flags() == (kHeaderFlagAckValid | kHeaderFlagFullSnapshotRequest));
         CHECK(decodePacket(Datagram(writer.clientInput(request, someInputs(2))).view()).ok());
@@ -479,8 +480,8 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
         CHECK(decodePacket(keepAlive.view()).reason == DropReason::WrongVersion);
         CHECK_FALSE(decodePacket(keepAlive.view()).connectRequestOfOtherVersion);
         // The current version's denial is an ordinary, valid datagram of 64 bytes.
-        const DecodeResult current =
-            decodePacket(Datagram(writer.connectDenied({}, wire::DenyReason::Version)).view());
+        const Datagram denial(writer.connectDenied({}, wire::DenyReason::Version));
+        const DecodeResult current = decodePacket(denial.view());
         REQUIRE(current.ok());
         CHECK(current.bytes.size() == 64);
     }
