@@ -1,5 +1,6 @@
 // Datagram codec: round trips, and rejection (with a reason, without a crash) of bad datagrams.
 #include "polytope/protocol/packet.h"
+#include "support/datagram_copy.h"
 
 #include <catch2/catch.hpp>
 
@@ -13,22 +14,7 @@ namespace wire = polytope::protocol::wire;
 
 namespace
 {
-/// Copies a datagram into 8-byte-aligned storage, as a receive buffer is.
-struct Datagram
-{
-    explicit Datagram(std::span<const std::uint8_t> bytes)
-        : storage((bytes.size() + 7) / 8 + 1), size(bytes.size())
-    {
-        std::memcpy(storage.data(), bytes.data(), bytes.size());
-    }
-    std::span<const std::uint8_t> view() const
-    {
-        return {reinterpret_cast<const std::uint8_t*>(storage.data()), size};
-    }
-    std::uint8_t* data() { return reinterpret_cast<std::uint8_t*>(storage.data()); }
-    std::vector<std::uint64_t> storage;
-    std::size_t size;
-};
+using polytope::test::Datagram;
 
 /// Rewrites the version in a datagram's header, in place (the header struct: protocol id u32, version u16,
 /// little-endian).

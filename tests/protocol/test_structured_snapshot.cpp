@@ -4,6 +4,7 @@
 #include "polytope/protocol/packet.h"
 #include "polytope/protocol/snapshot_channel.h"
 #include "polytope/protocol/structured_snapshot.h"
+#include "support/datagram_copy.h"
 
 #include <catch2/catch.hpp>
 
@@ -17,21 +18,7 @@ using namespace polytope::protocol;
 
 namespace
 {
-/// An 8-byte-aligned copy of a datagram.
-struct Datagram
-{
-    explicit Datagram(std::span<const std::uint8_t> bytes)
-        : storage((bytes.size() + 7) / 8 + 1), size(bytes.size())
-    {
-        std::memcpy(storage.data(), bytes.data(), bytes.size());
-    }
-    std::span<const std::uint8_t> view() const
-    {
-        return {reinterpret_cast<const std::uint8_t*>(storage.data()), size};
-    }
-    std::vector<std::uint64_t> storage;
-    std::size_t size;
-};
+using polytope::test::Datagram;
 
 std::uint32_t draw(std::mt19937& rng, std::uint32_t below)
 {
