@@ -7,7 +7,7 @@ POLYTOPE_PACKAGES=(
   libasio-dev libflatbuffers-dev flatbuffers-compiler libspdlog-dev libcli11-dev nlohmann-json3-dev
   catch2 libqhull-dev libbullet-dev libccd-dev libcpp-httplib-dev libsodium-dev
   libglfw3-dev libgl-dev libgl1-mesa-dri libimgui-dev libstb-dev xvfb xauth
-  libtinygltf-dev libtinyobjloader-dev
+  libtinygltf-dev libtinyobjloader-dev liblua5.4-dev
 )
 # docker/test.sh: podman and what it needs to build a base image without a registry.
 POLYTOPE_CONTAINER_PACKAGES=(podman runc conmon catatonit debootstrap containernetworking-plugins iptables uidmap)
