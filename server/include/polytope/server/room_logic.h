@@ -166,6 +166,14 @@ class RoomContext
     virtual void log(std::string_view message) = 0;
 };
 
+/// What a logic counts of its own (a script's sandbox limits), exported with the room's metrics.
+struct LogicStats
+{
+    std::uint64_t budgetStops = 0;    ///< hooks stopped for exceeding the instruction budget
+    std::uint64_t memoryRefusals = 0; ///< allocations refused at the memory cap
+    std::uint64_t memoryBytes = 0;    ///< memory in use now (scripts), bytes
+};
+
 /// A game's rules: override the hooks the game needs. Every hook runs on the room's thread.
 class RoomLogic
 {
@@ -174,12 +182,17 @@ class RoomLogic
 
     /// The step's event kinds this logic wants (kLogic* bits); events it does not want cost nothing.
     virtual std::uint32_t wantedEvents() const { return 0; }
+    virtual LogicStats stats() const { return {}; }
 
     /// The room's scene was built (at start, and again after an admin reset or load: each world gets a new
     /// onStart after the old one's onStop). Clients already present are not joined again.
     virtual void onStart(RoomContext& room) { (void)room; }
     /// The world is about to be replaced (reset, load) or the room to close.
     virtual void onStop(RoomContext& room) { (void)room; }
+    /// This logic replaces another one in a running room (admin reload: a script edited on disk), instead
+    /// of onStart: the world, the clients and the room and client states (roomState(), clientState()) are
+    /// as the old logic left them; read them to carry the game on.
+    virtual void onReload(RoomContext& room) { (void)room; }
     /// A client completed the handshake: accept (the default) or refuse it with a reason.
     virtual JoinDecision onJoinAttempt(RoomContext& room, const ClientInfo& client)
     {
