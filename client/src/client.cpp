@@ -16,6 +16,8 @@ constexpr std::size_t kSentRing = 1024; ///< datagrams awaiting acknowledgement;
 /// large tick (a full structured snapshot of a big world, say) can arrive as more datagrams than that
 /// between two updates. Slower arrivals are acknowledged by update() as usual.
 constexpr int kAckEveryRecorded = 16;
+/// A ClientInput datagram's bytes besides its inputs and game messages, at most (header, tables, vectors).
+constexpr std::size_t kClientInputBaseBytes = 96;
 } // namespace
 
 const char* clientStateName(ClientState state)
@@ -285,6 +287,45 @@ std::uint32_t Client::sendInput(const protocol::InputCommand& input)
     return queued.sequence;
 }
 
+std::uint32_t Client::sendGameMessage(std::span<const std::uint8_t> data, std::uint64_t tick,
+                                      const ViewTime& view)
+{
+    if (m_state != ClientState::Connected || m_pendingMessages.size() >= m_config.maxPendingGameMessages)
+    {
+        return 0;
+    }
+    PendingMessage pending;
+    pending.bytes.assign(data.begin(), data.end());
+    pending.fields = {m_nextMessageSequence, tick, view.fromTick, view.toTick, view.fraction, pending.bytes};
+    if (!protocol::isValidGameMessage(pending.fields))
+    {
+        return 0;
+    }
+    ++m_nextMessageSequence;
+    m_pendingMessages.push_back(std::move(pending));
+    ++m_stats.gameMessagesSent;
+    m_receivedSinceAck = true; // send it with the next update
+    return m_pendingMessages.back().fields.sequence;
+}
+
+void Client::onGameState(const wire::GameState& message)
+{
+    ++m_stats.gameStatesReceived;
+    GameState& state = message.scope() == wire::GameStateScope::Room ? m_roomState : m_playerState;
+    if (message.version() <= state.version)
+    {
+        ++m_stats.gameStatesStale;
+        return;
+    }
+    state.version = message.version();
+    const auto* data = message.data();
+    state.data.clear();
+    if (data)
+    {
+        state.data.assign(data->begin(), data->end());
+    }
+}
+
 protocol::HeaderFields Client::nextSessionHeader()
 {
     protocol::HeaderFields header = m_acks.nextOutgoing();
@@ -311,11 +352,29 @@ void Client::sendAcknowledgement(double now)
     const std::size_t count = std::min(m_pendingInputs.size(), protocol::kMaxInputsPerDatagram);
     std::array<protocol::InputCommand, protocol::kMaxInputsPerDatagram> inputs{};
     std::copy_n(m_pendingInputs.begin(), count, inputs.begin());
+    // Then the pending game messages, oldest first, as many as fit in the datagram.
+    std::size_t bytes = kClientInputBaseBytes + count * sizeof(wire::Input);
+    m_messageScratch.clear();
+    for (const PendingMessage& pending : m_pendingMessages)
+    {
+        bytes += protocol::gameMessageWireBytes(pending.fields.data.size());
+        if (m_messageScratch.size() == protocol::kMaxGameMessagesPerDatagram ||
+            bytes > protocol::kMaxPacketBytes)
+        {
+            break;
+        }
+        m_messageScratch.push_back(pending.fields);
+    }
     const protocol::HeaderFields header = nextSessionHeader();
     InputDatagram& record = m_inputDatagrams[header.sequence % kInputDatagramRing];
-    record = {header.sequence, count ? inputs[0].sequence : 0, count ? inputs[count - 1].sequence : 0,
-              count > 0};
-    send(m_writer.clientInput(header, std::span(inputs.data(), count)), now);
+    const bool anyMessage = !m_messageScratch.empty();
+    record = {header.sequence,
+              count ? inputs[0].sequence : 0,
+              count ? inputs[count - 1].sequence : 0,
+              count > 0 || anyMessage,
+              anyMessage ? m_messageScratch.front().sequence : 0,
+              anyMessage ? m_messageScratch.back().sequence : 0};
+    send(m_writer.clientInput(header, std::span(inputs.data(), count), m_messageScratch), now);
     m_receivedSinceAck = false;
     m_recordedSinceAck = 0;
 }
@@ -348,7 +407,7 @@ void Client::update(double now)
         }
         else if (now - m_lastSendTime >= m_config.keepAliveSeconds)
         {
-            if (m_pendingInputs.empty())
+            if (m_pendingInputs.empty() && m_pendingMessages.empty())
             {
                 send(m_writer.keepAlive(nextSessionHeader(), now), now);
             }
@@ -376,6 +435,16 @@ void Client::onServerAcks(const wire::PacketHeader& header)
             std::erase_if(m_pendingInputs, [&](const protocol::InputCommand& in)
                           { return in.sequence >= record.firstInput && in.sequence <= record.lastInput; });
             m_stats.inputsAcknowledged += before - m_pendingInputs.size();
+            if (record.firstMessage != 0)
+            {
+                const auto messagesBefore = m_pendingMessages.size();
+                std::erase_if(m_pendingMessages,
+                              [&](const PendingMessage& m) {
+                                  return m.fields.sequence >= record.firstMessage &&
+                                         m.fields.sequence <= record.lastMessage;
+                              });
+                m_stats.gameMessagesAcknowledged += messagesBefore - m_pendingMessages.size();
+            }
         });
 }
 
@@ -432,6 +501,7 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
         break;
     case wire::PacketType::Catalogue:
     case wire::PacketType::GeometrySlice:
+    case wire::PacketType::GameState:
         expected = connected;
         break;
     case wire::PacketType::KeepAlive:
@@ -481,6 +551,10 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
     case wire::PacketType::ConnectDenied:
         m_state = ClientState::ConnectionDenied;
         m_denyReason = packet.message_as_ConnectDenied()->reason();
+        if (const auto* message = packet.message_as_ConnectDenied()->message())
+        {
+            m_serverMessage = message->str();
+        }
         return;
     case wire::PacketType::ConnectAccepted:
     {
@@ -538,8 +612,19 @@ void Client::receive(std::span<const std::uint8_t> datagram, double now)
         onServerAcks(*packet.header());
         m_acks.onReceived(packet.header()->sequence());
         return;
+    case wire::PacketType::GameState:
+        onServerAcks(*packet.header());
+        m_acks.onReceived(packet.header()->sequence());
+        m_receivedSinceAck = true;
+        onGameState(*packet.message_as_GameState());
+        return;
     case wire::PacketType::Disconnect:
         m_state = ClientState::ServerClosed;
+        m_disconnectReason = packet.message_as_Disconnect()->reason();
+        if (const auto* message = packet.message_as_Disconnect()->message())
+        {
+            m_serverMessage = message->str();
+        }
         return;
     default:
         return;

@@ -1,4 +1,4 @@
-// polytope-token: makes connect tokens (protocol version 5), for tests, for operators and for a backend to
+// polytope-token: makes connect tokens (protocol version 6), for tests, for operators and for a backend to
 // call. docs/SECURITY.md explains the model; protocol/STANDARD.md section 11 the format.
 //
 //   polytope-token keygen                       a new random key (64 hex digits)

@@ -12,7 +12,7 @@ for (let i = 2; i < process.argv.length; i++) {
   const key = process.argv[i].replace(/^--/, '');
   opt[key] = key === 'velocities' ? true : (key === 'host' ? process.argv[++i] : Number(process.argv[++i]));
 }
-const PROTOCOL_ID = 0x50544c50, VERSION = 5, ACK_VALID = 1, ID_SPACE = 2 ** 32;
+const PROTOCOL_ID = 0x50544c50, VERSION = 6, ACK_VALID = 1, ID_SPACE = 2 ** 32;
 const T = w.PacketType;
 
 // CRC-32 as zlib's (reflected 0xEDB88320): the checksum of a range's 28-byte body records.

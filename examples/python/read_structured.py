@@ -14,7 +14,7 @@ sys.path.insert(0, GEN)
 from polytope.wire import (Challenge, ChallengeResponse, ClientInput, ConnectAccepted, ConnectRequest,  # noqa
                            Packet, PacketHeader, PacketType, SnapshotFormat, StructuredSnapshot, Vec3f)
 
-PROTOCOL_ID, VERSION, ACK_VALID, ID_SPACE = 0x50544C50, 5, 1, 1 << 32
+PROTOCOL_ID, VERSION, ACK_VALID, ID_SPACE = 0x50544C50, 6, 1, 1 << 32
 RECORD = struct.Struct("<IIIIIHHHB?")  # the 28-byte body record the slice checksum covers
 
 

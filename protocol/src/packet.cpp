@@ -153,6 +153,47 @@ bool validClientInput(const wire::ClientInput& m, DropReason& reason)
     return true;
 }
 
+GameMessageFields readGameMessage(const wire::GameMessage& m)
+{
+    GameMessageFields fields;
+    fields.sequence = m.sequence();
+    fields.tick = m.tick();
+    fields.viewFromTick = m.view_from_tick();
+    fields.viewToTick = m.view_to_tick();
+    fields.viewFraction = m.view_fraction();
+    if (const auto* data = m.data())
+    {
+        fields.data = {data->Data(), data->size()};
+    }
+    return fields;
+}
+
+bool validGameMessages(const wire::ClientInput& m)
+{
+    const auto* messages = m.messages();
+    if (!messages)
+    {
+        return true;
+    }
+    if (messages->size() > kMaxGameMessagesPerDatagram)
+    {
+        return false;
+    }
+    return std::all_of(messages->begin(), messages->end(),
+                       [](const wire::GameMessage* message)
+                       { return isValidGameMessage(readGameMessage(*message)); });
+}
+
+bool validGameState(const wire::GameState& m)
+{
+    return validEnum(m.scope()) && m.version() != 0 && (!m.data() || m.data()->size() <= kMaxGameStateBytes);
+}
+
+bool validReason(const flatbuffers::String* message)
+{
+    return !message || message->size() <= kMaxLogicReasonBytes;
+}
+
 /// The join options of a ChallengeResponse or ConnectAccepted: a known format, velocities with Structured
 /// only.
 bool validSnapshotFormat(wire::SnapshotFormat format, bool velocities)
@@ -243,7 +284,8 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
                validSnapshotFormat(packet.message_as_ConnectAccepted()->snapshot_format(),
                                    packet.message_as_ConnectAccepted()->snapshot_velocities());
     case wire::Message::ConnectDenied:
-        return validEnum(packet.message_as_ConnectDenied()->reason());
+        return validEnum(packet.message_as_ConnectDenied()->reason()) &&
+               validReason(packet.message_as_ConnectDenied()->message());
     case wire::Message::Snapshot:
     {
         const auto* s = packet.message_as_Snapshot();
@@ -256,11 +298,15 @@ bool validMessage(const wire::Packet& packet, std::size_t datagramBytes, DropRea
     case wire::Message::GeometrySlice:
         return validGeometrySlice(*packet.message_as_GeometrySlice());
     case wire::Message::ClientInput:
-        return validClientInput(*packet.message_as_ClientInput(), reason);
+        return validClientInput(*packet.message_as_ClientInput(), reason) &&
+               validGameMessages(*packet.message_as_ClientInput());
+    case wire::Message::GameState:
+        return validGameState(*packet.message_as_GameState());
     case wire::Message::KeepAlive:
         return std::isfinite(packet.message_as_KeepAlive()->time());
     case wire::Message::Disconnect:
-        return validEnum(packet.message_as_Disconnect()->reason());
+        return validEnum(packet.message_as_Disconnect()->reason()) &&
+               validReason(packet.message_as_Disconnect()->message());
     case wire::Message::AdminRequest:
     {
         if (datagramBytes < kMinAdminRequestBytes)
@@ -606,6 +652,33 @@ void readInputs(const wire::ClientInput& message, std::vector<InputCommand>& out
     }
 }
 
+bool isValidGameMessage(const GameMessageFields& message)
+{
+    return message.sequence != 0 && !message.data.empty() && message.data.size() <= kMaxGameMessageBytes &&
+           message.viewFromTick <= message.viewToTick && std::isfinite(message.viewFraction) &&
+           message.viewFraction >= 0.0f && message.viewFraction <= 1.0f;
+}
+
+void readGameMessages(const wire::ClientInput& message, std::vector<GameMessageFields>& out)
+{
+    out.clear();
+    if (const auto* messages = message.messages())
+    {
+        for (const wire::GameMessage* m : *messages)
+        {
+            out.push_back(readGameMessage(*m));
+        }
+    }
+}
+
+std::size_t gameMessageWireBytes(std::size_t dataBytes)
+{
+    // The table (vtable of 6 fields and its offset, 4 + 3 * 8 + 4 + 4 bytes of fields, alignment), the data
+    // vector (length and bytes, padded to 4, then up to 8 for the table's uint64s) and the offset in the
+    // messages vector: a generous bound, checked by the packet tests.
+    return 80 + dataBytes + 12;
+}
+
 PacketWriter::PacketWriter() : m_builder(kMaxDatagramBytes + 256)
 {
     m_catalogueStaging.reserve(kMaxCatalogueEntriesPerDatagram);
@@ -737,6 +810,16 @@ std::span<const std::uint8_t> PacketWriter::connectDenied(const HeaderFields& he
     return finish(header, wire::PacketType::ConnectDenied, message.Union(), version);
 }
 
+std::span<const std::uint8_t> PacketWriter::connectDenied(const HeaderFields& header, wire::DenyReason reason,
+                                                          std::string_view message)
+{
+    m_builder.Clear();
+    const std::string_view cut = message.substr(0, kMaxLogicReasonBytes);
+    const auto text = m_builder.CreateString(cut.data(), cut.size());
+    const auto denied = wire::CreateConnectDenied(m_builder, reason, text);
+    return finish(header, wire::PacketType::ConnectDenied, denied.Union());
+}
+
 std::span<const std::uint8_t> PacketWriter::snapshot(const HeaderFields& header, std::uint64_t tick,
                                                      double serverTime, std::span<const std::uint8_t> payload)
 {
@@ -813,7 +896,26 @@ std::span<const std::uint8_t> PacketWriter::geometrySlice(const HeaderFields& he
 std::span<const std::uint8_t> PacketWriter::clientInput(const HeaderFields& header,
                                                         std::span<const InputCommand> inputs)
 {
+    return clientInput(header, inputs, {});
+}
+
+std::span<const std::uint8_t> PacketWriter::clientInput(const HeaderFields& header,
+                                                        std::span<const InputCommand> inputs,
+                                                        std::span<const GameMessageFields> messages)
+{
     m_builder.Clear();
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::GameMessage>>> messageVector = 0;
+    if (!messages.empty())
+    {
+        m_messageStaging.clear();
+        for (const GameMessageFields& m : messages)
+        {
+            const auto data = m_builder.CreateVector(m.data.data(), m.data.size());
+            m_messageStaging.push_back(wire::CreateGameMessage(m_builder, m.sequence, m.tick, m.viewFromTick,
+                                                               m.viewToTick, m.viewFraction, data));
+        }
+        messageVector = m_builder.CreateVector(m_messageStaging);
+    }
     m_inputStaging.clear();
     for (const InputCommand& in : inputs)
     {
@@ -825,8 +927,18 @@ std::span<const std::uint8_t> PacketWriter::clientInput(const HeaderFields& head
     {
         vector = m_builder.CreateVectorOfStructs(m_inputStaging.data(), m_inputStaging.size());
     }
-    const auto message = wire::CreateClientInput(m_builder, vector);
+    const auto message = wire::CreateClientInput(m_builder, vector, messageVector);
     return finish(header, wire::PacketType::ClientInput, message.Union());
+}
+
+std::span<const std::uint8_t> PacketWriter::gameState(const HeaderFields& header, wire::GameStateScope scope,
+                                                      std::uint32_t version,
+                                                      std::span<const std::uint8_t> data)
+{
+    m_builder.Clear();
+    const auto bytes = m_builder.CreateVector(data.data(), data.size());
+    const auto message = wire::CreateGameState(m_builder, scope, version, bytes);
+    return finish(header, wire::PacketType::GameState, message.Union());
 }
 
 std::span<const std::uint8_t> PacketWriter::keepAlive(const HeaderFields& header, double time)
@@ -836,12 +948,18 @@ std::span<const std::uint8_t> PacketWriter::keepAlive(const HeaderFields& header
     return finish(header, wire::PacketType::KeepAlive, message.Union());
 }
 
-std::span<const std::uint8_t> PacketWriter::disconnect(const HeaderFields& header,
-                                                       wire::DisconnectReason reason)
+std::span<const std::uint8_t>
+PacketWriter::disconnect(const HeaderFields& header, wire::DisconnectReason reason, std::string_view message)
 {
     m_builder.Clear();
-    const auto message = wire::CreateDisconnect(m_builder, reason);
-    return finish(header, wire::PacketType::Disconnect, message.Union());
+    flatbuffers::Offset<flatbuffers::String> text = 0;
+    if (!message.empty())
+    {
+        const std::string_view cut = message.substr(0, kMaxLogicReasonBytes);
+        text = m_builder.CreateString(cut.data(), cut.size());
+    }
+    const auto goodbye = wire::CreateDisconnect(m_builder, reason, text);
+    return finish(header, wire::PacketType::Disconnect, goodbye.Union());
 }
 
 std::span<const std::uint8_t> PacketWriter::adminRequest(const HeaderFields& header,

@@ -192,6 +192,21 @@ void Replicator::refreshCatalogue(const physics::World& world, std::uint64_t tic
     }
 }
 
+void Replicator::touchEntry(std::uint32_t id, std::span<ClientReplication* const> clients)
+{
+    // A body made since the last refresh has no slot yet: its first entry is written with the owner as it
+    // then is.
+    if (id >= m_catalogue.size() || m_catalogue[id].version == 0)
+    {
+        return;
+    }
+    m_catalogue[id].version = ++m_catalogueVersion;
+    for (ClientReplication* client : clients)
+    {
+        client->catalogueDirty[id];
+    }
+}
+
 void Replicator::forgetBodies(std::span<ClientReplication* const> clients)
 {
     // A new body may reuse an old id and generation with another shape: every live slot is marked removed

@@ -38,8 +38,16 @@ std::unique_ptr<Room> Room::create(const RoomConfig& config, ConnectionTable& co
     {
         return nullptr;
     }
+    std::optional<LogicSpec> spec;
+    std::unique_ptr<RoomLogic> logic = makeRoomLogic(room->m_config, file.get(), spec, error);
+    if (!logic && !error.empty())
+    {
+        return nullptr;
+    }
     room->m_explicitSpawn = config.spawnPlayer;
+    room->m_explicitStopOnLogicError = config.stopOnLogicError;
     room->adoptSceneRules(std::move(file));
+    room->startLogic(std::move(logic), std::move(spec));
     return room;
 }
 
@@ -106,6 +114,12 @@ void Room::join(ClientSlot slot, JoinOptions options, double now)
     client->inputTokenTime = now;
     client->owned.reserve(static_cast<std::size_t>(m_config.maxBodiesPerClient));
     client->inputs.reserve(static_cast<std::size_t>(m_config.maxQueuedInputsPerClient));
+    client->messageTokens = m_config.maxGameMessageBurst;
+    client->messageTokenTime = now;
+    if (m_logic)
+    {
+        client->messages.reserve(static_cast<std::size_t>(m_config.maxQueuedGameMessagesPerClient));
+    }
     ClientReplication& replication = client->replication;
     replication.slot = slot;
     replication.clientId = client->clientId;
@@ -129,7 +143,15 @@ void Room::join(ClientSlot slot, JoinOptions options, double now)
                                                       : " (structured snapshots)")
                      : "",
                  m_members.size());
-    if (!joined.spectator)
+    if (m_logic)
+    {
+        // The game gives its players their bodies.
+        const ClientInfo info = infoOf(joined);
+        m_hookTick = m_tick;
+        callLogic("on_join", [&](RoomLogic& l, RoomContext& room) { l.onJoin(room, info); });
+        afterLogic();
+    }
+    else if (!joined.spectator)
     {
         spawnFor(joined, nullptr);
     }
@@ -138,8 +160,14 @@ void Room::join(ClientSlot slot, JoinOptions options, double now)
 void Room::admit(ClientSlot slot, JoinOptions options, std::uint16_t sequence, double now)
 {
     Connection& connection = m_connections[slot];
+    m_now = now;
     if (!m_clients[slot])
     {
+        connection.acks.onReceived(sequence);
+        if (!logicAdmits(slot, options))
+        {
+            return;
+        }
         join(slot, std::move(options), now);
     }
     connection.acks.onReceived(sequence);
@@ -151,6 +179,7 @@ void Room::receiveDatagram(ClientSlot slot, const protocol::DecodeResult& decode
                            double now)
 {
     m_metrics.bytesIn += wireBytes;
+    m_now = now;
     const wire::PacketType type = decoded.ok() ? decoded.type() : wire::PacketType::KeepAlive;
     if (!m_clients[slot])
     {
@@ -231,8 +260,12 @@ void Room::receive(ClientSlot slot, const protocol::DecodeResult& decoded, doubl
 {
     Client& client = *m_clients[slot];
     ++m_metrics.datagramsIn;
-    protocol::forEachAcked(*decoded.packet->header(), [&](std::uint16_t sequence)
-                           { m_replicator.onAcked(client.replication, sequence); });
+    protocol::forEachAcked(*decoded.packet->header(),
+                           [&](std::uint16_t sequence)
+                           {
+                               m_replicator.onAcked(client.replication, sequence);
+                               onStateAcked(client, sequence);
+                           });
     if ((decoded.packet->header()->flags() & protocol::kHeaderFlagFullSnapshotRequest) != 0)
     {
         // decodePacket allows the flag on ClientInput and KeepAlive only.
@@ -242,10 +275,11 @@ void Room::receive(ClientSlot slot, const protocol::DecodeResult& decoded, doubl
     {
     case wire::PacketType::ClientInput:
         handleInputs(client, *decoded.packet->message_as_ClientInput(), now);
+        handleGameMessages(client, *decoded.packet->message_as_ClientInput(), now);
         break;
     case wire::PacketType::Disconnect:
         ++m_metrics.clientsDisconnected;
-        leave(slot, "disconnected");
+        leave(slot, "disconnected", LeaveReason::Disconnected);
         break;
     default:
         break; // KeepAlive: its header was all it carried
@@ -265,14 +299,20 @@ void Room::timeOut(ClientSlot slot)
     ++m_metrics.clientsTimedOut;
     send(slot,
          m_writer.disconnect(m_connections[slot].acks.nextOutgoing(), wire::DisconnectReason::TimedOut));
-    leave(slot, "timed out");
+    leave(slot, "timed out", LeaveReason::TimedOut);
 }
 
-void Room::leave(ClientSlot slot, const char* why)
+void Room::leave(ClientSlot slot, const char* why, LeaveReason reason)
 {
     Client& client = *m_clients[slot];
     spdlog::info("client {} ({}, {}) {}; {} client(s) left", client.clientId, client.name,
                  m_connections[slot].address.toString(), why, m_members.size() - 1);
+    if (m_logic)
+    {
+        const ClientInfo info = infoOf(client);
+        m_hookTick = m_tick;
+        callLogic("on_leave", [&](RoomLogic& l, RoomContext& room) { l.onLeave(room, info, reason); });
+    }
     releaseBodies(client);
     m_metrics.inputsFailed += client.inputs.size(); // queued for ticks it is no longer here for
     std::erase(m_members, slot);
@@ -288,7 +328,7 @@ bool Room::kick(std::uint32_t clientId)
         {
             sayGoodbye(slot, wire::DisconnectReason::Kicked);
             ++m_metrics.clientsKicked;
-            leave(slot, "kicked");
+            leave(slot, "kicked", LeaveReason::Kicked);
             return true;
         }
     }
@@ -303,8 +343,9 @@ void Room::shutdown()
     }
     while (!m_members.empty())
     {
-        leave(m_members.front(), "told the server is shutting down");
+        leave(m_members.front(), "told the server is shutting down", LeaveReason::Shutdown);
     }
+    stopLogic();
 }
 
 Room::Client* Room::findClient(std::uint32_t clientId)
@@ -379,6 +420,7 @@ void Room::releaseBodies(Client& client)
 
 void Room::update(double now)
 {
+    m_now = now;
     if (!m_started)
     {
         m_started = true;
@@ -440,8 +482,24 @@ void Room::runTick(double now)
         m_preStep(next);
     }
     applyInputs(next);
+    if (m_logic && !m_logicStopped)
+    {
+        deliverMessages(next);
+        m_hookTick = next;
+        callLogic("on_tick_begin", [](RoomLogic& l, RoomContext& room) { l.onTickBegin(room); });
+        afterLogic();
+    }
     m_world.step(static_cast<float>(m_tickSeconds));
     m_tick = next;
+    if (m_logic && !m_logicStopped)
+    {
+        m_hookTick = next;
+        ++m_logicDepth; // kicks wait until every event is dispatched
+        dispatchEvents();
+        callLogic("on_tick_end", [](RoomLogic& l, RoomContext& room) { l.onTickEnd(room); });
+        --m_logicDepth;
+        afterLogic();
+    }
     m_replicator.refreshCatalogue(m_world, m_tick, replications());
     for (const ClientSlot slot : m_members)
     {
@@ -463,7 +521,12 @@ void Room::runTick(double now)
         }
         m_replicator.sendSnapshot(replication, now, m_tickSeconds);
     }
-    // Geometry after the snapshots: within a tick they have the first claim on the budget.
+    // Game states next (small, and what the game is about), then geometry: within a tick snapshots have
+    // the first claim on the budget.
+    for (const ClientSlot slot : m_members)
+    {
+        sendGameStates(*m_clients[slot], now);
+    }
     for (const ClientSlot slot : m_members)
     {
         m_replicator.sendGeometry(m_clients[slot]->replication, now);
@@ -484,7 +547,7 @@ void Room::resetWorld(physics::World&& world)
     {
         Client& client = *m_clients[slot];
         client.owned.clear();
-        if (!client.spectator)
+        if (!client.spectator && !m_logic)
         {
             spawnFor(client, nullptr);
         }

@@ -1,6 +1,8 @@
 // polytope-server: a room's admin commands (authenticated by the Server, admin.cpp) and its checkpoint state.
 #include "polytope/server/room.h"
 
+#include "polytope/server/log_format.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -90,6 +92,19 @@ AdminResult Room::admin(const protocol::AdminCommandFields& command, double now)
             spdlog::info("admin {} refused: {}", wire::EnumNameAdminOp(command.op), error);
             return {false, "scene kept: " + error};
         }
+        // The new scene's logic (a script may fail to load): made before anything changes.
+        std::optional<LogicSpec> spec;
+        std::unique_ptr<RoomLogic> logic = makeRoomLogic(config, file.get(), spec, error);
+        if (!logic && !error.empty())
+        {
+            spdlog::info("admin {} refused: {}", wire::EnumNameAdminOp(command.op), error);
+            return {false, "scene kept: " + printableExcerpt(error, 160)};
+        }
+        stopLogic();
+        if (m_logicStopped)
+        {
+            m_paused = false; // the room was stopped by its old logic; the new scene starts afresh
+        }
         m_config.scene = config.scene;
         m_config.buildScene = config.buildScene;
         // The new world goes in first, so that adoptSceneRules takes the scene's identity from it as built,
@@ -98,6 +113,17 @@ AdminResult Room::admin(const protocol::AdminCommandFields& command, double now)
         adoptSceneRules(std::move(file));
         physics::World built = std::move(m_world);
         resetWorld(std::move(built));
+        startLogic(std::move(logic), std::move(spec));
+        break;
+    }
+    case wire::AdminOp::ReloadLogic:
+    {
+        std::string error;
+        if (!reloadLogic(error))
+        {
+            spdlog::info("admin reload refused: {}", error);
+            return {false, "logic kept: " + printableExcerpt(error, 160)};
+        }
         break;
     }
     case wire::AdminOp::SetGravity:

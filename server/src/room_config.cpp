@@ -74,6 +74,24 @@ std::string RoomConfig::validate() const
     {
         return "input rate limit must be positive with a burst of at least 1";
     }
+    if (!(maxGameMessagesPerSecond > 0.0) || !std::isfinite(maxGameMessagesPerSecond) ||
+        !(maxGameMessageBurst >= 1.0) || !std::isfinite(maxGameMessageBurst))
+    {
+        return "game message rate limit must be positive with a burst of at least 1";
+    }
+    if (maxQueuedGameMessagesPerClient < 1 || maxQueuedGameMessagesPerClient > 1024)
+    {
+        return "queued game messages per client must be 1..1024, got " +
+               std::to_string(maxQueuedGameMessagesPerClient);
+    }
+    if (!(gameStateResendSeconds >= 0.001 && gameStateResendSeconds <= 10.0))
+    {
+        return "game state resend interval must be 0.001..10 s";
+    }
+    if (!(lagCompensationSeconds >= 0.0 && lagCompensationSeconds <= 1.0))
+    {
+        return "lag compensation must be 0..1 s";
+    }
     return {};
 }
 

@@ -161,6 +161,7 @@ void Room::adoptSceneRules(std::shared_ptr<const SceneDescription> file)
     m_sceneFile = std::move(file);
     if (!m_sceneFile)
     {
+        m_config.stopOnLogicError = m_explicitStopOnLogicError;
         m_config.spawnPlayer =
             m_explicitSpawn
                 ? m_explicitSpawn
@@ -168,6 +169,7 @@ void Room::adoptSceneRules(std::shared_ptr<const SceneDescription> file)
         return;
     }
     const SceneDescription& scene = *m_sceneFile;
+    m_config.stopOnLogicError = m_explicitStopOnLogicError || scene.stopOnLogicError;
     m_config.allowClientSpawn = scene.allowClientSpawn;
     m_config.maxBodiesPerClient = static_cast<int>(std::min<std::uint32_t>(scene.maxBodiesPerClient, 1024));
     m_config.keepBodiesOnLeave = scene.keepBodiesOnLeave;

@@ -825,6 +825,43 @@ std::string describeParserError(const std::string& raw)
     return text.empty() ? std::string("malformed scene JSON") : text;
 }
 
+/// The scene's "logic": a name, an optional script (a relative path below the scene file's folder, as
+/// geometry files are), settings of any JSON form kept as JSON text.
+bool readLogic(const fbs::Scene& scene, SceneDescription& out, std::string& error)
+{
+    const fbs::Logic* logic = scene.logic();
+    if (logic == nullptr)
+    {
+        return true;
+    }
+    LogicSpec spec;
+    spec.name = logic->name()->str();
+    if (spec.name.empty() || spec.name.size() > kMaxNameBytes)
+    {
+        return fail(error, "logic.name", "must be 1.." + std::to_string(kMaxNameBytes) + " bytes");
+    }
+    if (logic->script() != nullptr)
+    {
+        spec.script = logic->script()->str();
+        std::string resolved;
+        std::string why;
+        if (spec.script.empty() ||
+            !resolveScenePath("scene.json", spec.script, resolved, why, ScenePathRules{false, false}))
+        {
+            return fail(error, "logic.script", spec.script.empty() ? "empty" : why);
+        }
+    }
+    if (const auto* settings = logic->settings(); settings != nullptr && settings->size() > 0)
+    {
+        std::string json;
+        logic->settings_flexbuffer_root().ToString(true, true, json);
+        spec.settingsJson = std::move(json);
+    }
+    out.stopOnLogicError = logic->stop_on_error();
+    out.logic = std::move(spec);
+    return true;
+}
+
 bool parseChecked(std::string_view json, SceneDescription& out, std::string& error)
 {
     if (json.size() > kMaxSceneFileBytes)
@@ -1013,7 +1050,7 @@ bool parseChecked(std::string_view json, SceneDescription& out, std::string& err
             out.layerPairs.push_back(entry);
         }
     }
-    return detail::readJoints(scene, out, error);
+    return detail::readJoints(scene, out, error) && readLogic(scene, out, error);
 }
 
 } // namespace
@@ -1039,6 +1076,18 @@ bool loadSceneFile(const std::string& path, const FileRules& rules, SceneDescrip
     if (status != FileStatus::Ok || !parseSceneJson(text, out, error))
     {
         return false;
+    }
+    if (out.logic && !out.logic->script.empty())
+    {
+        // Checked by the parser: relative, and inside the scene file's folder.
+        std::string resolved;
+        std::string why;
+        if (!resolveScenePath(path, out.logic->script, resolved, why, ScenePathRules{false, false}))
+        {
+            error = "logic.script: " + why;
+            return false;
+        }
+        out.logic->script = std::move(resolved);
     }
     SceneGeometryRules geometryRules;
     geometryRules.followSymlinks = rules.followSymlinks;

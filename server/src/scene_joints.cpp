@@ -70,7 +70,7 @@ const char* motionName(physics::BodyType type)
     return "unknown";
 }
 
-std::string quoted(std::string_view name)
+std::string quotedName(std::string_view name)
 {
     // Appended rather than "\"" + text: GCC 12 warns falsely (-Wrestrict) about the operator+ form.
     std::string text(1, '"');
@@ -134,7 +134,7 @@ bool checkNear(const std::string& path, const physics::Vec3& anchor, const Scene
         if (std::fabs(offset[axis]) > kMaxJointMeters)
         {
             return fail(error, path + "." + "xyz"[axis],
-                        "must lie within " + number(kMaxJointMeters) + " m of body " + quoted(body.name) +
+                        "must lie within " + number(kMaxJointMeters) + " m of body " + quotedName(body.name) +
                             " (got " + number(std::fabs(offset[axis])) + " m away)");
         }
     }
@@ -307,7 +307,7 @@ bool findBody(const flatbuffers::String* name, const std::string& path,
     const auto found = names.find(name->string_view());
     if (found == names.end())
     {
-        return fail(error, path, "no body named " + quoted(name->string_view()));
+        return fail(error, path, "no body named " + quotedName(name->string_view()));
     }
     index = found->second;
     return true;
@@ -352,13 +352,14 @@ bool readJoint(const fbs::Joint& joint, const std::string& path,
     const SceneBody& b = scene.bodies[out.bodyB];
     if (out.bodyA == out.bodyB)
     {
-        return fail(error, path + ".body_b", "joins body " + quoted(a.name) + " to itself");
+        return fail(error, path + ".body_b", "joins body " + quotedName(a.name) + " to itself");
     }
     if (a.desc.type != physics::BodyType::Dynamic && b.desc.type != physics::BodyType::Dynamic)
     {
         return fail(error, path,
-                    "joins " + quoted(a.name) + " (" + motionName(a.desc.type) + ") and " + quoted(b.name) +
-                        " (" + motionName(b.desc.type) + "): a joint needs a Dynamic body");
+                    "joins " + quotedName(a.name) + " (" + motionName(a.desc.type) + ") and " +
+                        quotedName(b.name) + " (" + motionName(b.desc.type) +
+                        "): a joint needs a Dynamic body");
     }
     if (!readFrames(joint, path, a, b, out, error))
     {

@@ -443,7 +443,8 @@ TEST_CASE("truncated, oversized, random and tampered datagrams are rejected with
     }
     SECTION("a ConnectRequest of another version is recognised, to be answered with a Version denial")
     {
-        for (const std::uint16_t version : {std::uint16_t{4}, std::uint16_t{1}, std::uint16_t{6}})
+        for (const std::uint16_t version :
+             {std::uint16_t{4}, std::uint16_t{1}, std::uint16_t{5}, std::uint16_t{7}})
         {
             Datagram request(writer.connectRequest({}, "old client"));
             setHeaderVersion(request, version);

@@ -134,7 +134,7 @@ TEST_CASE("a ConnectRequest of another version gets ConnectDenied (Version), in 
     };
 
     std::uint64_t denied = 0;
-    for (const std::uint16_t version : {std::uint16_t{4}, std::uint16_t{3}, std::uint16_t{6}})
+    for (const std::uint16_t version : {std::uint16_t{4}, std::uint16_t{5}, std::uint16_t{7}})
     {
         INFO("version " << version);
         const auto from = protocol::Address::ipv4(10, 0, 1, static_cast<std::uint8_t>(version), 5000);
@@ -146,7 +146,8 @@ TEST_CASE("a ConnectRequest of another version gets ConnectDenied (Version), in 
         CHECK(reply.to == from);
         CHECK(reply.datagram.size() <= request.size()); // no amplification
         CHECK(reply.datagram.size() == 64);
-        // Not a datagram of our version (a v5 peer drops it) but one of the requester's: its header says so.
+        // Not a datagram of our version (a peer of our version drops it) but one of the requester's: its
+        // header says so.
         CHECK(reply.datagram.decode().reason == protocol::DropReason::WrongVersion);
         const protocol::wire::Packet* packet = protocol::wire::GetPacket(reply.datagram.view().data());
         CHECK(packet->header()->protocol_id() == protocol::kProtocolId);

@@ -1,4 +1,4 @@
-// Security of the server's front door (protocol version 5): connect tokens, sealed sessions, connection
+// Security of the server's front door (protocol version 6): connect tokens, sealed sessions, connection
 // rate limits, and the catalogue of bad input. Every case drives a Server through raw datagrams on an
 // in-process loopback (no clock, no sockets) and checks three things: the datagram is dropped and counted
 // under its reason (in the counters and in /metrics), a debug line names the reason, and nothing else

@@ -1,4 +1,4 @@
-// Snapshot integrity end to end (protocol version 5, STANDARD.md 6.4): a client whose decoder gets slices
+// Snapshot integrity end to end (protocol version 6, STANDARD.md 6.4): a client whose decoder gets slices
 // wrong notices by their checksums, neither keeps nor acknowledges them, asks for a full snapshot, gets one
 // within the server's pacing, and is back on the server's quantized state. The wrong decoder is made by the
 // test hook SnapshotDecoder::setFaultForTesting, which alters decoded bodies before the checksum is checked.

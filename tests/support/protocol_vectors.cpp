@@ -1117,6 +1117,8 @@ ordered_json packetVectors()
     }
     add("connect-denied", "ConnectDenied: unknown room.",
         writer.connectDenied(first, wire::DenyReason::UnknownRoom));
+    add("connect-denied-by-game", "ConnectDenied (version 6): the room's game logic refused, saying why.",
+        writer.connectDenied(first, wire::DenyReason::RefusedByGame, std::string_view("the match is full")));
     {
         const auto payload = sequenceBytes(0x10, 40); // the envelope does not look inside the payload
         add("snapshot", "Snapshot of tick 6000 at 100 s; the payload is opaque to the envelope.",
@@ -1144,10 +1146,30 @@ ordered_json packetVectors()
             writer.clientInput(acked, inputs));
         add("client-input-empty", "ClientInput without inputs and asking for a full snapshot (flags 3).",
             writer.clientInput(askFull, {}));
+        const std::string shot = "fire 12";
+        const std::vector<std::uint8_t> blob = sequenceBytes(0x40, 5);
+        const std::vector<protocol::GameMessageFields> messages{
+            {7, 6004, 5990, 5993, 0.25f,
+             std::span(reinterpret_cast<const std::uint8_t*>(shot.data()), shot.size())},
+            {8, 6005, 5993, 5993, 0.0f, blob}};
+        add("client-input-game-messages",
+            "ClientInput (version 6) with one input and two game messages, the first seen between ticks 5990 "
+            "and 5993 at a quarter of the way.",
+            writer.clientInput(acked, std::span(inputs).first(1), messages));
+    }
+    {
+        const std::string score = R"({"red":2,"blue":1})";
+        add("game-state-room", "GameState (version 6): the room's state, version 3, JSON text of the game's.",
+            writer.gameState(acked, wire::GameStateScope::Room, 3,
+                             std::span(reinterpret_cast<const std::uint8_t*>(score.data()), score.size())));
+        add("game-state-client", "GameState (version 6): the receiving client's own state, version 1, empty.",
+            writer.gameState(acked, wire::GameStateScope::Client, 1, {}));
     }
     add("keep-alive", "KeepAlive at 12.5 s of the sender's clock.", writer.keepAlive(acked, 12.5));
     add("disconnect", "Disconnect: the client quits.",
         writer.disconnect(acked, wire::DisconnectReason::ClientQuit));
+    add("disconnect-kicked", "Disconnect (version 6): kicked by the room's game logic, saying why.",
+        writer.disconnect(acked, wire::DisconnectReason::Kicked, "idle for 60 s"));
     {
         protocol::AdminCommandFields command;
         command.room = "arena";
@@ -1374,6 +1396,35 @@ ordered_json packetVectors()
     malformed.push_back(malformedPacket("keep-alive-nan", "KeepAlive whose time is NaN.",
                                         writer.keepAlive(acked, std::numeric_limits<double>::quiet_NaN()),
                                         DropReason::InvalidField));
+    {
+        // Game messages (version 6) out of range: PacketWriter writes what it is given.
+        const std::vector<std::uint8_t> one{1};
+        const std::vector<std::uint8_t> tooLong(protocol::kMaxGameMessageBytes + 1, 2);
+        const auto message =
+            [&](std::string name, std::string description, protocol::GameMessageFields fields)
+        {
+            malformed.push_back(malformedPacket(std::move(name), std::move(description),
+                                                writer.clientInput(acked, {}, std::span(&fields, 1)),
+                                                DropReason::InvalidField));
+        };
+        message("game-message-sequence-0", "A game message numbered 0.", {0, 10, 5, 6, 0.5f, one});
+        message("game-message-empty", "A game message without bytes.", {1, 10, 5, 6, 0.5f, {}});
+        message("game-message-too-long", "A game message of kMaxGameMessageBytes + 1 bytes.",
+                {1, 10, 5, 6, 0.5f, tooLong});
+        message("game-message-view-backwards", "A game message whose view_from_tick is after view_to_tick.",
+                {1, 10, 7, 6, 0.5f, one});
+        message("game-message-view-nan", "A game message whose view_fraction is NaN.",
+                {1, 10, 5, 6, std::numeric_limits<float>::quiet_NaN(), one});
+        message("game-message-view-past-one", "A game message whose view_fraction is 1.5.",
+                {1, 10, 5, 6, 1.5f, one});
+        const std::vector<std::uint8_t> bigState(protocol::kMaxGameStateBytes + 1, 3);
+        malformed.push_back(malformedPacket("game-state-version-0", "A GameState of version 0.",
+                                            writer.gameState(acked, wire::GameStateScope::Room, 0, one),
+                                            DropReason::InvalidField));
+        malformed.push_back(malformedPacket(
+            "game-state-too-long", "A GameState of kMaxGameStateBytes + 1 bytes.",
+            writer.gameState(acked, wire::GameStateScope::Room, 1, bigState), DropReason::InvalidField));
+    }
     {
         // Raw FlatBuffers for what PacketWriter refuses to write.
         flatbuffers::FlatBufferBuilder builder;
@@ -1689,6 +1740,7 @@ ordered_json packetJson(const wire::Packet& packet)
     }
     case wire::PacketType::ConnectDenied:
         m["reason"] = wire::EnumNameDenyReason(packet.message_as_ConnectDenied()->reason());
+        m["message"] = stringJson(packet.message_as_ConnectDenied()->message());
         break;
     case wire::PacketType::Snapshot:
     {
@@ -1729,6 +1781,14 @@ ordered_json packetJson(const wire::Packet& packet)
                                               {"vector", vec3Json(&input->vector())},
                                               {"kind", wire::EnumNameInputKind(input->kind())}};
                                   });
+        m["messages"] = arrayOrNull(
+            message->messages(),
+            [](const wire::GameMessage* game) -> ordered_json
+            {
+                return {{"sequence", game->sequence()},           {"tick", game->tick()},
+                        {"viewFromTick", game->view_from_tick()}, {"viewToTick", game->view_to_tick()},
+                        {"viewFraction", game->view_fraction()},  {"data", bytesJson(game->data())}};
+            });
         break;
     }
     case wire::PacketType::KeepAlive:
@@ -1736,7 +1796,16 @@ ordered_json packetJson(const wire::Packet& packet)
         break;
     case wire::PacketType::Disconnect:
         m["reason"] = wire::EnumNameDisconnectReason(packet.message_as_Disconnect()->reason());
+        m["message"] = stringJson(packet.message_as_Disconnect()->message());
         break;
+    case wire::PacketType::GameState:
+    {
+        const auto* message = packet.message_as_GameState();
+        m["scope"] = wire::EnumNameGameStateScope(message->scope());
+        m["version"] = message->version();
+        m["data"] = bytesJson(message->data());
+        break;
+    }
     case wire::PacketType::AdminRequest:
     {
         const auto* message = packet.message_as_AdminRequest();

@@ -59,10 +59,11 @@ struct ClientConfig
     double serverTimeoutSeconds = 10.0;      ///< connection lost when the server is silent this long
     std::size_t maxQueuedSnapshots = 256;    ///< older complete snapshots are dropped past this
     std::size_t maxPendingInputs = 1024; ///< inputs waiting for acknowledgement; sendInput refuses past this
-    double lossTimeoutSeconds = 2.0;     ///< a sent datagram not acknowledged within this counts as lost
-    std::string room;                    ///< the room to join; empty: the server's first room
-    std::uint16_t snapshotRateHz = 0;    ///< snapshots per second wanted; 0: the room's rate
-    bool spectator = false;              ///< watch only: the server spawns no player body for this client
+    std::size_t maxPendingGameMessages = 256; ///< game messages waiting; sendGameMessage refuses past this
+    double lossTimeoutSeconds = 2.0;          ///< a sent datagram not acknowledged within this counts as lost
+    std::string room;                         ///< the room to join; empty: the server's first room
+    std::uint16_t snapshotRateHz = 0;         ///< snapshots per second wanted; 0: the room's rate
+    bool spectator = false; ///< watch only: the server spawns no player body for this client
     /// Compressed (the default; what players use) or Structured: plain FlatBuffers tables any language reads
     /// (protocol/STANDARD.md section 14), several times the bytes.
     protocol::wire::SnapshotFormat snapshotFormat = protocol::wire::SnapshotFormat::Compressed;
@@ -113,6 +114,22 @@ struct ReceivedSnapshot
     std::vector<protocol::QuantizedBody> quantized; ///< the same bodies exactly as decoded
 };
 
+/// What the client was showing when it sends a game message (lag compensation, STANDARD.md section 15):
+/// between the snapshots of fromTick and toTick at fraction (InterpolationBuffer's Frame says which).
+struct ViewTime
+{
+    std::uint64_t fromTick = 0;
+    std::uint64_t toTick = 0;
+    float fraction = 0.0f;
+};
+
+/// A game state the room's logic sent (STANDARD.md section 15): the newest version received, whole.
+struct GameState
+{
+    std::uint32_t version = 0; ///< 0: none received yet
+    std::vector<std::uint8_t> data;
+};
+
 struct ClientStats
 {
     std::uint64_t datagramsReceived = 0; ///< accepted
@@ -131,6 +148,10 @@ struct ClientStats
     std::uint64_t catalogueStale = 0; ///< entries older than what the client knew (late duplicates), ignored
     std::uint64_t inputsSent = 0;     ///< inputs queued by sendInput
     std::uint64_t inputsAcknowledged = 0;
+    std::uint64_t gameMessagesSent = 0; ///< queued by sendGameMessage
+    std::uint64_t gameMessagesAcknowledged = 0;
+    std::uint64_t gameStatesReceived = 0; ///< GameState datagrams, repeats included
+    std::uint64_t gameStatesStale = 0;    ///< older than (or the same version as) what the client holds
     std::array<std::uint64_t, protocol::kCodecErrorCount> sliceErrors{}; ///< by protocol::CodecError
     /// Slices that decoded to another state than their checksum describes (also in
     /// sliceErrors[CodecError::ChecksumMismatch]): each a decoder disagreeing with the server's encoder.
@@ -192,6 +213,22 @@ class Client
     bool popSnapshot(ReceivedSnapshot& out);
     /// Why the server refused the connection (state ConnectionDenied), if it said.
     std::optional<protocol::wire::DenyReason> denyReason() const { return m_denyReason; }
+    /// The reason the server gave with a denial (RefusedByGame) or a disconnect (Kicked, RoomStopped).
+    const std::string& serverMessage() const { return m_serverMessage; }
+    /// Why the server ended the session (state ServerClosed), if it said.
+    std::optional<protocol::wire::DisconnectReason> disconnectReason() const { return m_disconnectReason; }
+
+    // ---- Game rules (STANDARD.md section 15)
+    /// Queues a message for the room's game logic, for server tick `tick`, sent reliably (repeated in
+    /// every ClientInput until acknowledged) and delivered to the logic once. `view`: what the client
+    /// showed (lag-compensated hits). Returns its sequence, or 0 when not connected, empty, larger than
+    /// kMaxGameMessageBytes, or maxPendingGameMessages are waiting.
+    std::uint32_t sendGameMessage(std::span<const std::uint8_t> data, std::uint64_t tick,
+                                  const ViewTime& view = {});
+    std::size_t pendingGameMessages() const { return m_pendingMessages.size(); }
+    /// The room's public game state and this client's own, as last received.
+    const GameState& roomState() const { return m_roomState; }
+    const GameState& playerState() const { return m_playerState; }
     /// True while the client asks the server for a full snapshot (after a checksum mismatch).
     bool wantsFullSnapshot() const { return m_wantFullSnapshot; }
 
@@ -224,7 +261,15 @@ class Client
         std::uint32_t firstInput = 0; ///< input sequences [firstInput, lastInput] it carried
         std::uint32_t lastInput = 0;
         bool valid = false;
+        std::uint32_t firstMessage = 0; ///< game message sequences carried (0, 0: none)
+        std::uint32_t lastMessage = 0;
     };
+    struct PendingMessage
+    {
+        protocol::GameMessageFields fields; ///< data views `bytes`
+        std::vector<std::uint8_t> bytes;
+    };
+    void onGameState(const protocol::wire::GameState& message);
     void send(std::span<const std::uint8_t> datagram, double now);
     /// The ConnectRequest, or the ChallengeResponse once a cookie arrived.
     std::span<const std::uint8_t> connectMessage();
@@ -251,6 +296,8 @@ class Client
     protocol::AckTracker m_acks;
     ClientState m_state = ClientState::Disconnected;
     std::optional<protocol::wire::DenyReason> m_denyReason;
+    std::optional<protocol::wire::DisconnectReason> m_disconnectReason;
+    std::string m_serverMessage;
     double m_connectStartTime = 0.0;
     double m_lastSendTime = -1e9;
     double m_lastReceiveTime = 0.0;
@@ -288,7 +335,12 @@ class Client
 
     std::uint32_t m_nextInputSequence = 1;
     std::deque<protocol::InputCommand> m_pendingInputs; ///< by sequence
-    std::vector<InputDatagram> m_inputDatagrams;        ///< by packet sequence mod 256
+    std::uint32_t m_nextMessageSequence = 1;
+    std::deque<PendingMessage> m_pendingMessages; ///< by sequence
+    std::vector<protocol::GameMessageFields> m_messageScratch;
+    GameState m_roomState;
+    GameState m_playerState;
+    std::vector<InputDatagram> m_inputDatagrams; ///< by packet sequence mod 256
 
     struct SentDatagram
     {

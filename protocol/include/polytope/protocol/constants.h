@@ -18,7 +18,9 @@ inline constexpr std::uint32_t kProtocolId = 0x50544C50u;
 /// with an AEAD (STANDARD.md §11). Version 5: every snapshot slice carries a CRC-32 of the quantized state it
 /// describes (CODEC.md 4.5), a client that decodes another state asks for a full snapshot (header flag
 /// FullSnapshotRequest), and a ConnectRequest of another version is answered with ConnectDenied (Version).
-inline constexpr std::uint16_t kProtocolVersion = 5;
+/// Version 6: game rules (STANDARD.md section 15): GameMessage in ClientInput, GameState datagrams, and the
+/// game's reasons in ConnectDenied (RefusedByGame) and Disconnect (Kicked, RoomStopped).
+inline constexpr std::uint16_t kProtocolVersion = 6;
 /// No datagram, in either direction, is larger than this (bytes of UDP payload).
 inline constexpr std::size_t kMaxDatagramBytes = 1200;
 /// No Packet FlatBuffer is larger than this, so that sealing one (28 bytes of header and tag, seal.h) still
@@ -71,6 +73,14 @@ inline constexpr std::size_t kMaxAdminTextBytes = 256;
 /// Longest AdminReply.message (bytes): with the reply's 32-byte mac, the reply stays within
 /// kMinAdminRequestBytes (no amplification).
 inline constexpr std::size_t kMaxAdminMessageBytes = 176;
+/// Version 6 (STANDARD.md section 15). Largest game message a client sends (bytes of `data`).
+inline constexpr std::size_t kMaxGameMessageBytes = 512;
+/// Most GameMessages in one ClientInput.
+inline constexpr std::size_t kMaxGameMessagesPerDatagram = 8;
+/// Largest game state (room or client scope): it travels whole in one GameState datagram.
+inline constexpr std::size_t kMaxGameStateBytes = 1024;
+/// Longest reason in ConnectDenied (RefusedByGame) and Disconnect (Kicked, RoomStopped), bytes.
+inline constexpr std::size_t kMaxLogicReasonBytes = 128;
 /// Largest gap between an AdminCommand's time and the server's clock (seconds).
 inline constexpr double kAdminTimeWindowSeconds = 30.0;
 /// Largest extent (metres) a catalogue entry may announce.

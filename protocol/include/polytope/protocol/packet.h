@@ -201,6 +201,26 @@ bool isValidInput(const InputCommand& input);
 /// Reads a (verified) ClientInput's inputs into `out` (cleared first).
 void readInputs(const wire::ClientInput& message, std::vector<InputCommand>& out);
 
+/// A game message (version 6, STANDARD.md section 15) as plain data. `data` views the bytes it was read
+/// from (a datagram) or the sender's buffer.
+struct GameMessageFields
+{
+    std::uint32_t sequence = 0; ///< per client, from 1
+    std::uint64_t tick = 0;     ///< the server tick it is for
+    std::uint64_t viewFromTick = 0;
+    std::uint64_t viewToTick = 0;
+    float viewFraction = 0.0f; ///< in [0, 1]
+    std::span<const std::uint8_t> data;
+};
+/// True when a game message is one a server may accept: sequence not 0, 1 .. kMaxGameMessageBytes bytes,
+/// viewFromTick <= viewToTick, viewFraction finite in [0, 1].
+bool isValidGameMessage(const GameMessageFields& message);
+/// Reads a (verified) ClientInput's game messages into `out` (cleared first); their data views the datagram.
+void readGameMessages(const wire::ClientInput& message, std::vector<GameMessageFields>& out);
+/// The bytes a ClientInput grows by for one game message of `dataBytes` bytes, at most (for packing
+/// several into one datagram within kMaxPacketBytes).
+std::size_t gameMessageWireBytes(std::size_t dataBytes);
+
 /// An admin command as plain data (see the schema's AdminCommand).
 struct AdminCommandFields
 {
@@ -248,6 +268,9 @@ class PacketWriter
     /// carried, so that a client of that version can read the denial (STANDARD.md section 9).
     std::span<const std::uint8_t> connectDenied(const HeaderFields& header, wire::DenyReason reason,
                                                 std::uint16_t version = kProtocolVersion);
+    /// A denial with the game's reason (RefusedByGame), cut to kMaxLogicReasonBytes.
+    std::span<const std::uint8_t> connectDenied(const HeaderFields& header, wire::DenyReason reason,
+                                                std::string_view message);
     /// One slice: payload.size() in 1 .. kMaxSnapshotPayloadBytes.
     std::span<const std::uint8_t> snapshot(const HeaderFields& header, std::uint64_t tick, double serverTime,
                                            std::span<const std::uint8_t> payload);
@@ -266,8 +289,16 @@ class PacketWriter
     /// inputs.size() at most kMaxInputsPerDatagram.
     std::span<const std::uint8_t> clientInput(const HeaderFields& header,
                                               std::span<const InputCommand> inputs);
+    /// With game messages too: messages.size() at most kMaxGameMessagesPerDatagram.
+    std::span<const std::uint8_t> clientInput(const HeaderFields& header,
+                                              std::span<const InputCommand> inputs,
+                                              std::span<const GameMessageFields> messages);
+    /// One game state (version 6): data.size() at most kMaxGameStateBytes, version >= 1.
+    std::span<const std::uint8_t> gameState(const HeaderFields& header, wire::GameStateScope scope,
+                                            std::uint32_t version, std::span<const std::uint8_t> data);
     std::span<const std::uint8_t> keepAlive(const HeaderFields& header, double time);
-    std::span<const std::uint8_t> disconnect(const HeaderFields& header, wire::DisconnectReason reason);
+    std::span<const std::uint8_t> disconnect(const HeaderFields& header, wire::DisconnectReason reason,
+                                             std::string_view message = {});
     /// `command` from encodeAdminCommand, `mac` kAdminMacBytes; padded to kMinAdminRequestBytes.
     std::span<const std::uint8_t> adminRequest(const HeaderFields& header,
                                                std::span<const std::uint8_t> command,
@@ -290,6 +321,7 @@ class PacketWriter
     std::vector<std::uint64_t> m_geometryStaging;
     std::vector<wire::StructuredBody> m_bodyStaging;
     std::vector<wire::StructuredVelocity> m_velocityStaging;
+    std::vector<flatbuffers::Offset<wire::GameMessage>> m_messageStaging;
 };
 
 /// True when 16-bit sequence a is newer than b, across wrap-around.

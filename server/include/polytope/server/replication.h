@@ -136,6 +136,9 @@ class Replicator
                           std::span<ClientReplication* const> clients);
     /// Every body of the old world is gone (reset, load, restore): the next refresh rewrites every slot.
     void forgetBodies(std::span<ClientReplication* const> clients);
+    /// The entry of body slot `id` changed for a reason outside the world (its owner): every client is sent
+    /// it again (a new version, so that an acknowledgement of the old one does not settle it).
+    void touchEntry(std::uint32_t id, std::span<ClientReplication* const> clients);
     /// Sends the client its due catalogue entries.
     void sendCatalogue(ClientReplication& client, double now);
 

@@ -20,6 +20,7 @@
 #include "polytope/server/connection_table.h"
 #include "polytope/server/replication.h"
 #include "polytope/server/room_config.h"
+#include "polytope/server/room_logic.h"
 #include "polytope/server/room_metrics.h"
 #include "polytope/server/scene_file.h"
 
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,6 +65,10 @@ class Room
     static std::unique_ptr<Room> create(const RoomConfig& config, ConnectionTable& connections,
                                         SendToSlot send, SendToAddress sendPlain, CloseConnection close,
                                         std::string& error);
+
+    ~Room();
+    Room(const Room&) = delete;
+    Room& operator=(const Room&) = delete;
 
     // ---- Called by the Server, on the room's thread ----
     /// What a ChallengeResponse asks of the room.
@@ -139,7 +145,48 @@ class Room
     /// A clock (seconds) used only to measure tick and encoding times into metrics().
     void setProfileClock(std::function<double()> clock);
 
+    // ---- Game logic (room_logic.h; room_logic_host.cpp)
+    /// The logic running the room's game, or nullptr.
+    const RoomLogic* logic() const { return m_logic.get(); }
+    /// True when the logic failed with RoomConfig::stopOnLogicError set: the room is paused and refuses
+    /// joins until an admin reset, load or reload.
+    bool logicStopped() const { return m_logicStopped; }
+    std::span<const std::uint8_t> roomState() const { return m_roomState; }
+    std::uint32_t roomStateVersion() const { return m_roomStateVersion; }
+    /// A client's private state (empty for unknown clients).
+    std::span<const std::uint8_t> clientState(std::uint32_t clientId) const;
+    /// Replaces the logic with a fresh one made from the same spec (a script edited on disk), which gets
+    /// onReload. On failure the old logic stays and error says why.
+    bool reloadLogic(std::string& error);
+
   private:
+    /// A game message waiting for its tick.
+    struct QueuedMessage
+    {
+        std::uint64_t tick = 0;
+        std::uint64_t arrival = 0; ///< orders a tick's messages across clients
+        std::uint32_t clientId = 0;
+        std::uint32_t sequence = 0;
+        ViewTime view;
+        std::uint16_t size = 0;
+        std::array<std::uint8_t, kMaxGameMessageBytes> data{};
+    };
+    /// The delivery of one scope of game state to one client.
+    struct StateSync
+    {
+        std::uint32_t acked = 0; ///< the newest version the client acknowledged
+        std::uint32_t sent = 0;  ///< the version last sent
+        double sentTime = 0.0;
+    };
+    /// A GameState datagram sent, by header sequence (acknowledgement bookkeeping).
+    struct StateRecord
+    {
+        std::uint16_t sequence = 0;
+        bool valid = false;
+        bool clientScope = false;
+        std::uint32_t version = 0;
+    };
+    static constexpr std::size_t kStateRecordRing = 64;
     struct QueuedInput
     {
         std::uint64_t tick;
@@ -165,6 +212,16 @@ class Room
         double inputTokenTime = 0.0;
         double lastKeepAliveTime = 0.0;
         ClientReplication replication;
+        // Game logic
+        protocol::SequenceWindow<1024> messagesSeen; ///< game message sequences received
+        std::vector<QueuedMessage> messages;         ///< waiting for their tick: by tick, then arrival
+        double messageTokens = 0.0;                  ///< the message rate limit's bucket
+        double messageTokenTime = 0.0;
+        std::vector<std::uint8_t> state; ///< the client's private game state
+        std::uint32_t stateVersion = 0;
+        StateSync roomSync;
+        StateSync clientSync;
+        std::array<StateRecord, kStateRecordRing> stateSent{};
     };
 
     Room(const RoomConfig& config, ConnectionTable& connections, SendToSlot send, SendToAddress sendPlain,
@@ -183,7 +240,7 @@ class Room
     Client* findClient(std::uint32_t clientId);
     const Client* findClient(std::uint32_t clientId) const;
     /// Removes the client in `slot` (its bodies too, unless kept) and closes its connection.
-    void leave(ClientSlot slot, const char* why);
+    void leave(ClientSlot slot, const char* why, LeaveReason reason);
     /// Sends a Disconnect a few times (UDP may lose it).
     void sayGoodbye(ClientSlot slot, protocol::wire::DisconnectReason reason);
     bool spawnFor(Client& client, const physics::Vec3* at);
@@ -195,6 +252,29 @@ class Room
     void runTick(double now);
     void keepAlivePaused(double now);
     void send(ClientSlot slot, std::span<const std::uint8_t> datagram);
+
+    // ---- Game logic (room_logic_host.cpp)
+    class LogicContext;
+    /// The logic the config or scene names (nullptr and no error when none); `spec` gets what to reload.
+    static std::unique_ptr<RoomLogic> makeRoomLogic(const RoomConfig& config, const SceneDescription* file,
+                                                    std::optional<LogicSpec>& spec, std::string& error);
+    /// Seats `logic` (or none) for the world now running and calls its onStart.
+    void startLogic(std::unique_ptr<RoomLogic> logic, std::optional<LogicSpec> spec);
+    /// Calls onStop and removes the logic.
+    void stopLogic();
+    /// Runs one hook, catching what it throws (counted, logged once a second, and the room stopped when
+    /// the config says so), then carries out the kicks it asked for and forgets destroyed owned bodies.
+    void callLogic(const char* name, physics::FunctionRef<void(RoomLogic&, RoomContext&)> hook);
+    void onLogicError(const char* hook, const char* what);
+    void afterLogic();
+    /// onJoinAttempt; false (the client told and its connection closed) when refused.
+    bool logicAdmits(ClientSlot slot, const JoinOptions& options);
+    void handleGameMessages(Client& client, const protocol::wire::ClientInput& message, double now);
+    void deliverMessages(std::uint64_t tick);
+    void dispatchEvents();
+    void sendGameStates(Client& client, double now);
+    void onStateAcked(Client& client, std::uint16_t sequence);
+    ClientInfo infoOf(const Client& client) const;
     /// The members' replication states, in member order (scratch, no allocation once warm).
     std::span<ClientReplication* const> replications();
 
@@ -221,6 +301,30 @@ class Room
     std::shared_ptr<const SceneDescription> m_sceneFile; ///< the running scene's file, if any
     /// BLAKE2b-256 of the running scene's World::saveState as built: its identity in checkpoints.
     std::array<std::uint8_t, 32> m_sceneDigest{};
+    std::unique_ptr<RoomLogic> m_logic;
+    std::optional<LogicSpec> m_logicSpec;         ///< what m_logic was made from (reload), when from a spec
+    std::shared_ptr<LogicContext> m_logicContext; ///< shared_ptr: its type is complete in one file only
+    bool m_logicStopped = false;
+    bool m_explicitStopOnLogicError = false; ///< RoomConfig::stopOnLogicError as the room was made
+    int m_logicDepth = 0;                    ///< hooks running (a hook's kick may make a leave call onLeave)
+    std::uint64_t m_hookTick = 0;            ///< RoomContext::tick() during hooks
+    double m_now = 0.0;                      ///< the latest time the room was given (logs' rate limits)
+    double m_lastLogicErrorLog = -1e9;       ///< when an error was last logged
+    std::uint64_t m_logicErrorsUnlogged = 0;
+    double m_logTokens = 20.0; ///< RoomContext::log's rate limit
+    double m_logTokenTime = 0.0;
+    std::vector<std::uint8_t> m_roomState;
+    std::uint32_t m_roomStateVersion = 0;
+    std::vector<std::pair<std::uint32_t, std::string>> m_pendingKicks;
+    std::uint64_t m_messagesQueued = 0;
+    std::vector<const QueuedMessage*> m_dueMessages;
+    std::vector<protocol::GameMessageFields> m_messageScratch;
+    std::vector<physics::SensorBeginEvent> m_sensorBegins; ///< copies of the step's events (hooks may
+    std::vector<physics::SensorEndEvent> m_sensorEnds;     ///< change the world while they are dispatched)
+    std::vector<physics::ContactBeginEvent> m_contactBegins;
+    std::vector<physics::ContactEndEvent> m_contactEnds;
+    std::vector<physics::ContactHitEvent> m_contactHits;
+    std::vector<physics::JointEvent> m_jointEvents;
     bool m_paused = false;
     std::uint64_t m_stepBudget = 0; ///< ticks to run while paused (admin Step)
     double m_timeScale = 1.0;

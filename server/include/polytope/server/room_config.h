@@ -6,10 +6,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace polytope::server
 {
+
+class RoomLogic;
 
 /// Spawns a player body for a client: the `spawnIndex`-th join of the room, at `at` when given (a Spawn
 /// input) or at the scene's spawn point otherwise. Returns false when the world refused.
@@ -73,6 +76,20 @@ struct RoomConfig
     bool keepBodiesOnLeave = false;    ///< a leaving client's bodies stay (unowned) instead of being removed
     double maxInputsPerSecond = 600.0; ///< per client, token bucket refill rate (new inputs, not resends)
     double maxInputBurst = 120.0;      ///< per client, token bucket size
+
+    // Game logic (room_logic.h, docs/GAME_RULES.md).
+    /// When set, the room runs the logic this makes, whatever its scene names (tests, games embedding the
+    /// server); otherwise the scene file's "logic" is made through the registry (makeLogic).
+    std::function<std::unique_ptr<RoomLogic>()> logic;
+    /// A hook that throws stops the room (clients told, joins refused) instead of being counted and skipped.
+    /// A scene file's "logic": {"stop_on_error": true} sets it too.
+    bool stopOnLogicError = false;
+    double maxGameMessagesPerSecond = 60.0;  ///< per client, token bucket refill rate
+    double maxGameMessageBurst = 30.0;       ///< per client, token bucket size
+    int maxQueuedGameMessagesPerClient = 64; ///< messages of one client waiting for their tick, 1..1024
+    double gameStateResendSeconds = 0.1;     ///< an unacknowledged game state is sent again after this
+    /// Poses kept for lag-compensated queries (pose_history.h), seconds of ticks, 0..1; 0 keeps none.
+    double lagCompensationSeconds = 0.5;
 
     /// Empty when every field is in range, else a message naming the first bad field.
     std::string validate() const;

@@ -27,6 +27,8 @@
 
 #include "polytope/physics/joints.h"
 #include "polytope/physics/world.h"
+#include "polytope/protocol/constants.h"
+#include "polytope/server/logic_spec.h"
 
 #include <cstdint>
 #include <functional>
@@ -39,11 +41,11 @@ namespace polytope::server
 {
 
 /// The largest room state and per-client state (bytes). Each travels whole in one datagram.
-inline constexpr std::size_t kMaxGameStateBytes = 1024;
+using protocol::kMaxGameStateBytes;
 /// The largest game message a client may send (bytes).
-inline constexpr std::size_t kMaxGameMessageBytes = 512;
+using protocol::kMaxGameMessageBytes;
 /// The longest refusal or kick reason sent to a client (bytes; longer ones are cut).
-inline constexpr std::size_t kMaxLogicReasonBytes = 128;
+using protocol::kMaxLogicReasonBytes;
 
 /// What a client was showing when it sent a message: its interpolation between the snapshots of `fromTick`
 /// and `toTick` at `fraction` (0: fromTick's poses; 1: toTick's). fromTick == toTick: one snapshot's poses.
@@ -249,14 +251,6 @@ class RoomLogic
         (void)room;
         (void)event;
     }
-};
-
-/// What a scene file says about its room's logic ("logic": {...}, docs/SCENES.md).
-struct LogicSpec
-{
-    std::string name;         ///< the registered logic ("lua" for scripts)
-    std::string script;       ///< a script's path, resolved against the scene file's folder; may be empty
-    std::string settingsJson; ///< the "settings" object as JSON text ("{}" when absent)
 };
 
 /// Makes a logic for a room; returns nullptr and sets `error` (one line) when the spec is unusable, e.g. a

@@ -52,6 +52,19 @@ struct RoomMetrics
     std::uint64_t bodiesSpawned = 0;     ///< player bodies created (joins and Spawn inputs)
     std::uint64_t bodiesRemoved = 0;     ///< owned bodies removed (Remove inputs, leaving clients)
     std::uint64_t clientsKicked = 0;
+    // Game logic (room_logic.h)
+    std::uint64_t logicErrors = 0;           ///< hooks that threw (script errors, budget stops included)
+    std::uint64_t logicReloads = 0;          ///< admin reloads carried out
+    std::uint64_t logicLogLinesDropped = 0;  ///< RoomContext::log lines over its rate limit
+    std::uint64_t joinsRefusedByLogic = 0;   ///< onJoinAttempt refusals (and joins of a stopped room)
+    std::uint64_t gameMessagesReceived = 0;  ///< in accepted ClientInput datagrams, duplicates included
+    std::uint64_t gameMessagesDuplicate = 0; ///< already received (resends), ignored
+    std::uint64_t gameMessagesRateLimited = 0;
+    std::uint64_t gameMessagesRefused = 0; ///< too far ahead, queue full, or no logic to take them
+    std::uint64_t gameMessagesLate = 0;    ///< arrived after their tick ran: delivered at the next tick
+    std::uint64_t gameMessagesDelivered = 0;
+    std::uint64_t gameStatesSent = 0; ///< GameState datagrams, resends included
+    std::uint64_t gameStatesResent = 0;
     std::uint64_t adminCommands = 0;          ///< admin commands carried out (any outcome)
     std::uint64_t pausedTicks = 0;            ///< tick slots skipped while paused
     std::uint64_t bodiesDeferred = 0;         ///< changed bodies left out of a snapshot by a client's budget

@@ -15,6 +15,7 @@
 
 #include "polytope/physics/shapes.h"
 #include "polytope/physics/world.h"
+#include "polytope/server/logic_spec.h"
 #include "polytope/server/regular_file.h"
 
 #include <cstddef>
@@ -137,6 +138,10 @@ struct SceneDescription
     std::vector<SceneGeometry> geometry;    ///< meshes and heightfields, in the order bodies first name them
     std::vector<SceneLayerPair> layerPairs; ///< applied in order; each pair of layers at most once
     std::vector<SceneJoint> joints;         ///< created after every body, in file order
+    /// The room's game logic, if the scene names one (script resolved against the scene file's folder by
+    /// loadSceneFile; as written by parseSceneJson).
+    std::optional<LogicSpec> logic;
+    bool stopOnLogicError = false; ///< "logic": {"stop_on_error": true}
     /// Things loadSceneGeometry skipped in geometry files that do not make them wrong ("bodies[2].shape.file:
     /// level.obj: dropped 3 degenerate triangles ..."), one line each, for the log.
     std::vector<std::string> warnings;
