@@ -8,9 +8,11 @@
 //   walk at the best hit so far, so a closest query skips what lies behind it.
 // - Each body is then tested exactly by the single-shape routines, in the body's local frame (raycast.h's
 //   rayShape, shape_cast.h's castShape, GJK and EPA on support functions) and the result is brought back to
-//   the world frame. The tree's boxes are fat (the broadphase margin around each shape), so its float slab
-//   and box tests never drop a body the exact test would hit; only with WorldConfig::broadphaseMargin 0
-//   could a hit that grazes a body's bounding box within float rounding be missed.
+//   the world frame. The ray and cast tests of one body are public (shape_queries.h), so that a caller
+//   holding poses of its own (the server's rewind for lag compensation) gets the same answers. The tree's
+//   boxes are fat (the broadphase margin around each shape), so its float slab and box tests never drop a
+//   body the exact test would hit; only with WorldConfig::broadphaseMargin 0 could a hit that grazes a body's
+//   bounding box within float rounding be missed.
 // - Compounds are tested child by child, meshes and heightfields triangle by triangle, in the body's frame:
 //   the triangles whose boxes meet the query's box (for a cast, the start box swept to the walk's clip)
 //   come from the mesh's tree or the heightfield's grid, and each is tested as a two-sided flat convex set
@@ -30,6 +32,7 @@
 #include "polytope/physics/gjk.h"
 #include "polytope/physics/heightfield.h"
 #include "polytope/physics/mass.h"
+#include "polytope/physics/shape_queries.h"
 #include "polytope/physics/support.h"
 #include "polytope/physics/triangle_mesh.h"
 #include "polytope/physics/world.h"
@@ -414,35 +417,35 @@ bool World::queryAccepts(const QueryFilter& filter, std::uint32_t index) const
 // ---- Rays
 // ---------------------------------------------------------------------------------------------------
 
-bool World::rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit& hit) const
+bool castRayAgainstShape(const RayCastInput& ray, const Shape& shape, const Transform& transform,
+                         const ShapeCatalogue& catalogue, RayCastHit& hit, std::uint32_t& subShape)
 {
-    const Transform& xf = m_sims[index].transform;
+    const Transform& xf = transform;
     const RayCastInput local{inverseTransformPoint(xf, ray.origin), inverseRotate(xf.q, ray.translation),
                              ray.maxFraction};
-    const Shape& shape = m_shapes[index];
     RayCastHit localHit;
-    std::uint32_t subShape = 0;
+    std::uint32_t piece = 0;
     bool found = false;
     // A mesh or heightfield: their ray hits carry the same fields.
     const auto closestTriangle = [&](const auto& triangles, auto mode, auto triangleHit)
     {
         found = triangles.castRay(local, mode, triangleHit);
         localHit = triangleHit.hit;
-        subShape = triangleHit.triangle;
+        piece = triangleHit.triangle;
     };
     switch (shape.type)
     {
     case ShapeType::Mesh:
-        closestTriangle(*m_meshes[shape.catalogueIndex], MeshRayMode::Closest, MeshRayCastHit{});
+        closestTriangle(*catalogue.meshes[shape.catalogueIndex], MeshRayMode::Closest, MeshRayCastHit{});
         break;
     case ShapeType::HeightField:
-        closestTriangle(*m_heightFields[shape.catalogueIndex], HeightFieldRayMode::Closest,
+        closestTriangle(*catalogue.heightFields[shape.catalogueIndex], HeightFieldRayMode::Closest,
                         HeightFieldRayHit{});
         break;
     case ShapeType::Compound:
     {
         // The closest child: each in its own frame, ties to the lower child index.
-        const CompoundShape& compound = m_compounds[shape.catalogueIndex];
+        const CompoundShape& compound = catalogue.compounds[shape.catalogueIndex];
         for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(compound.children.size()); ++i)
         {
             const CompoundChild& child = compound.children[i];
@@ -450,11 +453,11 @@ bool World::rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit&
                                        inverseRotate(child.transform.q, local.translation),
                                        local.maxFraction};
             RayCastHit childHit;
-            if (rayShape(child.shape, inChild, m_hulls, childHit) &&
+            if (rayShape(child.shape, inChild, catalogue.hulls, childHit) &&
                 (!found || childHit.fraction < localHit.fraction))
             {
                 found = true;
-                subShape = i;
+                piece = i;
                 localHit = {childHit.fraction, transformPoint(child.transform, childHit.point),
                             rotate(child.transform.q, childHit.normal)};
             }
@@ -462,17 +465,30 @@ bool World::rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit&
         break;
     }
     default:
-        found = rayShape(shape, local, m_hulls, localHit);
+        found = rayShape(shape, local, catalogue.hulls, localHit);
         break;
     }
     if (!found)
     {
         return false;
     }
+    hit = {localHit.fraction, transformPoint(xf, localHit.point), rotate(xf.q, localHit.normal)};
+    subShape = piece;
+    return true;
+}
+
+bool World::rayOnBody(const RayCastInput& ray, std::uint32_t index, RayQueryHit& hit) const
+{
+    RayCastHit shapeHit;
+    std::uint32_t subShape = 0;
+    if (!castRayAgainstShape(ray, m_shapes[index], m_sims[index].transform, catalogue(), shapeHit, subShape))
+    {
+        return false;
+    }
     hit.body = {index, m_bodies[index].generation};
-    hit.fraction = localHit.fraction;
-    hit.point = transformPoint(xf, localHit.point);
-    hit.normal = rotate(xf.q, localHit.normal);
+    hit.fraction = shapeHit.fraction;
+    hit.point = shapeHit.point;
+    hit.normal = shapeHit.normal;
     hit.subShape = subShape;
     return true;
 }
@@ -526,14 +542,15 @@ void World::castRayAll(const RayCastInput& ray, const QueryFilter& filter, RayHi
 // ---- Shape casts
 // --------------------------------------------------------------------------------------------
 
-bool World::castOnBody(const ShapeCastInput& cast, std::uint32_t index, float clip, ShapeQueryHit& hit) const
+bool castShapeAgainstShape(const ShapeCastInput& cast, const Shape& shape, const Transform& transform,
+                           const ShapeCatalogue& catalogue, ShapeCastHit& hit, std::uint32_t& subShape,
+                           float clip)
 {
-    const Shape& shape = m_shapes[index];
-    ShapeCastHit bodyHit;
-    std::uint32_t subShape = 0;
+    ShapeCastHit shapeHit;
+    std::uint32_t piece = 0;
     if (isTriangleShape(shape.type))
     {
-        if (!castOnTriangles(cast, shape, m_sims[index].transform, catalogue(), clip, bodyHit, subShape))
+        if (!castOnTriangles(cast, shape, transform, catalogue, clip, shapeHit, piece))
         {
             return false;
         }
@@ -541,18 +558,18 @@ bool World::castOnBody(const ShapeCastInput& cast, std::uint32_t index, float cl
     else if (shape.type == ShapeType::Compound)
     {
         // The first child touched (ties to the lower child index).
-        const CompoundShape& compound = m_compounds[shape.catalogueIndex];
+        const CompoundShape& compound = catalogue.compounds[shape.catalogueIndex];
         bool found = false;
         for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(compound.children.size()); ++i)
         {
             const CompoundChild& child = compound.children[i];
             ShapeCastHit childHit;
-            if (castShape(cast, child.shape, m_sims[index].transform * child.transform, m_hulls, childHit) &&
-                (!found || childHit.fraction < bodyHit.fraction))
+            if (castShape(cast, child.shape, transform * child.transform, catalogue.hulls, childHit) &&
+                (!found || childHit.fraction < shapeHit.fraction))
             {
                 found = true;
-                bodyHit = childHit;
-                subShape = i;
+                shapeHit = childHit;
+                piece = i;
             }
         }
         if (!found)
@@ -560,7 +577,21 @@ bool World::castOnBody(const ShapeCastInput& cast, std::uint32_t index, float cl
             return false;
         }
     }
-    else if (!castShape(cast, shape, m_sims[index].transform, m_hulls, bodyHit))
+    else if (!castShape(cast, shape, transform, catalogue.hulls, shapeHit))
+    {
+        return false;
+    }
+    hit = shapeHit;
+    subShape = piece;
+    return true;
+}
+
+bool World::castOnBody(const ShapeCastInput& cast, std::uint32_t index, float clip, ShapeQueryHit& hit) const
+{
+    ShapeCastHit bodyHit;
+    std::uint32_t subShape = 0;
+    if (!castShapeAgainstShape(cast, m_shapes[index], m_sims[index].transform, catalogue(), bodyHit, subShape,
+                               clip))
     {
         return false;
     }
