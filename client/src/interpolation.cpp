@@ -424,4 +424,13 @@ SampleResult InterpolationBuffer::sample(double localNow, std::vector<SnapshotBo
     return result;
 }
 
+ViewTime viewOf(const SampleResult& sample)
+{
+    if (sample.kind == SampleKind::Interpolated)
+    {
+        return {sample.fromTick, sample.toTick, static_cast<float>(std::clamp(sample.alpha, 0.0, 1.0))};
+    }
+    return {sample.fromTick, sample.fromTick, 0.0f};
+}
+
 } // namespace polytope::client

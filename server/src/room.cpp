@@ -491,6 +491,10 @@ void Room::runTick(double now)
     }
     m_world.step(static_cast<float>(m_tickSeconds));
     m_tick = next;
+    if (m_poseHistory)
+    {
+        m_poseHistory->record(m_world, m_tick);
+    }
     if (m_logic && !m_logicStopped)
     {
         m_hookTick = next;

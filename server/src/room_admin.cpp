@@ -298,6 +298,11 @@ bool Room::restoreState(std::span<const std::uint8_t> data, std::string& error)
     // No client is in the room (checked above), so no input is queued.
     m_replicator.forgetBodies(replications());
     m_replicator.refreshCatalogue(m_world, m_tick, replications());
+    if (m_poseHistory)
+    {
+        m_poseHistory->clear(); // the poses of a world that is gone
+        m_poseHistory->record(m_world, m_tick);
+    }
     return true;
 }
 

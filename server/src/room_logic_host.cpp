@@ -139,23 +139,21 @@ class Room::LogicContext final : public RoomContext
                        const physics::QueryFilter& filter, physics::RayQueryHit& hit,
                        RewindStatus* status) const override
     {
-        (void)view;
-        if (status)
-        {
-            *status = RewindStatus::Unavailable;
-        }
-        return m_room.m_world.castRayClosest(ray, filter, hit);
+        return rewound(
+            status,
+            [&](const PoseHistory& history)
+            { return history.castRayAt(m_room.m_world, view, ray, filter, hit); },
+            [&] { return m_room.m_world.castRayClosest(ray, filter, hit); });
     }
     bool castShapeAsSeen(const ViewTime& view, const physics::ShapeCastInput& cast,
                          const physics::QueryFilter& filter, physics::ShapeQueryHit& hit,
                          RewindStatus* status) const override
     {
-        (void)view;
-        if (status)
-        {
-            *status = RewindStatus::Unavailable;
-        }
-        return m_room.m_world.castShapeClosest(cast, filter, hit);
+        return rewound(
+            status,
+            [&](const PoseHistory& history)
+            { return history.castShapeAt(m_room.m_world, view, cast, filter, hit); },
+            [&] { return m_room.m_world.castShapeClosest(cast, filter, hit); });
     }
 
     void log(std::string_view message) override
@@ -174,6 +172,33 @@ class Room::LogicContext final : public RoomContext
     }
 
   private:
+    /// A query against the pose history (counted by how it went), or against the live world when the room
+    /// keeps none.
+    template <class Rewound, class Live>
+    bool rewound(RewindStatus* status, Rewound&& query, Live&& live) const
+    {
+        RoomMetrics& metrics = m_room.m_metrics;
+        ++metrics.rewoundQueries;
+        if (!m_room.m_poseHistory)
+        {
+            ++metrics.rewoundWithoutHistory;
+            if (status)
+            {
+                *status = RewindStatus::NoHistory;
+            }
+            return live();
+        }
+        const RewindResult result = query(*m_room.m_poseHistory);
+        metrics.rewoundClamped +=
+            result.status == RewindStatus::ClampedToOldest || result.status == RewindStatus::ClampedToNewest;
+        metrics.rewoundInvalid += result.status == RewindStatus::InvalidView;
+        if (status)
+        {
+            *status = result.status;
+        }
+        return result.hit;
+    }
+
     Client* ownerOf(physics::BodyId body) const
     {
         for (const ClientSlot slot : m_room.m_members)
@@ -228,6 +253,25 @@ void Room::startLogic(std::unique_ptr<RoomLogic> logic, std::optional<LogicSpec>
     if (!m_logicContext)
     {
         m_logicContext = std::make_shared<LogicContext>(*this);
+    }
+    // Poses for lag compensation, of this world only.
+    if (m_logic && m_config.lagCompensationSeconds > 0.0)
+    {
+        if (!m_poseHistory)
+        {
+            PoseHistoryConfig history;
+            history.tickRateHz = m_config.tickRateHz;
+            history.maxRoundTripSeconds = m_config.lagCompensationSeconds; // the whole window
+            history.interpolationDelaySeconds = 0.0;
+            history.snapshotIntervalSeconds = 0.0;
+            m_poseHistory = std::make_unique<PoseHistory>(history);
+        }
+        m_poseHistory->clear();
+        m_poseHistory->record(m_world, m_tick);
+    }
+    else
+    {
+        m_poseHistory.reset();
     }
     if (m_logic)
     {

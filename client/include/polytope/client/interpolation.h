@@ -149,6 +149,10 @@ class InterpolationBuffer
     InterpolationStats m_stats;
 };
 
+/// What a frame showed, for a game message's lag compensation (Client::sendGameMessage): between fromTick
+/// and toTick at alpha when interpolating; a held or extrapolated frame names the snapshot it started from.
+ViewTime viewOf(const SampleResult& sample);
+
 /// Pose helpers (exposed for tests and the viewer).
 std::array<float, 3> lerpPosition(const std::array<float, 3>& a, const std::array<float, 3>& b, double t);
 /// Normalized lerp of unit quaternions (x, y, z, w) taking the short way (b negated when a.b < 0).

@@ -302,6 +302,9 @@ class Room
     /// BLAKE2b-256 of the running scene's World::saveState as built: its identity in checkpoints.
     std::array<std::uint8_t, 32> m_sceneDigest{};
     std::unique_ptr<RoomLogic> m_logic;
+    /// The moving bodies' recent poses (lag compensation), kept while a logic runs and
+    /// RoomConfig::lagCompensationSeconds > 0.
+    std::unique_ptr<PoseHistory> m_poseHistory;
     std::optional<LogicSpec> m_logicSpec;         ///< what m_logic was made from (reload), when from a spec
     std::shared_ptr<LogicContext> m_logicContext; ///< shared_ptr: its type is complete in one file only
     bool m_logicStopped = false;

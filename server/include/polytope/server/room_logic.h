@@ -29,6 +29,7 @@
 #include "polytope/physics/world.h"
 #include "polytope/protocol/constants.h"
 #include "polytope/server/logic_spec.h"
+#include "polytope/server/pose_history.h"
 
 #include <cstdint>
 #include <functional>
@@ -46,15 +47,6 @@ using protocol::kMaxGameStateBytes;
 using protocol::kMaxGameMessageBytes;
 /// The longest refusal or kick reason sent to a client (bytes; longer ones are cut).
 using protocol::kMaxLogicReasonBytes;
-
-/// What a client was showing when it sent a message: its interpolation between the snapshots of `fromTick`
-/// and `toTick` at `fraction` (0: fromTick's poses; 1: toTick's). fromTick == toTick: one snapshot's poses.
-struct ViewTime
-{
-    std::uint64_t fromTick = 0;
-    std::uint64_t toTick = 0;
-    float fraction = 0.0f;
-};
 
 /// A client as the logic sees it.
 struct ClientInfo
@@ -99,14 +91,6 @@ inline constexpr std::uint32_t kLogicContactBegin = 1u << 1;
 inline constexpr std::uint32_t kLogicContactEnd = 1u << 2;
 inline constexpr std::uint32_t kLogicContactHit = 1u << 3;
 inline constexpr std::uint32_t kLogicJointEvents = 1u << 4;
-
-/// How a lag-compensated query went (RoomContext::castRayAsSeen).
-enum class RewindStatus : std::uint8_t
-{
-    Exact = 0,   ///< the view's ticks were all in the room's pose history
-    Clamped,     ///< older than the history (or newer than the room): the nearest held poses were used
-    Unavailable, ///< the room keeps no history (RoomConfig::lagCompensationSeconds is 0)
-};
 
 /// What a hook may read and do. Valid only during the hook it was passed to.
 class RoomContext
@@ -155,7 +139,9 @@ class RoomContext
 
     // ---- Lag compensation (pose_history.h): queries against the moving bodies where a client saw them
     /// The closest hit of `ray` with the dynamic and kinematic bodies at the poses `view` showed (the static
-    /// world as it is now). False on a miss.
+    /// world as it is now), from the room's pose history (RoomConfig::lagCompensationSeconds). False on a
+    /// miss. `status` says whether the view was held (Exact), clamped to the history, invalid, or whether
+    /// the room keeps no history (NoHistory: then the live world was queried).
     virtual bool castRayAsSeen(const ViewTime& view, const physics::RayCastInput& ray,
                                const physics::QueryFilter& filter, physics::RayQueryHit& hit,
                                RewindStatus* status = nullptr) const = 0;

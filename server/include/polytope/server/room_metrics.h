@@ -65,6 +65,10 @@ struct RoomMetrics
     std::uint64_t gameMessagesDelivered = 0;
     std::uint64_t gameStatesSent = 0; ///< GameState datagrams, resends included
     std::uint64_t gameStatesResent = 0;
+    std::uint64_t rewoundQueries = 0;         ///< lag-compensated queries (RoomContext::castRayAsSeen, ...)
+    std::uint64_t rewoundClamped = 0;         ///< of those, with a view outside the pose history (clamped)
+    std::uint64_t rewoundInvalid = 0;         ///< of those, with a malformed view (nothing queried)
+    std::uint64_t rewoundWithoutHistory = 0;  ///< of those, in a room keeping no history (live world queried)
     std::uint64_t adminCommands = 0;          ///< admin commands carried out (any outcome)
     std::uint64_t pausedTicks = 0;            ///< tick slots skipped while paused
     std::uint64_t bodiesDeferred = 0;         ///< changed bodies left out of a snapshot by a client's budget
