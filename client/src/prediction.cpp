@@ -15,8 +15,7 @@ namespace
 constexpr std::size_t kTransitSamples = 256;
 } // namespace
 
-Predictor::Predictor(const PredictionConfig& config)
-    : m_config(config), m_world(config.world)
+Predictor::Predictor(const PredictionConfig& config) : m_config(config), m_world(config.world)
 {
     m_history.resize(std::max<std::size_t>(m_config.historyTicks, 2));
     m_transits.resize(kTransitSamples);
@@ -37,8 +36,8 @@ const PredictedBody* Predictor::body(std::uint32_t id) const
 
 void Predictor::addSnapshot(const Client& client, const ReceivedSnapshot& snapshot)
 {
-    if (client.tickRateHz() <= 0 || !std::isfinite(snapshot.receiveTime) || !std::isfinite(snapshot.serverTime) ||
-        (m_clockStarted && snapshot.tick <= m_lastSnapshotTick))
+    if (client.tickRateHz() <= 0 || !std::isfinite(snapshot.receiveTime) ||
+        !std::isfinite(snapshot.serverTime) || (m_clockStarted && snapshot.tick <= m_lastSnapshotTick))
     {
         return; // the client hands snapshots out in order; anything else is ignored
     }
@@ -156,7 +155,8 @@ void Predictor::advanceClock(const Client& client, double now)
     }
     else
     {
-        const double correction = m_config.clockCorrectionSeconds > 0.0 ? error / m_config.clockCorrectionSeconds : 0.0;
+        const double correction =
+            m_config.clockCorrectionSeconds > 0.0 ? error / m_config.clockCorrectionSeconds : 0.0;
         const double rate = 1.0 + std::clamp(correction, -m_config.maxRateChange, m_config.maxRateChange);
         m_clock += elapsed * rate;
     }

@@ -27,8 +27,10 @@ physics::Transform poseOf(const SnapshotBody& body)
 
 bool finitePose(const SnapshotBody& body)
 {
-    return std::all_of(body.position.begin(), body.position.end(), [](float v) { return std::isfinite(v); }) &&
-           std::all_of(body.orientation.begin(), body.orientation.end(), [](float v) { return std::isfinite(v); });
+    return std::all_of(body.position.begin(), body.position.end(),
+                       [](float v) { return std::isfinite(v); }) &&
+           std::all_of(body.orientation.begin(), body.orientation.end(),
+                       [](float v) { return std::isfinite(v); });
 }
 
 bool positiveExtent(const std::array<float, 3>& e)
@@ -145,7 +147,8 @@ bool Predictor::createLocal(const Client& client, Tracked& tracked, const Snapsh
         if (m_snapshotVelocities)
         {
             desc.linearVelocity = {body.velocity.linear[0], body.velocity.linear[1], body.velocity.linear[2]};
-            desc.angularVelocity = {body.velocity.angular[0], body.velocity.angular[1], body.velocity.angular[2]};
+            desc.angularVelocity = {body.velocity.angular[0], body.velocity.angular[1],
+                                    body.velocity.angular[2]};
         }
     }
     else
@@ -215,7 +218,8 @@ bool Predictor::shapeFor(const Client& client, const SnapshotBody& body, bool dy
     }
 }
 
-bool Predictor::geometryShape(const Client& client, const SnapshotBody& body, bool dynamic, physics::Shape& out)
+bool Predictor::geometryShape(const Client& client, const SnapshotBody& body, bool dynamic,
+                              physics::Shape& out)
 {
     for (const CachedGeometry& c : m_geometryCache)
     {
@@ -225,7 +229,8 @@ bool Predictor::geometryShape(const Client& client, const SnapshotBody& body, bo
             return !dynamic || c.kind == protocol::wire::ShapeKind::Hull;
         }
     }
-    const protocol::ReceivedGeometry* received = body.geometry != 0 ? client.geometry().find(body.geometry) : nullptr;
+    const protocol::ReceivedGeometry* received =
+        body.geometry != 0 ? client.geometry().find(body.geometry) : nullptr;
     if (!received || received->kind != body.shape)
     {
         return false; // not here yet: tried again with the next snapshot
@@ -240,7 +245,9 @@ bool Predictor::geometryShape(const Client& client, const SnapshotBody& body, bo
             points.push_back({v[0], v[1], v[2]});
         }
         const physics::HullResult hull = physics::buildConvexHull(points);
-        const physics::AddHullResult added = hull.ok() ? m_world.addHull(hull.hull) : physics::AddHullResult{0, physics::WorldStatus::InvalidHull};
+        const physics::AddHullResult added =
+            hull.ok() ? m_world.addHull(hull.hull)
+                      : physics::AddHullResult{0, physics::WorldStatus::InvalidHull};
         if (added.status != physics::WorldStatus::Ok)
         {
             return false;
@@ -278,7 +285,8 @@ bool Predictor::geometryShape(const Client& client, const SnapshotBody& body, bo
         desc.holeMask = h.holes;
         physics::HeightFieldBuildResult field = physics::buildHeightField(desc);
         const physics::AddShapeResult added =
-            field.ok() ? m_world.addHeightField(std::make_shared<const physics::HeightField>(std::move(field.heightField)))
+            field.ok() ? m_world.addHeightField(
+                             std::make_shared<const physics::HeightField>(std::move(field.heightField)))
                        : physics::AddShapeResult{0, physics::WorldStatus::InvalidShape};
         if (added.status != physics::WorldStatus::Ok)
         {

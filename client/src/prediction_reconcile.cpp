@@ -67,10 +67,9 @@ physics::Transform interpolate(const physics::Transform& a, const physics::Trans
     physics::Transform t;
     t.p = a.p + (b.p - a.p) * alpha;
     const float sign = physics::dot(a.q, b.q) < 0.0f ? -1.0f : 1.0f;
-    t.q = physics::normalize(physics::Quat{a.q.x + (sign * b.q.x - a.q.x) * alpha,
-                                           a.q.y + (sign * b.q.y - a.q.y) * alpha,
-                                           a.q.z + (sign * b.q.z - a.q.z) * alpha,
-                                           a.q.w + (sign * b.q.w - a.q.w) * alpha});
+    t.q = physics::normalize(
+        physics::Quat{a.q.x + (sign * b.q.x - a.q.x) * alpha, a.q.y + (sign * b.q.y - a.q.y) * alpha,
+                      a.q.z + (sign * b.q.z - a.q.z) * alpha, a.q.w + (sign * b.q.w - a.q.w) * alpha});
     return t;
 }
 } // namespace
@@ -161,7 +160,8 @@ void Predictor::correct(std::uint64_t tick, bool snap)
         const physics::Transform after = rawPose(t);
         PredictedBody& view = m_view[t.view];
         view.rawJump = view.rawJump + (after.p - before.p);
-        view.rawJumpRotation = view.rawJumpRotation + rotationVectorOf(after.q * physics::conjugate(before.q));
+        view.rawJumpRotation =
+            view.rawJumpRotation + rotationVectorOf(after.q * physics::conjugate(before.q));
         view.raw = after;
         if (snap)
         {
@@ -258,8 +258,8 @@ void Predictor::smooth(double seconds)
         const physics::Quat turnBefore = quatFromRotationVector(t.turn);
         dampTowardsZero(t.offset, t.offsetVelocity, omega, seconds);
         dampTowardsZero(t.turn, t.turnVelocity, omega, seconds);
-        if (!physics::isFinite(t.offset) || !physics::isFinite(t.offsetVelocity) || !physics::isFinite(t.turn) ||
-            !physics::isFinite(t.turnVelocity))
+        if (!physics::isFinite(t.offset) || !physics::isFinite(t.offsetVelocity) ||
+            !physics::isFinite(t.turn) || !physics::isFinite(t.turnVelocity))
         {
             t.offset = t.offsetVelocity = t.turn = t.turnVelocity = {};
         }

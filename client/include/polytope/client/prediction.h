@@ -59,13 +59,13 @@ namespace polytope::client
 /// a built-in scene's player sphere (server/src/room_scene.cpp); a scene file's player template may differ.
 struct PredictedBodyMaterial
 {
-    float density = 500.0f;       ///< kg/m^3, > 0
-    float friction = 0.6f;        ///< Coulomb coefficient
-    float restitution = 0.2f;     ///< 0 .. 1
-    float linearDamping = 0.1f;   ///< 1/s
-    float angularDamping = 0.5f;  ///< 1/s
-    float gravityScale = 1.0f;    ///< times the World's gravity
-    float otherFriction = 0.6f;   ///< friction of the other bodies (the built-in scenes' ground has 0.6)
+    float density = 500.0f;        ///< kg/m^3, > 0
+    float friction = 0.6f;         ///< Coulomb coefficient
+    float restitution = 0.2f;      ///< 0 .. 1
+    float linearDamping = 0.1f;    ///< 1/s
+    float angularDamping = 0.5f;   ///< 1/s
+    float gravityScale = 1.0f;     ///< times the World's gravity
+    float otherFriction = 0.6f;    ///< friction of the other bodies (the built-in scenes' ground has 0.6)
     float otherRestitution = 0.0f; ///< restitution of the other bodies
 };
 
@@ -78,19 +78,20 @@ struct PredictionConfig
     std::size_t historyTicks = 120; ///< ticks of saved state (2 s at 60 Hz): older snapshots cannot reconcile
 
     // The predicted clock (see the file comment).
-    double safetyMarginSeconds = 0.04;       ///< lead beyond the round trip (see the file comment)
-    double marginRttVariations = 2.0;        ///< plus this many RTT variations (jitter)
-    double clockWindowSeconds = 2.0;         ///< arrivals over which the fastest transit is taken
-    double clockCorrectionSeconds = 0.5;     ///< a clock error is corrected at error / this per second
-    double maxRateChange = 0.1;              ///< the clock runs at 1 +- this
-    double clockSnapSeconds = 0.25;          ///< beyond this error the clock jumps
-    int maxTicksPerUpdate = 30;              ///< ticks stepped in one update() at most (a stall drops the rest)
+    double safetyMarginSeconds = 0.04;   ///< lead beyond the round trip (see the file comment)
+    double marginRttVariations = 2.0;    ///< plus this many RTT variations (jitter)
+    double clockWindowSeconds = 2.0;     ///< arrivals over which the fastest transit is taken
+    double clockCorrectionSeconds = 0.5; ///< a clock error is corrected at error / this per second
+    double maxRateChange = 0.1;          ///< the clock runs at 1 +- this
+    double clockSnapSeconds = 0.25;      ///< beyond this error the clock jumps
+    int maxTicksPerUpdate = 30;          ///< ticks stepped in one update() at most (a stall drops the rest)
 
     // Reconciliation and smoothing.
-    float toleranceMeters = 0.002f;            ///< smaller position errors are quantization: left alone
-    float toleranceRadians = 0.004f;           ///< smaller orientation errors likewise
-    double smoothingTimeConstantSeconds = 0.05; ///< of the critically damped offset; 0: corrections show at once
-    float snapDistanceMeters = 2.0f;           ///< larger position errors are shown at once (teleports)
+    float toleranceMeters = 0.002f;  ///< smaller position errors are quantization: left alone
+    float toleranceRadians = 0.004f; ///< smaller orientation errors likewise
+    double smoothingTimeConstantSeconds =
+        0.05;                        ///< of the critically damped offset; 0: corrections show at once
+    float snapDistanceMeters = 2.0f; ///< larger position errors are shown at once (teleports)
 
     static physics::WorldConfig smallWorld()
     {
@@ -128,19 +129,20 @@ struct PredictedBody
 struct PredictionStats
 {
     std::uint64_t updates = 0;
-    std::uint64_t ticksPredicted = 0;   ///< ticks stepped forwards
-    std::uint64_t ticksResimulated = 0; ///< ticks stepped again after a restore
-    std::uint64_t inputsSent = 0;       ///< accepted by the client and kept
-    std::uint64_t inputsRefused = 0;    ///< refused by Client::sendInput (invalid, not connected, too many)
-    std::uint64_t snapshotsCompared = 0;    ///< snapshots whose owned poses were compared with the prediction
-    std::uint64_t corrections = 0;          ///< of them, those that restored and re-simulated
-    std::uint64_t snaps = 0;                ///< corrections shown at once (beyond snapDistanceMeters, new bodies)
+    std::uint64_t ticksPredicted = 0;    ///< ticks stepped forwards
+    std::uint64_t ticksResimulated = 0;  ///< ticks stepped again after a restore
+    std::uint64_t inputsSent = 0;        ///< accepted by the client and kept
+    std::uint64_t inputsRefused = 0;     ///< refused by Client::sendInput (invalid, not connected, too many)
+    std::uint64_t snapshotsCompared = 0; ///< snapshots whose owned poses were compared with the prediction
+    std::uint64_t corrections = 0;       ///< of them, those that restored and re-simulated
+    std::uint64_t snaps = 0; ///< corrections shown at once (beyond snapDistanceMeters, new bodies)
     std::uint64_t snapshotsOutsideHistory = 0; ///< too old (or before a body change) to compare
-    std::uint64_t clockJumps = 0;           ///< the predicted clock jumped (start, long stalls)
-    std::uint64_t ticksDropped = 0;         ///< ticks skipped by maxTicksPerUpdate
-    std::uint64_t bodiesWithoutShape = 0;   ///< bodies left out of the local World (geometry not here, compound)
-    std::uint64_t restoreFailures = 0;      ///< World::restoreState refused a saved state (should not happen)
-    float largestRawErrorMeters = 0.0f;     ///< snapshot vs prediction at its tick, over all owned bodies
+    std::uint64_t clockJumps = 0;              ///< the predicted clock jumped (start, long stalls)
+    std::uint64_t ticksDropped = 0;            ///< ticks skipped by maxTicksPerUpdate
+    std::uint64_t bodiesWithoutShape =
+        0;                              ///< bodies left out of the local World (geometry not here, compound)
+    std::uint64_t restoreFailures = 0;  ///< World::restoreState refused a saved state (should not happen)
+    float largestRawErrorMeters = 0.0f; ///< snapshot vs prediction at its tick, over all owned bodies
     float largestRawErrorRadians = 0.0f;
     float largestVisibleCorrectionMeters = 0.0f; ///< over updates, of PredictedBody::visibleCorrectionMeters
     float largestVisibleCorrectionRadians = 0.0f;
@@ -161,7 +163,8 @@ class Predictor
     /// poses to reconcile against at the next update().
     void addSnapshot(const Client& client, const ReceivedSnapshot& snapshot);
     /// Sends `input` through `client` for inputTick() (its tick is overwritten) and keeps it to apply locally
-    /// at that tick. Returns the client's sequence, 0 when refused (not ready, invalid, refused by the client).
+    /// at that tick. Returns the client's sequence, 0 when refused (not ready, invalid, refused by the
+    /// client).
     std::uint32_t sendInput(Client& client, const protocol::InputCommand& input);
     /// Reconciles with the newest snapshot added, advances the predicted clock to local time `now` (seconds)
     /// stepping the World up to its tick, and moves the drawn poses on.
@@ -196,17 +199,17 @@ class Predictor
         physics::Transform newest{}; ///< the newest snapshot's pose
         physics::Transform placed{}; ///< where the local World has it (others only)
         // Owned bodies only.
-        bool inSnapshot = false;        ///< present in the snapshot waiting to be reconciled
-        bool snapNext = false;          ///< the next comparison shows its correction at once (new body)
-        physics::Transform server{};    ///< its pose in that snapshot
+        bool inSnapshot = false;         ///< present in the snapshot waiting to be reconciled
+        bool snapNext = false;           ///< the next comparison shows its correction at once (new body)
+        physics::Transform server{};     ///< its pose in that snapshot
         protocol::BodyVelocity velocity; ///< and velocity, when the session sends them
-        physics::Transform previous{};  ///< raw pose after tick m_tick - 1
-        physics::Transform current{};   ///< raw pose after tick m_tick
-        physics::Vec3 offset{};         ///< drawn minus raw, metres
-        physics::Vec3 offsetVelocity{}; ///< m/s
-        physics::Vec3 turn{};           ///< drawn orientation = rotation(turn) * raw, rotation vector
-        physics::Vec3 turnVelocity{};   ///< rad/s
-        std::size_t view = 0;           ///< index in m_view
+        physics::Transform previous{};   ///< raw pose after tick m_tick - 1
+        physics::Transform current{};    ///< raw pose after tick m_tick
+        physics::Vec3 offset{};          ///< drawn minus raw, metres
+        physics::Vec3 offsetVelocity{};  ///< m/s
+        physics::Vec3 turn{};            ///< drawn orientation = rotation(turn) * raw, rotation vector
+        physics::Vec3 turnVelocity{};    ///< rad/s
+        std::size_t view = 0;            ///< index in m_view
     };
     struct OwnedPose
     {
@@ -277,25 +280,25 @@ class Predictor
     physics::World m_world;
     std::vector<Tracked> m_tracked; ///< by id
     std::vector<PredictedBody> m_view;
-    std::vector<TickRecord> m_history; ///< ring, by tick mod size
-    std::vector<KeptInput> m_inputs;   ///< by tick, then order sent
+    std::vector<TickRecord> m_history;     ///< ring, by tick mod size
+    std::vector<KeptInput> m_inputs;       ///< by tick, then order sent
     std::vector<TransitSample> m_transits; ///< ring
     std::size_t m_transitNext = 0;
     std::size_t m_transitCount = 0;
-    std::vector<CachedGeometry> m_geometryCache; ///< geometry already in the World's catalogues
+    std::vector<CachedGeometry> m_geometryCache;     ///< geometry already in the World's catalogues
     std::vector<physics::Transform> m_beforeScratch; ///< raw poses before a correction, per owned body
 
     double m_tickSeconds = 1.0 / 60.0;
     int m_tickRateHz = 60;
     bool m_clockStarted = false;
-    double m_clock = 0.0;     ///< server seconds the prediction shows
-    double m_lastNow = 0.0;   ///< local seconds of the last update
-    float m_alpha = 0.0f;     ///< the clock's fraction of the tick after m_tick, of the last update
+    double m_clock = 0.0;   ///< server seconds the prediction shows
+    double m_lastNow = 0.0; ///< local seconds of the last update
+    float m_alpha = 0.0f;   ///< the clock's fraction of the tick after m_tick, of the last update
     double m_leadSeconds = 0.0;
-    std::uint64_t m_tick = 0; ///< the newest tick stepped
+    std::uint64_t m_tick = 0;         ///< the newest tick stepped
     std::uint64_t m_historyFloor = 0; ///< records of older ticks are not comparable (bodies changed since)
     bool m_pendingSnapshot = false;
-    std::uint64_t m_pendingTick = 0;    ///< tick of the newest snapshot waiting for reconcile()
+    std::uint64_t m_pendingTick = 0; ///< tick of the newest snapshot waiting for reconcile()
     std::uint64_t m_lastSnapshotTick = 0;
     bool m_snapshotVelocities = false;
     PredictionStats m_stats;
