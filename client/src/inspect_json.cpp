@@ -2,7 +2,12 @@
 
 #include "polytope/client/json_output.h"
 
+#include <flatbuffers/idl.h>
+#include <flatbuffers/reflection.h>
+
 #include <cstdio>
+#include <cstring>
+#include <vector>
 
 namespace polytope::client
 {
@@ -105,6 +110,115 @@ nlohmann::ordered_json recordingSummaryJson(const std::string& file, const Recor
     }
     out["geometry"] = std::move(geometry);
     return out;
+}
+
+struct GameStateDecoder::Schema
+{
+    static flatbuffers::IDLOptions options()
+    {
+        flatbuffers::IDLOptions o;
+        o.strict_json = true; // quoted names: what GenerateText writes is JSON
+        o.indent_step = -1;   // one line
+        return o;
+    }
+    flatbuffers::Parser parser{options()};
+    std::vector<std::uint8_t> binary; ///< the schema as reflection data (.bfbs), for the Verifier
+};
+
+GameStateDecoder::GameStateDecoder() = default;
+GameStateDecoder::~GameStateDecoder() = default;
+
+bool GameStateDecoder::setSchema(const std::string& schemaText, std::string& error)
+{
+    auto schema = std::make_unique<Schema>();
+    if (!schema->parser.Parse(schemaText.c_str()))
+    {
+        error = "the schema does not parse: " + schema->parser.error_;
+        return false;
+    }
+    if (schema->parser.root_struct_def_ == nullptr)
+    {
+        error = "the schema names no root_type";
+        return false;
+    }
+    schema->parser.Serialize();
+    schema->binary.assign(schema->parser.builder_.GetBufferPointer(),
+                          schema->parser.builder_.GetBufferPointer() + schema->parser.builder_.GetSize());
+    m_schema = std::move(schema);
+    return true;
+}
+
+nlohmann::ordered_json GameStateDecoder::decode(std::span<const std::uint8_t> bytes) const
+{
+    const auto raw = [&](const std::string& why)
+    {
+        static constexpr char kHex[] = "0123456789abcdef";
+        std::string hex;
+        hex.reserve(bytes.size() * 2);
+        for (const std::uint8_t b : bytes)
+        {
+            hex.push_back(kHex[b >> 4]);
+            hex.push_back(kHex[b & 15]);
+        }
+        nlohmann::ordered_json out = {{"bytes", bytes.size()}, {"hex", hex}};
+        if (!why.empty())
+        {
+            out["error"] = why;
+        }
+        return out;
+    };
+    if (m_schema)
+    {
+        // The bytes are untrusted: verified against the schema before the text generator reads them. The
+        // Verifier wants aligned data.
+        std::vector<std::uint64_t> aligned((bytes.size() + 7) / 8);
+        std::memcpy(aligned.data(), bytes.data(), bytes.size());
+        const auto* data = reinterpret_cast<const std::uint8_t*>(aligned.data());
+        const reflection::Schema& reflected = *reflection::GetSchema(m_schema->binary.data());
+        std::string text;
+        if (bytes.size() < 8 || reflected.root_table() == nullptr ||
+            !flatbuffers::Verify(reflected, *reflected.root_table(), data, bytes.size(), 32, 10000))
+        {
+            return raw("the bytes do not verify as the schema's root table");
+        }
+        if (!flatbuffers::GenerateText(m_schema->parser, data, &text))
+        {
+            return raw("the bytes could not be printed with the schema");
+        }
+        try
+        {
+            return nlohmann::ordered_json::parse(text);
+        }
+        catch (const std::exception&)
+        {
+            return raw("the schema's text output is not JSON");
+        }
+    }
+    try
+    {
+        if (!bytes.empty())
+        {
+            return nlohmann::ordered_json::parse(bytes.begin(), bytes.end());
+        }
+    }
+    catch (const std::exception&)
+    {
+    }
+    return raw({});
+}
+
+nlohmann::ordered_json gameStatesJson(std::uint64_t tick, const GameState& room, const GameState& player,
+                                      const GameStateDecoder& decoder)
+{
+    const auto one = [&](const GameState& state) -> nlohmann::ordered_json
+    {
+        if (state.version == 0)
+        {
+            return nullptr;
+        }
+        return {{"version", state.version}, {"value", decoder.decode(state.data)}};
+    };
+    return {{"tick", tick}, {"room", one(room)}, {"client", one(player)}};
 }
 
 } // namespace polytope::client

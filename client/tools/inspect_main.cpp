@@ -31,8 +31,10 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -757,6 +759,64 @@ int runGeometry(const ConnectOptions& connect, double seconds, bool json)
                         {});
 }
 
+/// `state`: prints the room's game state (and this spectator's own) as JSON, once the room state arrives,
+/// or every time it changes with --follow, until --seconds.
+int runState(const ConnectOptions& connect, const std::string& schemaPath, bool follow, double seconds)
+{
+    polytope::client::GameStateDecoder decoder;
+    if (!schemaPath.empty())
+    {
+        std::string text;
+        std::string error;
+        std::ifstream file(schemaPath, std::ios::binary);
+        std::ostringstream read;
+        read << file.rdbuf();
+        if (!file || !decoder.setSchema(read.str(), error))
+        {
+            std::fprintf(stderr, "polytope-inspect: %s: %s\n", schemaPath.c_str(),
+                         file ? error.c_str() : "cannot be read");
+            return 1;
+        }
+    }
+    double start = -1.0;
+    std::uint32_t printedRoom = 0;
+    std::uint32_t printedOwn = 0;
+    return runConnected(connect, true,
+                        [&](polytope::client::UdpClient& udp, ReceivedSnapshot& s)
+                        {
+                            const polytope::client::Client& c = udp.client();
+                            start = start < 0.0 ? udp.now() : start;
+                            const bool changed =
+                                c.roomState().version != printedRoom || c.playerState().version != printedOwn;
+                            if (changed && c.roomState().version != 0)
+                            {
+                                const auto json = polytope::client::gameStatesJson(s.tick, c.roomState(),
+                                                                                   c.playerState(), decoder);
+                                std::printf("%s\n", polytope::client::jsonText(json).c_str());
+                                std::fflush(stdout);
+                                printedRoom = c.roomState().version;
+                                printedOwn = c.playerState().version;
+                                if (!follow)
+                                {
+                                    return false;
+                                }
+                            }
+                            if (udp.now() - start >= seconds)
+                            {
+                                if (printedRoom == 0)
+                                {
+                                    std::fprintf(stderr,
+                                                 "polytope-inspect: no room state within %.1f s (does the "
+                                                 "room run a game logic?)\n",
+                                                 seconds);
+                                }
+                                return false;
+                            }
+                            return true;
+                        },
+                        {});
+}
+
 int runRecord(const ConnectOptions& connect, const std::string& path)
 {
     polytope::client::RecordingWriter writer;
@@ -1074,6 +1134,10 @@ int runAdmin(const std::string& server, const std::vector<std::string>& words, s
         command.op = wire::AdminOp::Kick;
         command.count = static_cast<std::uint32_t>(a);
     }
+    else if (verb == "reload" && words.size() == 1)
+    {
+        command.op = wire::AdminOp::ReloadLogic;
+    }
     else
     {
         ok = false;
@@ -1083,7 +1147,7 @@ int runAdmin(const std::string& server, const std::vector<std::string>& words, s
         std::fprintf(
             stderr,
             "polytope-inspect: admin commands: status | pause | resume | step N | reset | load SCENE | "
-            "gravity X Y Z | timescale S | kick CLIENT_ID\n");
+            "gravity X Y Z | timescale S | kick CLIENT_ID | reload\n");
         return 1;
     }
     std::string host;
@@ -1158,6 +1222,18 @@ int main(int argc, char** argv)
     geometry->add_flag("--json", geometryJson, "print the list as one JSON object");
     addConnectOptions(*geometry, geometryOptions);
 
+    ConnectOptions stateOptions;
+    std::string stateSchema;
+    bool stateFollow = false;
+    CLI::App* state = app.add_subcommand(
+        "state",
+        "print the room's game state (docs/GAME_RULES.md) as JSON: the game's FlatBuffers table with "
+        "--schema, JSON text as it is, other bytes in hex");
+    state->add_option("server", stateOptions.server, "HOST:PORT of the server")->required();
+    state->add_option("--schema", stateSchema, "the game's .fbs schema of its state (root_type: the table)");
+    state->add_flag("--follow", stateFollow, "print every change until --seconds (default 10 s)");
+    addConnectOptions(*state, stateOptions);
+
     std::string adminServer;
     std::vector<std::string> adminWords;
     std::string adminKey;
@@ -1165,7 +1241,7 @@ int main(int argc, char** argv)
     double adminTimeout = 2.0;
     CLI::App* admin = app.add_subcommand(
         "admin", "send an authenticated admin command: status, pause, resume, step N, reset, load SCENE, "
-                 "gravity X Y Z, timescale S, kick CLIENT_ID");
+                 "gravity X Y Z, timescale S, kick CLIENT_ID, reload");
     admin->add_option("server", adminServer, "HOST:PORT of the server")->required();
     admin->add_option("command", adminWords, "the command and its arguments")->required();
     admin->add_option("--key", adminKey, "the server's admin key (default: POLYTOPE_ADMIN_KEY)");
@@ -1192,6 +1268,11 @@ int main(int argc, char** argv)
         // --seconds bounds the wait for geometry here (10 s when not given).
         return runGeometry(geometryOptions, geometryOptions.seconds > 0.0 ? geometryOptions.seconds : 10.0,
                            geometryJson);
+    }
+    if (state->parsed())
+    {
+        return runState(stateOptions, stateSchema, stateFollow,
+                        stateOptions.seconds > 0.0 ? stateOptions.seconds : 10.0);
     }
     if (record->parsed())
     {

@@ -4,6 +4,8 @@
 #include "polytope/client/inspect_json.h"
 #include "polytope/client/json_output.h"
 
+#include <flatbuffers/idl.h>
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -116,4 +118,51 @@ TEST_CASE("JSON numbers: rounded as printf rounds them; not finite is null", "[c
     nlohmann::ordered_json value;
     value["x"] = client::roundedDecimals(std::numeric_limits<double>::quiet_NaN(), 3);
     CHECK(client::jsonText(value) == "{\"x\":null}");
+}
+
+TEST_CASE("game states print as JSON: the game's FlatBuffers table, JSON text, or hex", "[client][inspect]")
+{
+    const auto bytesOf = [](std::string_view text)
+    { return std::vector<std::uint8_t>(text.begin(), text.end()); };
+    client::GameStateDecoder plain;
+    CHECK(plain.decode(bytesOf(R"({"red": 2, "blue": 1})")) ==
+          nlohmann::ordered_json::parse(R"({"red":2,"blue":1})"));
+    const nlohmann::ordered_json hex = plain.decode(std::vector<std::uint8_t>{0x00, 0xAB, 0xFF});
+    CHECK(hex["bytes"] == 3);
+    CHECK(hex["hex"] == "00abff");
+
+    // A game's schema, and a buffer of it built with the same parser.
+    const std::string schema = "table Score { red: int; blue: int; names: [string]; } root_type Score;";
+    client::GameStateDecoder typed;
+    std::string error;
+    REQUIRE(typed.setSchema(schema, error));
+    flatbuffers::Parser builder;
+    REQUIRE(builder.Parse(schema.c_str()));
+    REQUIRE(builder.ParseJson(R"({"red": 3, "blue": 4, "names": ["ann", "bo"]})"));
+    const std::vector<std::uint8_t> buffer(builder.builder_.GetBufferPointer(),
+                                           builder.builder_.GetBufferPointer() + builder.builder_.GetSize());
+    const nlohmann::ordered_json decoded = typed.decode(buffer);
+    CHECK(decoded["red"] == 3);
+    CHECK(decoded["blue"] == 4);
+    CHECK(decoded["names"] == nlohmann::ordered_json::array({"ann", "bo"}));
+
+    // Bytes that do not verify as the table are shown raw with the reason, never read.
+    std::vector<std::uint8_t> damaged = buffer;
+    damaged[0] = 0xFF;
+    damaged[1] = 0xFF;
+    const nlohmann::ordered_json refused = typed.decode(damaged);
+    CHECK(refused.contains("hex"));
+    CHECK(refused.contains("error"));
+    CHECK_FALSE(typed.setSchema("table {", error));
+    CHECK_FALSE(typed.setSchema("table T { a: int; }", error)); // no root_type
+    CHECK(error.find("root_type") != std::string::npos);
+
+    client::GameState room;
+    room.version = 2;
+    room.data = bytesOf(R"({"round": 1})");
+    const nlohmann::ordered_json record = client::gameStatesJson(120, room, client::GameState{}, plain);
+    CHECK(record["tick"] == 120);
+    CHECK(record["room"]["version"] == 2);
+    CHECK(record["room"]["value"]["round"] == 1);
+    CHECK(record["client"].is_null());
 }

@@ -10,6 +10,8 @@
 
 #include <array>
 #include <functional>
+#include <memory>
+#include <span>
 #include <string>
 
 namespace polytope::client
@@ -33,5 +35,30 @@ nlohmann::ordered_json followedBodyJson(const ReceivedSnapshot& snapshot, const 
 /// and gaps, and whether the index was rebuilt.
 nlohmann::ordered_json recordingSummaryJson(const std::string& file, const RecordingHeader& header,
                                             const RecordingSummary& summary, bool indexRebuilt);
+
+/// Turns game state bytes (Client::roomState(), playerState()) into JSON text for a person: with a
+/// FlatBuffers schema (the game's .fbs text), the bytes are verified and printed as its root table; without
+/// one, bytes that are JSON text are taken as they are. Anything else (and a schema that does not parse, or
+/// bytes that do not verify against it) comes back as {"bytes": N, "hex": "..."} with "error" saying why when
+/// a schema was given.
+class GameStateDecoder
+{
+  public:
+    /// No schema: JSON text or hex.
+    GameStateDecoder();
+    ~GameStateDecoder();
+    /// With the schema's text; false (and error) when it does not parse or names no root type.
+    bool setSchema(const std::string& schemaText, std::string& error);
+    nlohmann::ordered_json decode(std::span<const std::uint8_t> bytes) const;
+
+  private:
+    struct Schema;
+    std::unique_ptr<Schema> m_schema;
+};
+
+/// The `state` record: tick, the room state and the client's own state (each version and decoded value, or
+/// null when none arrived).
+nlohmann::ordered_json gameStatesJson(std::uint64_t tick, const GameState& room, const GameState& player,
+                                      const GameStateDecoder& decoder);
 
 } // namespace polytope::client
