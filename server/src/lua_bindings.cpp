@@ -22,8 +22,6 @@ using physics::BodyId;
 using physics::Vec3;
 
 constexpr const char* kRoomMetatable = "polytope.room";
-/// Where the registry anchors the latest room object.
-const char kRoomAnchor = 0;
 /// json.null: a light userdata at this address.
 const char kJsonNull = 0;
 /// JSON nesting accepted by json.encode, json.decode and room:settings().
@@ -836,6 +834,16 @@ int roomPosition(lua_State* L)
     return pushVec3Values(L, stateOf(args, args.room(), 2).transform.p);
 }
 
+int roomBodyType(lua_State* L)
+{
+    const Args args(L, "body_type");
+    const physics::BodyType type = stateOf(args, args.room(), 2).type;
+    lua_pushstring(L, type == physics::BodyType::Dynamic     ? "dynamic"
+                      : type == physics::BodyType::Kinematic ? "kinematic"
+                                                             : "static");
+    return 1;
+}
+
 int roomOrientation(lua_State* L)
 {
     const Args args(L, "orientation");
@@ -1110,6 +1118,7 @@ const luaL_Reg kRoomMethods[] = {
     {"create_body", guarded<roomCreateBody>},
     {"remove_body", guarded<roomRemoveBody>},
     {"is_valid", guarded<roomIsValid>},
+    {"body_type", guarded<roomBodyType>},
     {"position", guarded<roomPosition>},
     {"orientation", guarded<roomOrientation>},
     {"velocity", guarded<roomVelocity>},
@@ -1158,14 +1167,25 @@ int installBindings(lua_State* L)
     return 0;
 }
 
-RoomRef* pushRoom(lua_State* L, RoomContext& room)
+RoomRef* pushRoom(lua_State* L, RoomContext& room, const void* anchor)
 {
     auto* ref = static_cast<RoomRef*>(lua_newuserdatauv(L, sizeof(RoomRef), 0));
-    ref->room = &room;
+    ref->room = nullptr;
     luaL_setmetatable(L, kRoomMetatable);
     lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &kRoomAnchor);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, anchor);
+    ref->room = &room; // only once anchored: the caller clears what it was handed
     return ref;
+}
+
+void releaseRoom(lua_State* L, RoomRef* ref, const void* anchor)
+{
+    if (ref != nullptr)
+    {
+        ref->room = nullptr;
+    }
+    lua_pushnil(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, anchor); // an existing key set to nil, or a nil not inserted
 }
 
 void pushBody(lua_State* L, physics::BodyId id)

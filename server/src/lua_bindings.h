@@ -24,9 +24,12 @@ struct RoomRef
 /// allocations may fail).
 int installBindings(lua_State* L);
 
-/// Pushes a new room object for `room`. It stays anchored in the registry until the next one is pushed, so
-/// that the caller may clear it after the hook even when the script dropped it.
-RoomRef* pushRoom(lua_State* L, RoomContext& room);
+/// Pushes a new room object for `room`, anchored in the registry under the light userdata `anchor` so that
+/// the caller may clear it after the hook even when the script dropped it; then releaseRoom.
+RoomRef* pushRoom(lua_State* L, RoomContext& room, const void* anchor);
+/// Clears the room object anchored under `anchor` (if any) and drops the anchor. Never raises: removing a
+/// registry entry allocates nothing.
+void releaseRoom(lua_State* L, RoomRef* ref, const void* anchor);
 
 /// A body as Lua sees it: one integer, generation << 32 | index (0: none).
 void pushBody(lua_State* L, physics::BodyId id);

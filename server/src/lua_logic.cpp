@@ -51,14 +51,23 @@ int runHookProtected(lua_State* L)
     {
         return 0;
     }
-    call.ref = lua::pushRoom(L, *call.room);
-    const int arguments = call.pushArguments ? call.pushArguments(L) : 0;
-    lua_call(L, 1 + arguments, call.results);
-    if (call.readResults)
+    std::string failure;
+    try
     {
-        call.readResults(L);
+        call.ref = lua::pushRoom(L, *call.room, &call);
+        const int arguments = call.pushArguments ? call.pushArguments(L) : 0;
+        lua_call(L, 1 + arguments, call.results);
+        if (call.readResults)
+        {
+            call.readResults(L);
+        }
+        return 0;
     }
-    return 0;
+    catch (const std::exception& e) // a C++ exception must not cross Lua's frames; Lua's own pass
+    {
+        failure = e.what();
+    }
+    return luaL_error(L, "%s: %s", call.name, failure.c_str());
 }
 
 int installBindingsProtected(lua_State* L)
@@ -313,6 +322,7 @@ class LuaLogic final : public RoomLogic
     void run(RoomContext& room, HookCall& call)
     {
         call.room = &room;
+        RoomContext* const outer = m_room; // a hook called from inside another (the room should not)
         m_room = &room;
         for (const std::string& line : m_pendingLines)
         {
@@ -321,11 +331,8 @@ class LuaLogic final : public RoomLogic
         m_pendingLines.clear();
         std::string error;
         const Sandbox::CallStatus status = m_sandbox.call(runHookProtected, &call, error);
-        if (call.ref != nullptr)
-        {
-            call.ref->room = nullptr;
-        }
-        m_room = nullptr;
+        lua::releaseRoom(m_sandbox.state(), call.ref, &call);
+        m_room = outer;
         if (status != Sandbox::CallStatus::Ok)
         {
             throw std::runtime_error(error);

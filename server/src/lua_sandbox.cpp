@@ -3,6 +3,7 @@
 
 #include "polytope/server/regular_file.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +46,23 @@ std::uint64_t stringBytes(lua_State* L, int index)
     return lua_type(L, index) == LUA_TSTRING ? lua_rawlen(L, index) : 0;
 }
 
+/// The length the library will loop over for the table at `index`: its __len when it has one (which a
+/// library function obeys, so a table claiming to be huge is charged as huge), else its border. May run
+/// the script's __len (counted by the hook like any Lua code).
+std::uint64_t tableLength(lua_State* L, int index)
+{
+    if (luaL_getmetafield(L, index, "__len") == LUA_TNIL)
+    {
+        return lua_rawlen(L, index);
+    }
+    lua_pop(L, 1);
+    lua_len(L, index);
+    int isInteger = 0;
+    const lua_Integer length = lua_tointegerx(L, -1, &isInteger);
+    lua_pop(L, 1);
+    return isInteger != 0 && length > 0 ? static_cast<std::uint64_t>(length) : 0;
+}
+
 std::uint64_t argumentsCost(lua_State* L)
 {
     std::uint64_t cost = 1;
@@ -58,7 +76,7 @@ std::uint64_t argumentsCost(lua_State* L)
         }
         else if (type == LUA_TTABLE)
         {
-            cost = addSaturating(cost, lua_rawlen(L, i));
+            cost = addSaturating(cost, tableLength(L, i));
         }
     }
     return cost;
@@ -102,15 +120,17 @@ std::uint64_t costOf(lua_State* L, Cost kind)
     case Cost::Unpack:
     {
         const lua_Integer first = integerOr(L, 2, 1);
-        const lua_Integer border = lua_type(L, 1) == LUA_TTABLE ? static_cast<lua_Integer>(lua_rawlen(L, 1)) : 0;
-        const lua_Integer last = lua_isnoneornil(L, 3) ? border : integerOr(L, 3, 0);
+        const lua_Integer last = !lua_isnoneornil(L, 3)        ? integerOr(L, 3, 0)
+                                 : lua_type(L, 1) == LUA_TTABLE ? static_cast<lua_Integer>(std::min<std::uint64_t>(
+                                                                      tableLength(L, 1), 1ull << 62))
+                                                                : 0;
         return spanCost(first, last);
     }
     case Cost::Move:
         return spanCost(integerOr(L, 2, 1), integerOr(L, 3, 0));
     case Cost::Sort:
     {
-        const std::uint64_t n = lua_type(L, 1) == LUA_TTABLE ? lua_rawlen(L, 1) : 0;
+        const std::uint64_t n = lua_type(L, 1) == LUA_TTABLE ? tableLength(L, 1) : 0;
         return addSaturating(1, mulSaturating(n, static_cast<std::uint64_t>(std::bit_width(n))));
     }
     case Cost::PlainFind:
@@ -164,11 +184,20 @@ int sandboxPrint(lua_State* L)
     std::size_t length = 0;
     const char* text = lua_tolstring(L, -1, &length);
     Sandbox& sandbox = Sandbox::of(L);
-    if (sandbox.print)
+    std::string failure;
+    try
     {
-        sandbox.print(std::string_view(text, length < kMaxPrintBytes ? length : kMaxPrintBytes));
+        if (sandbox.print)
+        {
+            sandbox.print(std::string_view(text, length < kMaxPrintBytes ? length : kMaxPrintBytes));
+        }
+        return 0;
     }
-    return 0;
+    catch (const std::exception& e)
+    {
+        failure = e.what();
+    }
+    return luaL_error(L, "print: %s", failure.c_str());
 }
 
 int sandboxCollectGarbage(lua_State* L)
@@ -191,6 +220,26 @@ int sandboxRandomSeed(lua_State* L)
     if (lua_type(L, 1) != LUA_TNUMBER)
     {
         raiseError(L, "math.randomseed", "a seed is required (the sandbox has no clock)");
+    }
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
+/// setmetatable refusing a metatable with a __gc field. Lua runs finalizers with hooks off (lgc.c, GCTM),
+/// so a finalizer that never returned would hang the room beyond any budget. An object is marked for
+/// finalization only when its metatable has __gc as it is set, so a __gc added later is never called.
+/// Upvalue 1: the original.
+int sandboxSetMetatable(lua_State* L)
+{
+    if (lua_type(L, 2) == LUA_TTABLE)
+    {
+        lua_pushliteral(L, "__gc");
+        const bool finalizer = lua_rawget(L, 2) != LUA_TNIL;
+        lua_pop(L, 1);
+        if (finalizer)
+        {
+            raiseError(L, "setmetatable", "__gc metamethods are not allowed in the sandbox (finalizers run "
+                                          "outside the instruction budget)");
+        }
     }
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
@@ -273,6 +322,7 @@ int openLibrariesProtected(lua_State* L)
     lua_setfield(L, globals, "print");
     lua_pushcfunction(L, sandboxCollectGarbage);
     lua_setfield(L, globals, "collectgarbage");
+    wrapField(L, globals, "setmetatable", sandboxSetMetatable, 0, 1);
     wrapField(L, globals, "pcall", rethrowingCall, 0, 1);
     wrapField(L, globals, "xpcall", rethrowingCall, 0, 1);
     chargeField(L, globals, "tonumber", Cost::Arguments);
@@ -364,7 +414,8 @@ Sandbox::~Sandbox()
 {
     if (m_state != nullptr)
     {
-        // Finalizers still run as the state closes: they get no budget and no memory.
+        // Nothing of the script should run as the state closes (it has no finalizers; see
+        // sandboxSetMetatable): should anything, it gets no budget and no memory.
         m_running = true;
         m_spent = true;
         m_used = kSaturated;
@@ -501,6 +552,7 @@ Sandbox::CallStatus Sandbox::call(lua_CFunction function, void* arg, std::string
 {
     lua_State* L = m_state;
     const int top = lua_gettop(L);
+    const bool outer = m_running; // a call made from inside another stays charged when it returns
     m_running = true;
     lua_pushcfunction(L, function);
     lua_pushlightuserdata(L, arg);
@@ -546,7 +598,7 @@ Sandbox::CallStatus Sandbox::call(lua_CFunction function, void* arg, std::string
         }
     }
     lua_settop(L, top);
-    m_running = false;
+    m_running = outer;
     return result;
 }
 

@@ -16,6 +16,8 @@
 //    budget is spent by a margin (kOverdraft), growth is refused outright. Lua patterns are removed: their
 //    backtracking cost has no bound we could charge in advance (string.find keeps plain search).
 //    Comparing two long strings (<, ==) is still one instruction: at most a memory cap's worth of bytes.
+//  - Finalizers: Lua runs __gc metamethods with hooks off, beyond the budget's reach, so setmetatable
+//    refuses a metatable with a __gc field (only then is an object marked for finalization).
 //  - Access: only the base, table, string, math, utf8 and coroutine libraries are opened, and of those
 //    dofile, loadfile, load, collectgarbage (except "count"), string.dump and math.randomseed without a
 //    seed are removed. There is no io, os, package/require or debug. Scripts are loaded as text only

@@ -182,7 +182,7 @@ function on_start(room)
                           density = 500, friction = 0.4, restitution = 0.2, layer = 2, group = 7}
   crate = room:create_body{type = "static", shape = {kind = "box", half = {x = 1, y = 1, z = 1}}, position = {x = 10, y = 0, z = 0}}
   pill = room:create_body{shape = {kind = "capsule", half_height = 0.5, radius = 0.25}, sensor = true}
-  room:log("made", ball, crate, pill, room:is_valid(ball))
+  room:log("made", ball, crate, pill, room:is_valid(ball), room:body_type(ball), room:body_type(crate))
 end
 function on_tick_begin(room)
   room:set_position(ball, 1, 6, 2)
@@ -219,7 +219,7 @@ end
     CHECK(state.layer == 2);
     CHECK(state.group == 7);
     CHECK(state.mass == Approx(500.0 * 4.0 / 3.0 * 3.14159265 * 0.125).epsilon(1e-4));
-    CHECK(contains(made, "\ttrue"));
+    CHECK(contains(made, "\ttrue\tdynamic\tstatic"));
 
     logic.onTickBegin(room);
     REQUIRE(room.logLines.size() == 4);
@@ -376,18 +376,30 @@ function on_tick_end(room)
   if room:tick() == 5 then local s = string.rep("x", 1000000) while true do local t = s .. "y" end end
   if room:tick() == 6 then local t = {} for i = 1, 100000 do t[i] = i end while true do table.insert(t, 1, 0) table.remove(t, 1) end end
   if room:tick() == 7 then while true do local s = string.rep("", 1 << 40) end end
+  if room:tick() == 8 then
+    -- a table whose __len claims it is huge makes table.insert shift "elements" in C, with no Lua code
+    local t = setmetatable({}, {__len = function() return 1 << 50 end})
+    table.insert(t, 1, 0)
+  end
+  if room:tick() == 9 then
+    -- Lua runs finalizers with hooks off: one that never returned would hang the room, so none are allowed
+    local mt = {}
+    local t = setmetatable({}, mt)
+    mt.__gc = function() while true do end end -- too late: t was not marked for finalization
+    setmetatable({}, {__gc = function() while true do end end})
+  end
 end
 function on_message(room, msg) room:log("message", room:tick()) end
 )");
     RoomLogic& logic = *script;
     FakeRoomContext room;
-    for (std::uint64_t tick = 1; tick <= 8; ++tick)
+    for (std::uint64_t tick = 1; tick <= 9; ++tick)
     {
         room.currentTick = tick;
         logic.onTickBegin(room);
         INFO("tick " << tick);
         const std::string error = thrownBy([&] { logic.onTickEnd(room); });
-        if (tick >= 2 && tick <= 7)
+        if (tick >= 2 && tick <= 8)
         {
             CHECK(contains(error, script.file.path() + ":"));
             CHECK(contains(error, "instruction budget spent"));
@@ -397,13 +409,20 @@ function on_message(room, msg) room:log("message", room:tick()) end
             CHECK(thrownBy([&] { logic.onMessage(room, {1, 1, tick, {}, {}}); }).empty());
             CHECK(room.logLines.size() == lines);
         }
+        else if (tick == 9)
+        {
+            CHECK(contains(error, script.file.path() + ":"));
+            CHECK(contains(error, "setmetatable: __gc metamethods are not allowed"));
+        }
         else
         {
             CHECK(error.empty());
         }
     }
-    CHECK(room.logLines.back() == "begin\t8\t8");
-    CHECK(logic.stats().budgetStops == 6);
+    CHECK(room.logLines.back() == "begin\t9\t9");
+    CHECK(logic.stats().budgetStops == 7);
+    // Tick 9 left garbage whose metatable has a __gc added after setmetatable: never called, so the state
+    // closes at the end of this test.
 
     // Lifecycle hooks run on a budget of their own, even in a tick whose budget is spent.
     const Script lifecycle(R"(
@@ -527,6 +546,7 @@ cases = {
   {"is_valid", function(r) return r:is_valid(1.5) end},
   {"position", function(r) return r:position(0) end},
   {"orientation", function(r) return r:orientation(nil) end},
+  {"body_type", function(r) return r:body_type({}) end},
   {"velocity", function(r) return r:velocity(7) end},
   {"angular_velocity", function(r) return r:angular_velocity(true) end},
   {"set_position", function(r) return r:set_position(ball, 0/0, 0, 0) end},
@@ -579,7 +599,7 @@ end
     std::vector<std::uint8_t> before;
     room.physicsWorld.saveState(before);
     logic.onTickBegin(room);
-    REQUIRE(room.logLines.size() == 51);
+    REQUIRE(room.logLines.size() == 52);
     for (const std::string& line : room.logLines)
     {
         INFO(line);
@@ -662,4 +682,21 @@ TEST_CASE("Lua logic: registered under the name lua", "[lua]")
     const TempFile broken("lua_logic", ".lua", "function (");
     CHECK(server::makeLogic({"lua", broken.path(), "{}"}, error) == nullptr);
     CHECK(error.rfind("logic 'lua': " + broken.path() + ":1:", 0) == 0);
+}
+
+TEST_CASE("Lua logic: a C++ exception from the room becomes a Lua error", "[lua]")
+{
+    const Script script(R"(
+function on_tick_begin(room)
+  local ok, err = pcall(room.kick, room, 1, "bye")
+  room:log(ok, err)
+  room:kick(1, "bye")
+end
+)");
+    FakeRoomContext room;
+    room.throwOnKick = true;
+    const std::string error = thrownBy([&] { (*script).onTickBegin(room); });
+    CHECK(error == script.file.path() + ":5: the room refused: kick");
+    REQUIRE(room.logLines.size() == 1);
+    CHECK(room.logLines[0] == "false\tthe room refused: kick"); // called by pcall: no Lua line to name
 }

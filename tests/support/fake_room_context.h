@@ -6,6 +6,7 @@
 #include "polytope/server/room_logic.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ class FakeRoomContext final : public server::RoomContext
     server::RewindStatus rewindStatus = server::RewindStatus::Exact;
     server::ViewTime lastView;
     std::size_t maxBodiesPerClient = 8;
+    bool throwOnKick = false; ///< kick throws std::runtime_error("the room refused: kick")
 
     Client& addClient(std::uint32_t id, std::string clientName, bool spectator = false)
     {
@@ -119,6 +121,10 @@ class FakeRoomContext final : public server::RoomContext
     }
     bool kick(std::uint32_t clientId, std::string_view reason) override
     {
+        if (throwOnKick)
+        {
+            throw std::runtime_error("the room refused: kick");
+        }
         if (find(clientId) == nullptr)
         {
             return false;
