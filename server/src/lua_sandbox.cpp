@@ -157,13 +157,49 @@ int chargedCall(lua_State* L)
 }
 
 /// pcall, xpcall, coroutine.resume and coroutine.close: what they caught may be a budget stop, which must
-/// reach the room. Upvalue 1 is the original.
+/// reach the room; and each is charged kThrowInstructions up front, for the C++ exception an error (or a
+/// yield) caught there costs. Upvalue 1 is the original.
 int rethrowingCall(lua_State* L)
 {
-    const lua_CFunction original = lua_tocfunction(L, lua_upvalueindex(1));
-    const int results = original(L);
-    Sandbox::of(L).charge(L, 0);
+    Sandbox& sandbox = Sandbox::of(L);
+    sandbox.charge(L, kThrowInstructions);
+    const int results = lua_tocfunction(L, lua_upvalueindex(1))(L);
+    sandbox.charge(L, 0);
     return results;
+}
+
+/// xpcall's message handler, wrapped: once the budget is spent it is not called (the error passes as it
+/// is). Lua calls the handler again for an error raised inside it, so a handler that spins would otherwise
+/// be stopped and restarted until the C stack ran out, every time. Upvalue 1: the script's handler.
+int guardedMessageHandler(lua_State* L)
+{
+    if (Sandbox::of(L).spent())
+    {
+        lua_settop(L, 1);
+        return 1;
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/// xpcall(f, handler, ...) with the handler guarded, then as rethrowingCall. Upvalue 1: the original.
+int sandboxXpcall(lua_State* L)
+{
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, guardedMessageHandler, 1);
+    lua_replace(L, 2);
+    return rethrowingCall(L);
+}
+
+/// coroutine.yield: in Lua compiled as C++ a yield from a C function is a C++ throw; charged like one.
+/// Upvalue 1: the original.
+int chargedYield(lua_State* L)
+{
+    Sandbox::of(L).charge(L, kThrowInstructions);
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
 int sandboxPrint(lua_State* L)
@@ -324,7 +360,7 @@ int openLibrariesProtected(lua_State* L)
     lua_setfield(L, globals, "collectgarbage");
     wrapField(L, globals, "setmetatable", sandboxSetMetatable, 0, 1);
     wrapField(L, globals, "pcall", rethrowingCall, 0, 1);
-    wrapField(L, globals, "xpcall", rethrowingCall, 0, 1);
+    wrapField(L, globals, "xpcall", sandboxXpcall, 0, 1);
     chargeField(L, globals, "tonumber", Cost::Arguments);
 
     lua_getfield(L, globals, LUA_STRLIBNAME);
@@ -351,6 +387,7 @@ int openLibrariesProtected(lua_State* L)
     const int coroutine = lua_gettop(L);
     wrapField(L, coroutine, "resume", rethrowingCall, 0, 1);
     wrapField(L, coroutine, "close", rethrowingCall, 0, 1);
+    wrapField(L, coroutine, "yield", chargedYield, 0, 1);
 
     lua_getfield(L, globals, LUA_MATHLIBNAME);
     const int math = lua_gettop(L);
@@ -564,7 +601,9 @@ Sandbox::CallStatus Sandbox::call(lua_CFunction function, void* arg, std::string
         {
             result = CallStatus::BudgetStop;
             ++m_budgetStops;
-            error = m_budgetMessage.empty() ? m_shortSource + ": instruction budget spent" : m_budgetMessage;
+            error = m_budgetMessage.empty() ? m_shortSource + ": instruction budget spent (" +
+                                                  std::to_string(m_limits.instructionsPerTick) + " per tick)"
+                                            : m_budgetMessage;
         }
         else
         {

@@ -8,7 +8,10 @@
 //  - Time: a count hook runs every kHookInterval VM instructions and charges them to the tick's budget.
 //    The budget is spent when it is exceeded: the hook raises an error, and keeps raising one at every
 //    later count while the tick lasts, so a script cannot spin inside its own pcall. pcall, xpcall and
-//    coroutine.resume/close are wrapped to raise the stop again when what they caught was one.
+//    coroutine.resume/close are wrapped to raise the stop again when what they caught was one, and xpcall's
+//    message handler is not called once the budget is spent (Lua calls it again for an error inside it).
+//  - Errors and yields: compiled as C++, Lua throws a C++ exception for each, a microsecond or more, so
+//    protected calls and yields are charged kThrowInstructions each.
 //  - Work the hook cannot see: a library function runs as one instruction however long its arguments.
 //    So library functions are charged for their arguments (a byte of string per kBytesPerInstruction, an
 //    element of table per instruction, string.rep's count, table.sort's n log n), and every byte the
@@ -41,6 +44,9 @@ namespace polytope::server::lua
 inline constexpr int kHookInterval = 1000;
 /// Bytes of argument scanned, or of memory allocated, charged as one instruction.
 inline constexpr std::uint64_t kBytesPerInstruction = 8;
+/// What a protected call (pcall, xpcall, coroutine.resume/close) and a yield are charged, in instructions:
+/// about what the C++ exception of an error or yield caught there costs (Lua compiled as C++ throws one).
+inline constexpr std::uint64_t kThrowInstructions = 250;
 /// Once the budget is exceeded by this many instructions' worth (from allocation), growth is refused.
 inline constexpr std::uint64_t kOverdraftInstructions = 100'000;
 /// The seed of math.random in every sandbox: scripts get the same sequence every run.

@@ -388,22 +388,31 @@ function on_tick_end(room)
     mt.__gc = function() while true do end end -- too late: t was not marked for finalization
     setmetatable({}, {__gc = function() while true do end end})
   end
+  if room:tick() == 10 then
+    -- Lua calls a message handler again for an error inside it: it is not called once the budget is spent
+    xpcall(function() error("once") end, function(m) while true do end end)
+  end
+  if room:tick() == 11 then
+    -- each yield and each protected call is a C++ throw, charged as such
+    local co = coroutine.wrap(function() while true do pcall(coroutine.yield) end end)
+    while true do co() end
+  end
 end
 function on_message(room, msg) room:log("message", room:tick()) end
 )");
     RoomLogic& logic = *script;
     FakeRoomContext room;
-    for (std::uint64_t tick = 1; tick <= 9; ++tick)
+    for (std::uint64_t tick = 1; tick <= 12; ++tick)
     {
         room.currentTick = tick;
         logic.onTickBegin(room);
         INFO("tick " << tick);
         const std::string error = thrownBy([&] { logic.onTickEnd(room); });
-        if (tick >= 2 && tick <= 8)
+        if ((tick >= 2 && tick <= 8) || tick == 10 || tick == 11)
         {
             CHECK(contains(error, script.file.path() + ":"));
             CHECK(contains(error, "instruction budget spent"));
-            CHECK(logic.stats().budgetStops == tick - 1);
+            CHECK(logic.stats().budgetStops == (tick <= 8 ? tick - 1 : tick - 2));
             // The tick's remaining hooks are skipped, quietly.
             const std::size_t lines = room.logLines.size();
             CHECK(thrownBy([&] { logic.onMessage(room, {1, 1, tick, {}, {}}); }).empty());
@@ -419,8 +428,8 @@ function on_message(room, msg) room:log("message", room:tick()) end
             CHECK(error.empty());
         }
     }
-    CHECK(room.logLines.back() == "begin\t9\t9");
-    CHECK(logic.stats().budgetStops == 7);
+    CHECK(room.logLines.back() == "begin\t12\t12");
+    CHECK(logic.stats().budgetStops == 9);
     // Tick 9 left garbage whose metatable has a __gc added after setmetatable: never called, so the state
     // closes at the end of this test.
 
