@@ -73,12 +73,14 @@ class Args
         auto* ref = static_cast<RoomRef*>(luaL_testudata(m_L, 1, kRoomMetatable));
         if (ref == nullptr)
         {
-            raiseError(m_L, m_function, "call it on the room object, as room:" + std::string(m_function) + "(...)");
+            raiseError(m_L, m_function,
+                       "call it on the room object, as room:" + std::string(m_function) + "(...)");
         }
         if (ref->room == nullptr)
         {
-            raiseError(m_L, m_function, "this room object is no longer valid (it is valid during the hook it "
-                                        "was passed to only)");
+            raiseError(m_L, m_function,
+                       "this room object is no longer valid (it is valid during the hook it "
+                       "was passed to only)");
         }
         return *ref->room;
     }
@@ -115,7 +117,8 @@ class Args
     lua_Integer integer(int index, std::string_view name, lua_Integer min, lua_Integer max) const
     {
         int isInteger = 0;
-        const lua_Integer value = lua_type(m_L, index) == LUA_TNUMBER ? lua_tointegerx(m_L, index, &isInteger) : 0;
+        const lua_Integer value =
+            lua_type(m_L, index) == LUA_TNUMBER ? lua_tointegerx(m_L, index, &isInteger) : 0;
         if (isInteger == 0)
         {
             failType(index, name, "an integer");
@@ -134,8 +137,8 @@ class Args
     /// Any body id (live or not).
     BodyId bodyId(int index, std::string_view name) const
     {
-        const auto packed = static_cast<std::uint64_t>(integer(index, name, std::numeric_limits<lua_Integer>::min(),
-                                                               std::numeric_limits<lua_Integer>::max()));
+        const auto packed = static_cast<std::uint64_t>(integer(
+            index, name, std::numeric_limits<lua_Integer>::min(), std::numeric_limits<lua_Integer>::max()));
         return {static_cast<std::uint32_t>(packed & 0xFFFFFFFFu), static_cast<std::uint32_t>(packed >> 32)};
     }
     /// A live body of the room's world.
@@ -195,8 +198,8 @@ class Args
         lua_pop(m_L, 1);
         return value;
     }
-    lua_Integer integerField(int table, const char* key, std::string_view name, lua_Integer min, lua_Integer max,
-                             lua_Integer fallback) const
+    lua_Integer integerField(int table, const char* key, std::string_view name, lua_Integer min,
+                             lua_Integer max, lua_Integer fallback) const
     {
         if (!field(table, key))
         {
@@ -393,8 +396,8 @@ nlohmann::json toJson(lua_State* L, int index, int depth)
     index = lua_absindex(L, index);
     if (depth > kMaxJsonDepth)
     {
-        raiseError(L, "json.encode", "tables nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                         " levels (or a cycle)");
+        raiseError(L, "json.encode",
+                   "tables nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (or a cycle)");
     }
     luaL_checkstack(L, 4, "json.encode: nested too deeply");
     Sandbox::of(L).charge(L, 1);
@@ -457,7 +460,8 @@ nlohmann::json toJson(lua_State* L, int index, int depth)
         }
         if (!strings)
         {
-            raiseError(L, "json.encode", "a table whose keys are neither strings nor 1 .. n has no JSON form");
+            raiseError(L, "json.encode",
+                       "a table whose keys are neither strings nor 1 .. n has no JSON form");
         }
         nlohmann::json object = nlohmann::json::object();
         lua_pushnil(L);
@@ -716,7 +720,8 @@ physics::Shape shapeField(const Args& args, int desc)
     else if (kind == "capsule")
     {
         const float halfHeight = positiveField(args, shape, "half_height", "desc.shape.half_height");
-        result = physics::Shape::makeCapsule(halfHeight, positiveField(args, shape, "radius", "desc.shape.radius"));
+        result = physics::Shape::makeCapsule(halfHeight,
+                                             positiveField(args, shape, "radius", "desc.shape.radius"));
     }
     else
     {
@@ -788,8 +793,9 @@ int roomCreateBody(lua_State* L)
     }
     if (made.status != physics::WorldStatus::Ok)
     {
-        raiseError(L, "create_body", "the world refused the description (a size, density, friction, "
-                                     "restitution or damping out of range)");
+        raiseError(L, "create_body",
+                   "the world refused the description (a size, density, friction, "
+                   "restitution or damping out of range)");
     }
     pushBody(L, made.id);
     return 1;

@@ -88,7 +88,7 @@ int findWantedEventsProtected(lua_State* L)
         const char* name;
         std::uint32_t bit;
     } hooks[] = {
-        {"on_sensor_begin", kLogicSensorEvents}, {"on_sensor_end", kLogicSensorEvents},
+        {"on_sensor_begin", kLogicSensorEvents},  {"on_sensor_end", kLogicSensorEvents},
         {"on_contact_begin", kLogicContactBegin}, {"on_contact_end", kLogicContactEnd},
         {"on_contact_hit", kLogicContactHit},     {"on_joint_event", kLogicJointEvents},
     };
@@ -173,8 +173,9 @@ class LuaLogic final : public RoomLogic
             {
                 std::size_t length = 0;
                 const char* reason = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &length) : nullptr;
-                decision.reason = reason != nullptr ? std::string(reason, std::min(length, kMaxLogicReasonBytes))
-                                                    : std::string("refused by the room's rules");
+                decision.reason = reason != nullptr
+                                      ? std::string(reason, std::min(length, kMaxLogicReasonBytes))
+                                      : std::string("refused by the room's rules");
             }
         };
         HookCall call;
@@ -225,11 +226,13 @@ class LuaLogic final : public RoomLogic
 
     void onSensorBegin(RoomContext& room, const physics::SensorBeginEvent& event) override
     {
-        runTick(room, "on_sensor_begin", [&event](lua_State* L) { return pushPair(L, event.sensor, event.visitor); });
+        runTick(room, "on_sensor_begin",
+                [&event](lua_State* L) { return pushPair(L, event.sensor, event.visitor); });
     }
     void onSensorEnd(RoomContext& room, const physics::SensorEndEvent& event) override
     {
-        runTick(room, "on_sensor_end", [&event](lua_State* L) { return pushPair(L, event.sensor, event.visitor); });
+        runTick(room, "on_sensor_end",
+                [&event](lua_State* L) { return pushPair(L, event.sensor, event.visitor); });
     }
     void onContactBegin(RoomContext& room, const physics::ContactBeginEvent& event) override
     {
@@ -244,7 +247,8 @@ class LuaLogic final : public RoomLogic
     }
     void onContactEnd(RoomContext& room, const physics::ContactEndEvent& event) override
     {
-        runTick(room, "on_contact_end", [&event](lua_State* L) { return pushPair(L, event.bodyA, event.bodyB); });
+        runTick(room, "on_contact_end",
+                [&event](lua_State* L) { return pushPair(L, event.bodyA, event.bodyB); });
     }
     void onContactHit(RoomContext& room, const physics::ContactHitEvent& event) override
     {

@@ -120,10 +120,11 @@ std::uint64_t costOf(lua_State* L, Cost kind)
     case Cost::Unpack:
     {
         const lua_Integer first = integerOr(L, 2, 1);
-        const lua_Integer last = !lua_isnoneornil(L, 3)        ? integerOr(L, 3, 0)
-                                 : lua_type(L, 1) == LUA_TTABLE ? static_cast<lua_Integer>(std::min<std::uint64_t>(
-                                                                      tableLength(L, 1), 1ull << 62))
-                                                                : 0;
+        const lua_Integer last =
+            !lua_isnoneornil(L, 3) ? integerOr(L, 3, 0)
+            : lua_type(L, 1) == LUA_TTABLE
+                ? static_cast<lua_Integer>(std::min<std::uint64_t>(tableLength(L, 1), 1ull << 62))
+                : 0;
         return spanCost(first, last);
     }
     case Cost::Move:
@@ -241,8 +242,8 @@ int sandboxCollectGarbage(lua_State* L)
     const char* option = luaL_optstring(L, 1, "collect");
     if (std::strcmp(option, "count") != 0)
     {
-        raiseError(L, "collectgarbage", std::string("option '") + option +
-                                            "' is not allowed in the sandbox (only \"count\")");
+        raiseError(L, "collectgarbage",
+                   std::string("option '") + option + "' is not allowed in the sandbox (only \"count\")");
     }
     const int kilobytes = lua_gc(L, LUA_GCCOUNT);
     const int bytes = lua_gc(L, LUA_GCCOUNTB);
@@ -273,15 +274,17 @@ int sandboxSetMetatable(lua_State* L)
         lua_pop(L, 1);
         if (finalizer)
         {
-            raiseError(L, "setmetatable", "__gc metamethods are not allowed in the sandbox (finalizers run "
-                                          "outside the instruction budget)");
+            raiseError(L, "setmetatable",
+                       "__gc metamethods are not allowed in the sandbox (finalizers run "
+                       "outside the instruction budget)");
         }
     }
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
 /// Replaces table[name] (table at `index`, absolute) by `wrapper` closed over the original and `extra`.
-void wrapField(lua_State* L, int index, const char* name, lua_CFunction wrapper, lua_Integer extra, int upvalues)
+void wrapField(lua_State* L, int index, const char* name, lua_CFunction wrapper, lua_Integer extra,
+               int upvalues)
 {
     lua_getfield(L, index, name);
     if (lua_tocfunction(L, -1) == nullptr)
@@ -339,8 +342,8 @@ void removeField(lua_State* L, int index, const char* name)
 int openLibrariesProtected(lua_State* L)
 {
     static const luaL_Reg libraries[] = {
-        {LUA_GNAME, luaopen_base},        {LUA_TABLIBNAME, luaopen_table}, {LUA_STRLIBNAME, luaopen_string},
-        {LUA_MATHLIBNAME, luaopen_math},  {LUA_UTF8LIBNAME, luaopen_utf8}, {LUA_COLIBNAME, luaopen_coroutine},
+        {LUA_GNAME, luaopen_base},       {LUA_TABLIBNAME, luaopen_table}, {LUA_STRLIBNAME, luaopen_string},
+        {LUA_MATHLIBNAME, luaopen_math}, {LUA_UTF8LIBNAME, luaopen_utf8}, {LUA_COLIBNAME, luaopen_coroutine},
     };
     for (const luaL_Reg& library : libraries)
     {
@@ -479,8 +482,8 @@ void* Sandbox::allocate(void* ud, void* block, std::size_t oldSize, std::size_t 
     {
         if (sandbox.m_running)
         {
-            if (sandbox.m_spent && sandbox.m_used > addSaturating(sandbox.m_limits.instructionsPerTick,
-                                                                  kOverdraftInstructions))
+            if (sandbox.m_spent &&
+                sandbox.m_used > addSaturating(sandbox.m_limits.instructionsPerTick, kOverdraftInstructions))
             {
                 return nullptr;
             }

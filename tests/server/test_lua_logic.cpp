@@ -51,7 +51,8 @@ physics::BodyId bodyFrom(const std::string& text)
 
 std::string packed(physics::BodyId id)
 {
-    return std::to_string(static_cast<std::int64_t>((static_cast<std::uint64_t>(id.generation) << 32) | id.index));
+    return std::to_string(
+        static_cast<std::int64_t>((static_cast<std::uint64_t>(id.generation) << 32) | id.index));
 }
 
 /// The message of the std::runtime_error `fn` throws ("" when it throws none).
@@ -96,9 +97,9 @@ function on_contact_hit(room, a, b, speed, p, n, impulse) room:log("hit", a, b, 
 function on_joint_event(room, joint, a, b, kind, force, torque) room:log("joint", joint, a, b, kind, force.x, torque.z) end
 )");
     RoomLogic& logic = *script;
-    CHECK(logic.wantedEvents() == (server::kLogicSensorEvents | server::kLogicContactBegin |
-                                   server::kLogicContactEnd | server::kLogicContactHit |
-                                   server::kLogicJointEvents));
+    CHECK(logic.wantedEvents() ==
+          (server::kLogicSensorEvents | server::kLogicContactBegin | server::kLogicContactEnd |
+           server::kLogicContactHit | server::kLogicJointEvents));
 
     FakeRoomContext room;
     room.currentTick = 7;
@@ -116,7 +117,8 @@ function on_joint_event(room, joint, a, b, kind, force, torque) room:log("joint"
     logic.onContactBegin(room, {a, b, {1.0f, 2.0f, 3.0f}, {0.0f, 1.0f, 0.0f}});
     logic.onContactEnd(room, {a, b});
     logic.onContactHit(room, {a, b, {0.5f, 0.0f, 0.0f}, {0.0f, 0.0f, -1.0f}, 4.5f, 2.0f});
-    logic.onJointEvent(room, {{2, 3}, a, b, physics::JointEventKind::Broke, {10.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 1.5f}, 0});
+    logic.onJointEvent(
+        room, {{2, 3}, a, b, physics::JointEventKind::Broke, {10.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 1.5f}, 0});
     logic.onTickEnd(room);
     logic.onLeave(room, {3, "ann", true}, server::LeaveReason::TimedOut);
     logic.onStop(room);
@@ -169,7 +171,11 @@ end
 
     // Anything but a boolean is a mistake: an error, not a silent accept.
     const Script wrong("function on_join_attempt(room, client) return 'yes' end");
-    CHECK(contains(thrownBy([&] { (void)(*wrong).onJoinAttempt(room, {1, "bo", false}); }), "must return true"));
+    CHECK(contains(thrownBy(
+                       [&] {
+                           (void)(*wrong).onJoinAttempt(room, {1, "bo", false});
+                       }),
+                   "must return true"));
     // No hook: everyone is welcome.
     CHECK((*Script("x = 1")).onJoinAttempt(room, {1, "bo", false}).accept);
 }
@@ -264,8 +270,12 @@ end
     room.addClient(5, "eve");
     (*script).onJoin(room, {4, "dee", false});
     const std::vector<std::string> expected = {
-        "gave\ttrue\tfalse", "owned\t2\ttrue", "took\ttrue\tfalse", "too big\tfalse",
-        "clients\t2\t4\teve\tnil\tdee", "state\t1\tyou are dee",
+        "gave\ttrue\tfalse",
+        "owned\t2\ttrue",
+        "took\ttrue\tfalse",
+        "too big\tfalse",
+        "clients\t2\t4\teve\tnil\tdee",
+        "state\t1\tyou are dee",
     };
     CHECK(room.logLines == expected);
     REQUIRE(room.find(4)->owned.size() == 1);
@@ -302,7 +312,8 @@ function on_start(room)
 end
 )");
     FakeRoomContext room;
-    room.settingsText = R"({"rounds": 3, "name": "arena", "teams": ["red", "blue"], "flags": {"hard": false}, "nothing": null})";
+    room.settingsText =
+        R"({"rounds": 3, "name": "arena", "teams": ["red", "blue"], "flags": {"hard": false}, "nothing": null})";
     (*script).onStart(room);
     REQUIRE(room.logLines.size() == 10);
     CHECK(room.logLines[0] == "3\tarena\tblue\tfalse\ttrue\t2");
@@ -335,7 +346,8 @@ end
     REQUIRE(room.logLines.size() == 7);
     INFO(room.logLines[1]);
     CHECK(room.logLines[0] == "nil\tnil\tnil\tnil\tnil\tnil\tnil\tnil\tnil\tnil\tnil\tnil\tnil\tnil\tnil");
-    CHECK(room.logLines[1] == "false\tfalse\tcollectgarbage: option 'stop' is not allowed in the sandbox (only \"count\")");
+    CHECK(room.logLines[1] ==
+          "false\tfalse\tcollectgarbage: option 'stop' is not allowed in the sandbox (only \"count\")");
     CHECK(room.logLines[2] == "number");
     CHECK(room.logLines[3] == "2\t2\t2"); // always a plain search: "." and "+" are themselves
     CHECK(contains(room.logLines[4], "false\t"));
@@ -516,16 +528,19 @@ TEST_CASE("Lua logic: scripts that fail to load are refused with the file and li
     CHECK(server::makeLuaLogic({"lua", syntax.file.path(), "{}"}, small, error) == nullptr);
 }
 
-TEST_CASE("Lua logic: a runtime error in a hook throws with the file and line, and the logic goes on", "[lua]")
+TEST_CASE("Lua logic: a runtime error in a hook throws with the file and line, and the logic goes on",
+          "[lua]")
 {
-    const Script script("function on_tick_begin(room)\n  local t = nil\n  if room:tick() == 1 then return t.x end\n"
-                        "  room:log('fine')\nend\n"
-                        "function on_tick_end(room) error({code = 1}) end\n");
+    const Script script(
+        "function on_tick_begin(room)\n  local t = nil\n  if room:tick() == 1 then return t.x end\n"
+        "  room:log('fine')\nend\n"
+        "function on_tick_end(room) error({code = 1}) end\n");
     RoomLogic& logic = *script;
     FakeRoomContext room;
     const std::string error = thrownBy([&] { logic.onTickBegin(room); });
     CHECK(error.rfind(script.file.path() + ":3: attempt to index a nil value", 0) == 0);
-    CHECK(thrownBy([&] { logic.onTickEnd(room); }) == script.file.path() + ": (error object is a table value)");
+    CHECK(thrownBy([&] { logic.onTickEnd(room); }) ==
+          script.file.path() + ": (error object is a table value)");
     room.currentTick = 2;
     logic.onTickBegin(room);
     CHECK(room.logLines == std::vector<std::string>{"fine"});
@@ -670,7 +685,8 @@ end
     (*first).onStart(room);
     // The room makes a fresh logic from the same spec and calls onReload on it instead of onStart.
     std::string error;
-    const std::unique_ptr<RoomLogic> second = server::makeLuaLogic({"lua", first.file.path(), "{}"}, {}, error);
+    const std::unique_ptr<RoomLogic> second =
+        server::makeLuaLogic({"lua", first.file.path(), "{}"}, {}, error);
     REQUIRE(second != nullptr);
     second->onReload(room);
     CHECK(FakeRoomContext::text(room.publicState) == R"({"round":2})");

@@ -46,7 +46,8 @@ class FakeRoomContext final : public server::RoomContext
     }
     Client* find(std::uint32_t id)
     {
-        const auto it = std::find_if(clients.begin(), clients.end(), [id](const Client& c) { return c.id == id; });
+        const auto it =
+            std::find_if(clients.begin(), clients.end(), [id](const Client& c) { return c.id == id; });
         return it == clients.end() ? nullptr : &*it;
     }
     const Client* find(std::uint32_t id) const { return const_cast<FakeRoomContext*>(this)->find(id); }
