@@ -282,6 +282,138 @@ int sandboxSetMetatable(lua_State* L)
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
+/// One key of a table being ordered by sandboxPairs.
+struct OrderedKey
+{
+    int rank = 0; ///< 0 number, 1 string, 2 boolean, 3 anything else (kept in next's order)
+    bool isInteger = false;
+    lua_Integer integer = 0;
+    lua_Number number = 0;
+    std::string_view text;    ///< a string key, kept alive by the key list on the stack
+    lua_Integer position = 0; ///< in the key list
+};
+
+bool keyBefore(const OrderedKey& a, const OrderedKey& b)
+{
+    if (a.rank != b.rank)
+    {
+        return a.rank < b.rank;
+    }
+    switch (a.rank)
+    {
+    case 0:
+        return a.isInteger && b.isInteger ? a.integer < b.integer : a.number < b.number;
+    case 1:
+        return a.text < b.text;
+    case 2:
+        return a.integer < b.integer;
+    default:
+        return false;
+    }
+}
+
+/// The iterator sandboxPairs returns. Upvalues: the table, its ordered keys, the position reached.
+int orderedNext(lua_State* L)
+{
+    lua_Integer position = lua_tointeger(L, lua_upvalueindex(3));
+    for (;;)
+    {
+        ++position;
+        if (lua_rawgeti(L, lua_upvalueindex(2), position) == LUA_TNIL)
+        {
+            return 1; // nil: done
+        }
+        lua_pushvalue(L, -1);
+        if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+        {
+            lua_pushinteger(L, position);
+            lua_replace(L, lua_upvalueindex(3));
+            return 2;
+        }
+        lua_pop(L, 2); // removed during the traversal
+    }
+}
+
+/// pairs in a deterministic order. Lua seeds its string hashes from the clock and addresses (lstate.c,
+/// luai_makeseed), so next's order over string keys changes from run to run, and a game iterating its
+/// players by name would not replay. This pairs visits number keys in ascending order, then string keys
+/// in byte order, then false and true, then any other keys (tables, functions) in next's order. A table
+/// with a __pairs metamethod is left to it. Charged n log n. Upvalue 1: the original pairs.
+int sandboxPairs(lua_State* L)
+{
+    const lua_CFunction original = lua_tocfunction(L, lua_upvalueindex(1));
+    if (lua_type(L, 1) != LUA_TTABLE)
+    {
+        return original(L); // its error names the argument
+    }
+    if (luaL_getmetafield(L, 1, "__pairs") != LUA_TNIL)
+    {
+        lua_pop(L, 1);
+        return original(L);
+    }
+    lua_settop(L, 1);
+    lua_newtable(L); // 2: the keys, in next's order
+    std::vector<OrderedKey> keys;
+    lua_Integer count = 0;
+    lua_pushnil(L);
+    while (lua_next(L, 1) != 0)
+    {
+        lua_pop(L, 1);
+        OrderedKey key;
+        key.position = ++count;
+        switch (lua_type(L, -1))
+        {
+        case LUA_TNUMBER:
+            key.rank = 0;
+            key.isInteger = lua_isinteger(L, -1) != 0;
+            key.integer = lua_tointeger(L, -1);
+            key.number = lua_tonumber(L, -1);
+            break;
+        case LUA_TSTRING:
+            key.rank = 1;
+            break;
+        case LUA_TBOOLEAN:
+            key.rank = 2;
+            key.integer = lua_toboolean(L, -1);
+            break;
+        default:
+            key.rank = 3;
+            break;
+        }
+        keys.push_back(key);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, 2, count);
+    }
+    const auto n = static_cast<std::uint64_t>(count);
+    Sandbox::of(L).charge(L,
+                          addSaturating(n, mulSaturating(n, static_cast<std::uint64_t>(std::bit_width(n)))));
+    for (OrderedKey& key : keys)
+    {
+        if (key.rank == 1)
+        {
+            lua_rawgeti(L, 2, key.position);
+            std::size_t length = 0;
+            const char* text = lua_tolstring(L, -1, &length);
+            key.text = std::string_view(text, length); // the string lives on in the key list
+            lua_pop(L, 1);
+        }
+    }
+    std::stable_sort(keys.begin(), keys.end(), keyBefore);
+    lua_pushvalue(L, 1);                            // upvalue 1: the table
+    lua_createtable(L, static_cast<int>(count), 0); // upvalue 2: the keys in order
+    lua_Integer i = 0;
+    for (const OrderedKey& key : keys)
+    {
+        lua_rawgeti(L, 2, key.position);
+        lua_rawseti(L, -2, ++i);
+    }
+    lua_pushinteger(L, 0); // upvalue 3: the position reached
+    lua_pushcclosure(L, orderedNext, 3);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
 /// Replaces table[name] (table at `index`, absolute) by `wrapper` closed over the original and `extra`.
 void wrapField(lua_State* L, int index, const char* name, lua_CFunction wrapper, lua_Integer extra,
                int upvalues)
@@ -362,6 +494,7 @@ int openLibrariesProtected(lua_State* L)
     lua_pushcfunction(L, sandboxCollectGarbage);
     lua_setfield(L, globals, "collectgarbage");
     wrapField(L, globals, "setmetatable", sandboxSetMetatable, 0, 1);
+    wrapField(L, globals, "pairs", sandboxPairs, 0, 1);
     wrapField(L, globals, "pcall", rethrowingCall, 0, 1);
     wrapField(L, globals, "xpcall", sandboxXpcall, 0, 1);
     chargeField(L, globals, "tonumber", Cost::Arguments);

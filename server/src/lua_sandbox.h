@@ -26,6 +26,8 @@
 //    seed are removed. There is no io, os, package/require or debug. Scripts are loaded as text only
 //    (mode "t": precompiled bytecode can break the VM's invariants).
 //  - Determinism: no clock; math.random is seeded with a fixed seed (kRandomSeed) when the state is made.
+//    Lua seeds its string hashes from the clock and addresses, so next() visits string keys in an order
+//    that changes between runs: pairs is replaced by one that visits keys in a defined order.
 #pragma once
 
 #include "polytope/server/lua_logic.h"

@@ -368,6 +368,35 @@ TEST_CASE("Lua logic: math.random is the same sequence in every sandbox", "[lua]
     CHECK(a.logLines == b.logLines);
 }
 
+TEST_CASE("Lua logic: pairs visits keys in a defined order", "[lua]")
+{
+    // Lua seeds string hashes from the clock and addresses: next's order over string keys differs between
+    // runs, so the sandbox's pairs sorts (numbers, then strings, then booleans).
+    const Script script(R"(
+function on_start(room)
+  local t = {}
+  for _, name in ipairs({"zed", "amy", "kim", "bob", "joe", "al", "ann"}) do t[name] = #name end
+  t[10] = "ten" t[2.5] = "x" t[-1] = "m" t[true] = 1 t[false] = 0
+  local seen = {}
+  for k, v in pairs(t) do
+    seen[#seen + 1] = tostring(k)
+    if k == "bob" then t.joe = nil t.amy = 99 end -- removing and changing during the traversal is allowed
+  end
+  room:log(table.concat(seen, " "))
+  local mt = setmetatable({}, {__pairs = function(self) return function(_, k) if not k then return 1, "custom" end end, self, nil end})
+  for k, v in pairs(mt) do room:log(k, v) end
+  room:log(pcall(function() for k in pairs(nil) do end end))
+end
+)");
+    FakeRoomContext room;
+    (*script).onStart(room);
+    REQUIRE(room.logLines.size() == 3);
+    CHECK(room.logLines[0] == "-1 2.5 10 al amy ann bob kim zed false true");
+    CHECK(room.logLines[1] == "1\tcustom");
+    CHECK(contains(room.logLines[2], "false\t"));
+    CHECK(contains(room.logLines[2], "table expected"));
+}
+
 TEST_CASE("Lua logic: an endless loop is stopped by the budget, counted, and the next tick runs", "[lua]")
 {
     const Script script(R"(
