@@ -555,6 +555,10 @@ TEST_CASE("Lua logic: scripts that fail to load are refused with the file and li
     LuaLimits small;
     small.maxScriptBytes = 4;
     CHECK(server::makeLuaLogic({"lua", syntax.file.path(), "{}"}, small, error) == nullptr);
+    LuaLimits tiny;
+    tiny.memoryBytes = 4096; // less than Lua needs to start
+    CHECK(server::makeLuaLogic({"lua", chunk.file.path(), "{}"}, tiny, error) == nullptr);
+    CHECK(contains(error, "memory cap"));
 }
 
 TEST_CASE("Lua logic: a runtime error in a hook throws with the file and line, and the logic goes on",
