@@ -16,10 +16,10 @@
 //    So library functions are charged for their arguments (a byte of string per kBytesPerInstruction, an
 //    element of table per instruction, string.rep's count, table.sort's n log n), and every byte the
 //    allocator grows by is charged as well, which bounds copying (concatenation, string building). Once the
-//    budget is spent by a margin (kOverdraftInstructions), growth is refused outright. Lua patterns are removed: their
-//    backtracking cost has no bound we could charge in advance (string.find keeps plain search).
-//    Comparing two long strings (<, ==) is still one instruction whatever their length: a known limit
-//    (docs/GAME_RULES_LUA.md).
+//    budget is spent by a margin (kOverdraftInstructions), growth is refused outright. Lua patterns are
+//    removed: their backtracking cost has no bound we could charge in advance (string.find keeps plain
+//    search). Comparing two long strings (<, ==) is still one instruction whatever their length: a known
+//    limit (docs/GAME_RULES_LUA.md).
 //  - Finalizers: Lua runs __gc metamethods with hooks off, beyond the budget's reach, so setmetatable
 //    refuses a metatable with a __gc field (only then is an object marked for finalization).
 //  - Access: only the base, table, string, math, utf8 and coroutine libraries are opened, and of those
