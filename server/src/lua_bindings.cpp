@@ -1082,7 +1082,7 @@ int roomRaycastAsSeen(lua_State* L)
     const ViewTime view = viewArg(args, 2);
     const RayArgs ray = rayArgs(args, 3);
     physics::RayQueryHit hit;
-    RewindStatus status = RewindStatus::Unavailable;
+    RewindStatus status = RewindStatus::NoHistory;
     if (room.castRayAsSeen(view, ray.ray, ray.filter, hit, &status))
     {
         pushHit(L, hit, ray.maxDistance);
@@ -1091,9 +1091,8 @@ int roomRaycastAsSeen(lua_State* L)
     {
         lua_pushnil(L);
     }
-    lua_pushstring(L, status == RewindStatus::Exact     ? "exact"
-                      : status == RewindStatus::Clamped ? "clamped"
-                                                        : "unavailable");
+    // pose_history.h's statuses, by rewindStatusName ("exact", "clamped_to_oldest", ...).
+    lua_pushstring(L, rewindStatusName(status));
     return 2;
 }
 
