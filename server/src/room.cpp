@@ -503,6 +503,12 @@ void Room::runTick(double now)
         callLogic("on_tick_end", [](RoomLogic& l, RoomContext& room) { l.onTickEnd(room); });
         --m_logicDepth;
         afterLogic();
+        if (m_logic)
+        {
+            const LogicStats stats = m_logic->stats();
+            m_metrics.scriptBudgetStops = stats.budgetStops;
+            m_metrics.scriptMemoryRefusals = stats.memoryRefusals;
+        }
     }
     m_replicator.refreshCatalogue(m_world, m_tick, replications());
     for (const ClientSlot slot : m_members)

@@ -2,6 +2,8 @@
 // kicks, errors, events and reloads, with clients over the in-process network.
 #include "polytope/server/room_logic.h"
 
+#include "polytope/server/lua_logic.h"
+
 #include "polytope/protocol/packet.h"
 #include "polytope/server/server.h"
 #include "support/in_process.h"
@@ -389,4 +391,54 @@ TEST_CASE("a scene file names its logic; the registry makes it; an admin reload 
     test::writeFile(unknown.scene, R"({"builtin": "default", "logic": {"name": "nobody"}})");
     CHECK(test::makeServer(unknown, net.serverSend(), error) == nullptr);
     CHECK(error.find("no room logic named 'nobody'") != std::string::npos);
+}
+
+TEST_CASE("a Lua script edited on disk is reloaded into its running room; a broken edit is refused",
+          "[server][logic][lua]")
+{
+    server::registerLuaLogic();
+    const test::TempDirectory dir("lua_reload");
+    const std::string scene = dir / "game.json";
+    const std::string script = dir / "rules.lua";
+    test::writeFile(scene, R"({"builtin": "default", "logic": {"name": "lua", "script": "rules.lua"}})");
+    test::writeFile(script, R"(
+function on_start(room) room:set_room_state("v1") end
+function on_message(room, msg) room:set_client_state(msg.client, "v1:" .. msg.data) end
+)");
+    test::InProcessNetwork net;
+    server::RoomConfig config;
+    config.scene = scene;
+    const auto server = test::makeServer(net, config);
+    server::Room& room = server->room(0);
+    client::Client& c = net.addClient(2, named("player"));
+    c.connect(net.now());
+    net.run(0.5);
+    REQUIRE(c.isConnected());
+    REQUIRE(c.sendGameMessage(bytesOf("a"), room.tick() + 2) != 0);
+    net.run(0.3);
+    CHECK(textOf(c.roomState().data) == "v1");
+    CHECK(textOf(c.playerState().data) == "v1:a");
+
+    protocol::AdminCommandFields reload;
+    reload.op = protocol::wire::AdminOp::ReloadLogic;
+    test::writeFile(script, R"(
+function on_reload(room) room:set_room_state(room:room_state() .. " then v2") end
+function on_message(room, msg) room:set_client_state(msg.client, "v2:" .. msg.data) end
+)");
+    CHECK(room.admin(reload, net.now()).ok);
+    REQUIRE(c.sendGameMessage(bytesOf("b"), room.tick() + 2) != 0);
+    net.run(0.3);
+    CHECK(textOf(c.roomState().data) == "v1 then v2");
+    CHECK(textOf(c.playerState().data) == "v2:b");
+    CHECK(c.isConnected()); // the room ran on: same world, same client
+
+    test::writeFile(script, "function on_message(room, msg) room:set_client_state(msg.client, 'v3' end\n");
+    const server::AdminResult refused = room.admin(reload, net.now());
+    CHECK_FALSE(refused.ok);
+    CHECK(refused.message.find("rules.lua:1:") != std::string::npos);
+    REQUIRE(c.sendGameMessage(bytesOf("c"), room.tick() + 2) != 0);
+    net.run(0.3);
+    CHECK(textOf(c.playerState().data) == "v2:c"); // the old script kept running
+    CHECK(room.metrics().logicReloads == 1);
+    CHECK(room.metrics().logicErrors == 0);
 }

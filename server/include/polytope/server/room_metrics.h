@@ -55,6 +55,8 @@ struct RoomMetrics
     // Game logic (room_logic.h)
     std::uint64_t logicErrors = 0;           ///< hooks that threw (script errors, budget stops included)
     std::uint64_t logicReloads = 0;          ///< admin reloads carried out
+    std::uint64_t scriptBudgetStops = 0;     ///< the running logic's LogicStats::budgetStops (scripts)
+    std::uint64_t scriptMemoryRefusals = 0;  ///< the running logic's LogicStats::memoryRefusals (scripts)
     std::uint64_t logicLogLinesDropped = 0;  ///< RoomContext::log lines over its rate limit
     std::uint64_t joinsRefusedByLogic = 0;   ///< onJoinAttempt refusals (and joins of a stopped room)
     std::uint64_t gameMessagesReceived = 0;  ///< in accepted ClientInput datagrams, duplicates included
