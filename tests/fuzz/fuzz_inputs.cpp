@@ -1,5 +1,6 @@
-// libFuzzer target: ClientInput datagrams (decodePacket, then readInputs as the server does). Every input
-// of an accepted datagram must be one the server may apply (isValidInput).
+// libFuzzer target: ClientInput datagrams (decodePacket, then readInputs and readGameMessages as the server
+// does). Every input of an accepted datagram must be one the server may apply (isValidInput), and every game
+// message one it may queue (isValidGameMessage), its bytes inside the datagram.
 #include "polytope/protocol/packet.h"
 
 #include <cstdlib>
@@ -25,6 +26,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const InputCommand& in : inputs)
     {
         if (!isValidInput(in))
+        {
+            std::abort();
+        }
+    }
+    std::vector<GameMessageFields> messages;
+    readGameMessages(*result.packet->message_as_ClientInput(), messages);
+    const auto* begin = reinterpret_cast<const std::uint8_t*>(storage.data());
+    for (const GameMessageFields& m : messages)
+    {
+        if (messages.size() > kMaxGameMessagesPerDatagram || !isValidGameMessage(m) ||
+            m.data.data() < begin || m.data.data() + m.data.size() > begin + size)
         {
             std::abort();
         }

@@ -111,6 +111,18 @@ int main(int argc, char** argv)
     corpus.save("packet", "admin_reply", writer.adminReply(header, 77, true, "room 'main' tick 5", nullptr));
     corpus.save("inputs", "inputs5", writer.clientInput(header, inputs));
     corpus.save("inputs", "inputs0", writer.clientInput(header, {}));
+    {
+        const std::vector<std::uint8_t> shot{1, 2, 3, 4, 5, 6};
+        const std::vector<GameMessageFields> messages{{1, 1000, 990, 993, 0.5f, shot},
+                                                      {2, 1001, 993, 993, 0.0f, shot}};
+        corpus.save("inputs", "game_messages", writer.clientInput(header, inputs, messages));
+        corpus.save("packet", "client_input_game_messages", writer.clientInput(header, inputs, messages));
+        corpus.save("packet", "game_state", writer.gameState(header, wire::GameStateScope::Room, 3, shot));
+        corpus.save("packet", "connect_denied_by_game",
+                    writer.connectDenied(header, wire::DenyReason::RefusedByGame, std::string_view("full")));
+        corpus.save("packet", "disconnect_kicked",
+                    writer.disconnect(header, wire::DisconnectReason::Kicked, "idle"));
+    }
 
     // Real slices for tick 120 against the baselines the fuzz target holds (100, 110), and a full one.
     const SnapshotCodecConfig config = fuzz::fuzzCodecConfig();
