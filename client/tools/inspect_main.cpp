@@ -738,25 +738,29 @@ void printGeometry(const polytope::client::Client& c, bool json)
 int runGeometry(const ConnectOptions& connect, double seconds, bool json)
 {
     double start = -1.0;
-    return runConnected(connect, true,
-                        [&](polytope::client::UdpClient& udp, ReceivedSnapshot&)
-                        {
-                            const polytope::client::Client& c = udp.client();
-                            start = start < 0.0 ? udp.now() : start;
-                            bool complete = true;
-                            for (const auto& [id, entry] : c.catalogue())
-                            {
-                                complete = complete && (entry.geometry == 0 ||
-                                                        c.geometry().find(entry.geometry) != nullptr);
-                            }
-                            if (complete || udp.now() - start >= seconds)
-                            {
-                                printGeometry(c, json);
-                                return false;
-                            }
-                            return true;
-                        },
-                        {});
+    bool printed = false;
+    const int status = runConnected(
+        connect, true,
+        [&](polytope::client::UdpClient& udp, ReceivedSnapshot&)
+        {
+            const polytope::client::Client& c = udp.client();
+            start = start < 0.0 ? udp.now() : start;
+            bool complete = true;
+            for (const auto& [id, entry] : c.catalogue())
+            {
+                complete = complete && (entry.geometry == 0 || c.geometry().find(entry.geometry) != nullptr);
+            }
+            if (complete || udp.now() - start >= seconds)
+            {
+                printGeometry(c, json);
+                printed = true;
+                return false;
+            }
+            return true;
+        },
+        {});
+    // The callback stops the session once it printed: that is success, not a failed frame.
+    return printed && status == 4 ? 0 : status;
 }
 
 /// `state`: prints the room's game state (and this spectator's own) as JSON, once the room state arrives,
@@ -781,40 +785,43 @@ int runState(const ConnectOptions& connect, const std::string& schemaPath, bool 
     double start = -1.0;
     std::uint32_t printedRoom = 0;
     std::uint32_t printedOwn = 0;
-    return runConnected(connect, true,
-                        [&](polytope::client::UdpClient& udp, ReceivedSnapshot& s)
-                        {
-                            const polytope::client::Client& c = udp.client();
-                            start = start < 0.0 ? udp.now() : start;
-                            const bool changed =
-                                c.roomState().version != printedRoom || c.playerState().version != printedOwn;
-                            if (changed && c.roomState().version != 0)
-                            {
-                                const auto json = polytope::client::gameStatesJson(s.tick, c.roomState(),
-                                                                                   c.playerState(), decoder);
-                                std::printf("%s\n", polytope::client::jsonText(json).c_str());
-                                std::fflush(stdout);
-                                printedRoom = c.roomState().version;
-                                printedOwn = c.playerState().version;
-                                if (!follow)
-                                {
-                                    return false;
-                                }
-                            }
-                            if (udp.now() - start >= seconds)
-                            {
-                                if (printedRoom == 0)
-                                {
-                                    std::fprintf(stderr,
-                                                 "polytope-inspect: no room state within %.1f s (does the "
-                                                 "room run a game logic?)\n",
-                                                 seconds);
-                                }
-                                return false;
-                            }
-                            return true;
-                        },
-                        {});
+    const int status =
+        runConnected(connect, true,
+                     [&](polytope::client::UdpClient& udp, ReceivedSnapshot& s)
+                     {
+                         const polytope::client::Client& c = udp.client();
+                         start = start < 0.0 ? udp.now() : start;
+                         const bool changed =
+                             c.roomState().version != printedRoom || c.playerState().version != printedOwn;
+                         if (changed && c.roomState().version != 0)
+                         {
+                             const auto json = polytope::client::gameStatesJson(s.tick, c.roomState(),
+                                                                                c.playerState(), decoder);
+                             std::printf("%s\n", polytope::client::jsonText(json).c_str());
+                             std::fflush(stdout);
+                             printedRoom = c.roomState().version;
+                             printedOwn = c.playerState().version;
+                             if (!follow)
+                             {
+                                 return false;
+                             }
+                         }
+                         if (udp.now() - start >= seconds)
+                         {
+                             if (printedRoom == 0)
+                             {
+                                 std::fprintf(stderr,
+                                              "polytope-inspect: no room state within %.1f s (does the "
+                                              "room run a game logic?)\n",
+                                              seconds);
+                             }
+                             return false;
+                         }
+                         return true;
+                     },
+                     {});
+    // The callback stops the session when done (printed, or out of time): success once a state was printed.
+    return status == 4 ? (printedRoom != 0 ? 0 : 4) : status;
 }
 
 int runRecord(const ConnectOptions& connect, const std::string& path)
