@@ -1,18 +1,22 @@
 // polytope-bots: a load generator. N headless clients in one thread, each a client::Client core on its own
 // UDP socket (its own ephemeral port), all driven by one asio::io_context and one steady timer. Each bot
 // connects (the starts are spread over --connect-spread seconds), acknowledges snapshots (the Client does it)
-// and sends inputs at --input-hz to a body it picked from its snapshots. At the end, or on SIGINT/SIGTERM, it
+// and plays a behaviour (client/bot_behaviour.h) on what its own interpolation buffer shows: "push" (the
+// default) sends random impulses at --input-hz to the first body the server gave it; "soccer" plays the
+// example game (examples/soccer/). At the end, or on SIGINT/SIGTERM, it
 // says goodbye and prints a report: connects, time to connect, snapshots per second, kbps down and up, RTT
 // percentiles (client.h: the figure includes the server's acknowledgement delay), loss, inputs.
 //
-//   polytope-bots HOST:PORT --clients N --seconds S [--input-hz H] [--connect-spread S] [--json]
-//                 [--min-connected M]
+//   polytope-bots HOST:PORT --clients N --seconds S [--behaviour NAME] [--input-hz H] [--connect-spread S]
+//                 [--json] [--min-connected M]
 //
 // Exit status: 0 when at least --min-connected bots (default: all) connected, 1 on bad usage or when the
 // host cannot be resolved, 2 when fewer connected.
+#include "polytope/client/bot_behaviour.h"
 #include "polytope/client/client.h"
 #include "polytope/client/json_output.h"
 #include "polytope/client/udp_socket.h"
+#include "soccer/soccer_bot.h"
 
 #include <CLI/CLI.hpp>
 #include <asio.hpp>
@@ -25,8 +29,6 @@
 #include <ctime>
 #include <exception>
 #include <memory>
-#include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,7 @@ struct Options
     std::string room;     ///< empty: the server's first room
     std::string tokenKey; ///< hex; set: each bot gets its own connect token made with it (as a backend would)
     std::uint64_t clientIdBase = 0; ///< token client ids are base + 1 .. base + clients; 0: random base
+    std::string behaviour = "push"; ///< a registered bot behaviour (bot_behaviour.h)
 };
 
 /// Aligned for the FlatBuffers Verifier; one byte over the limit so oversized datagrams show as such.
@@ -54,32 +57,12 @@ struct alignas(8) ReceiveBuffer : std::array<std::uint8_t, protocol::kMaxDatagra
 {
 };
 
-struct BodyRef
-{
-    std::uint32_t id = 0;
-    std::uint32_t generation = 0;
-};
-
-/// The body a bot pushes: a moving non-plane body, else any non-plane one, chosen by the bot's index so
-/// that the bots spread over the scene. (When the protocol gives clients bodies of their own, pick one of
-/// those here.)
-/// The body a bot pushes: the first one the server gave it (catalogue entries flagged owned). A client may
-/// send inputs only for its own bodies; in a scene without player bodies, bots send none.
-std::optional<BodyRef> chooseInputBody(const client::Client& client)
-{
-    const std::vector<protocol::CatalogueEntry> owned = client.ownedBodies();
-    if (owned.empty())
-    {
-        return std::nullopt;
-    }
-    return BodyRef{owned.front().id, owned.front().generation};
-}
-
 struct Bot
 {
-    Bot(asio::io_context& io, std::size_t botIndex, const client::ClientConfig& config)
+    Bot(asio::io_context& io, std::size_t botIndex, const client::ClientConfig& config,
+        std::unique_ptr<client::BotBehaviour> behaviour)
         : index(botIndex), socket(io), client(config, [this](std::span<const std::uint8_t> d) { send(d); }),
-          rng(static_cast<std::uint32_t>(1000 + botIndex))
+          driver(std::move(behaviour))
     {
     }
 
@@ -94,13 +77,10 @@ struct Bot
     udp::socket socket;
     client::Client client;
     ReceiveBuffer buffer{};
-    std::mt19937 rng;
+    client::BotDriver driver;
     double startTime = 0.0; ///< when it is due to connect
     bool started = false;
     double connectedAt = -1.0; ///< seconds; < 0 until connected
-    double nextInputTime = 0.0;
-    std::uint64_t latestTick = 0;
-    std::optional<BodyRef> body;
     std::uint64_t rttSamplesTaken = 0;
     std::uint64_t sendErrors = 0;
 };
@@ -168,7 +148,11 @@ class BotRunner
                 }
                 config.token = std::move(token);
             }
-            auto bot = std::make_unique<Bot>(m_io, static_cast<std::size_t>(i), config);
+            const auto index = static_cast<std::size_t>(i);
+            // The seed 1000 + index keeps "push" sending what the load generator always sent.
+            auto bot = std::make_unique<Bot>(
+                m_io, index, config,
+                client::makeBotBehaviour(options.behaviour, index, static_cast<std::uint32_t>(1000 + i)));
             bot->startTime =
                 options.clients > 1 ? options.connectSpreadSeconds * i / (options.clients - 1) : 0.0;
             m_bots.push_back(std::move(bot));
@@ -262,7 +246,6 @@ class BotRunner
         if (bot.connectedAt < 0.0 && bot.client.isConnected())
         {
             bot.connectedAt = t;
-            bot.nextInputTime = t;
             m_connectSeconds.push_back(t - bot.startTime);
         }
     }
@@ -289,20 +272,8 @@ class BotRunner
             }
             bot.client.update(t);
             noteConnected(bot, t);
-            while (bot.client.popSnapshot(m_snapshot))
-            {
-                bot.latestTick = m_snapshot.tick;
-                if (!bot.body || bot.client.catalogue().count(bot.body->id) == 0)
-                {
-                    bot.body = chooseInputBody(bot.client);
-                }
-            }
+            bot.driver.frame(bot.client, t, m_options.inputHz);
             collectRtt(bot);
-            if (bot.client.isConnected() && m_options.inputHz > 0.0 && bot.body && t >= bot.nextInputTime)
-            {
-                sendInput(bot);
-                bot.nextInputTime = std::max(bot.nextInputTime + 1.0 / m_options.inputHz, t);
-            }
         }
         if (t >= m_options.seconds)
         {
@@ -325,24 +296,6 @@ class BotRunner
         m_rttSeconds.insert(m_rttSeconds.end(), recent.end() - static_cast<std::ptrdiff_t>(fresh),
                             recent.end());
         bot.rttSamplesTaken = total;
-    }
-
-    void sendInput(Bot& bot)
-    {
-        // For the tick the server will be at when it arrives: our newest snapshot is about one round trip
-        // behind that.
-        const double leadTicks = std::ceil(bot.client.rttSeconds() * bot.client.tickRateHz()) + 2.0;
-        std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-        protocol::InputCommand input;
-        input.tick = bot.latestTick + static_cast<std::uint64_t>(leadTicks);
-        input.bodyId = bot.body->id;
-        input.bodyGeneration = bot.body->generation;
-        input.kind = protocol::wire::InputKind::Impulse;
-        input.vector = {0.5f * unit(bot.rng), 0.5f + 0.25f * unit(bot.rng), 0.5f * unit(bot.rng)}; // N s
-        if (bot.client.sendInput(input) == 0)
-        {
-            ++m_inputsRefused;
-        }
     }
 
     void finish()
@@ -377,11 +330,9 @@ class BotRunner
     double m_end = 0.0;
     bool m_finished = false;
     bool m_interrupted = false;
-    client::ReceivedSnapshot m_snapshot;
     std::vector<double> m_connectSeconds;
     std::vector<double> m_rttSeconds;
     std::vector<client::ClientState> m_finalStates;
-    std::uint64_t m_inputsRefused = 0;
 };
 
 void BotRunner::report(bool json) const
@@ -389,7 +340,7 @@ void BotRunner::report(bool json) const
     int attempted = 0, denied = 0, failed = 0, pending = 0, lostAfter = 0;
     double snapshotsPerSecond = 0.0, snapshotsMin = -1.0, downKbps = 0.0, upKbps = 0.0;
     double sentLoss = 0.0, receivedLoss = 0.0;
-    std::uint64_t inputsSent = 0, inputsAcked = 0, sendErrors = 0, snapshots = 0;
+    std::uint64_t inputsSent = 0, inputsAcked = 0, inputsRefused = 0, sendErrors = 0, snapshots = 0;
     for (std::size_t i = 0; i < m_bots.size(); ++i)
     {
         const Bot& bot = *m_bots[i];
@@ -401,6 +352,7 @@ void BotRunner::report(bool json) const
         const client::ClientStats& s = bot.client.stats();
         inputsSent += s.inputsSent;
         inputsAcked += s.inputsAcknowledged;
+        inputsRefused += bot.driver.counters().inputsRefused;
         sendErrors += bot.sendErrors;
         snapshots += s.snapshotsCompleted;
         if (bot.connectedAt < 0.0)
@@ -432,6 +384,7 @@ void BotRunner::report(bool json) const
         nlohmann::ordered_json out;
         out["target"] = m_options.target;
         out["clients"] = m_options.clients;
+        out["behaviour"] = m_options.behaviour;
         out["seconds"] = roundedDecimals(m_end, 3);
         out["interrupted"] = m_interrupted;
         out["input_hz"] = client::roundedSignificant(m_options.inputHz, 6);
@@ -457,14 +410,15 @@ void BotRunner::report(bool json) const
                          {"p99", roundedDecimals(r99, 2)}};
         out["loss"] = {{"sent_mean", roundedDecimals(sentLoss * perClient, 4)},
                        {"received_mean", roundedDecimals(receivedLoss * perClient, 4)}};
-        out["inputs"] = {{"sent", inputsSent}, {"acked", inputsAcked}, {"refused_locally", m_inputsRefused}};
+        out["inputs"] = {{"sent", inputsSent}, {"acked", inputsAcked}, {"refused_locally", inputsRefused}};
         out["send_errors"] = sendErrors;
         out["cpu_seconds"] = roundedDecimals(cpuSeconds, 2);
         std::printf("%s\n", client::jsonText(out).c_str());
         return;
     }
-    std::printf("polytope-bots: %d bots against %s for %.1f s%s\n", m_options.clients,
-                m_options.target.c_str(), m_end, m_interrupted ? " (interrupted)" : "");
+    std::printf("polytope-bots: %d bots (%s) against %s for %.1f s%s\n", m_options.clients,
+                m_options.behaviour.c_str(), m_options.target.c_str(), m_end,
+                m_interrupted ? " (interrupted)" : "");
     std::printf("  connects     %d attempted, %d succeeded, %d failed, %d denied, %d still connecting, "
                 "%d lost after connecting\n",
                 attempted, ok, failed, denied, pending, lostAfter);
@@ -494,6 +448,7 @@ void BotRunner::report(bool json) const
 
 int main(int argc, char** argv)
 {
+    soccer::registerSoccerBot(); // the example game's bots (examples/soccer/)
     Options options;
     CLI::App app{"polytope-bots: headless clients that load a polytope-server and report what they measured"};
     app.add_option("target", options.target, "the server, HOST:PORT")->required();
@@ -504,7 +459,8 @@ int main(int argc, char** argv)
     app.add_option("--seconds", options.seconds, "run this long, connects included")
         ->capture_default_str()
         ->check(CLI::Range(0.1, 86400.0));
-    app.add_option("--input-hz", options.inputHz, "inputs per second from each bot (0: none)")
+    app.add_option("--input-hz", options.inputHz,
+                   "inputs per second from each bot for steady-rate behaviours such as push (0: none)")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 120.0));
     app.add_option("--connect-spread", options.connectSpreadSeconds,
@@ -521,7 +477,19 @@ int main(int argc, char** argv)
         ->envname("POLYTOPE_TOKEN_KEY");
     app.add_option("--client-id-base", options.clientIdBase,
                    "token client ids are BASE+0 .. BASE+clients-1 (default: random)");
+    std::string names;
+    for (const std::string& name : client::botBehaviourNames())
+    {
+        names += (names.empty() ? "" : ", ") + name;
+    }
+    app.add_option("--behaviour", options.behaviour, "what each bot plays: " + names)->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    if (!client::makeBotBehaviour(options.behaviour, 0, 1))
+    {
+        std::fprintf(stderr, "polytope-bots: unknown behaviour '%s' (known: %s)\n", options.behaviour.c_str(),
+                     names.c_str());
+        return 1;
+    }
     const int required = options.minConnected < 0 ? options.clients : options.minConnected;
 
     try

@@ -1,0 +1,59 @@
+// The soccer example's bot behaviour ("soccer", client/bot_behaviour.h): plays examples/soccer/ as a client
+// sees it, with no physics of its own.
+//
+// From the room state it takes the ball's id, the pitch's size and its teammates' bodies; from its client
+// state, its team. Each new input tick it looks at the shown bodies, moved ahead by the time until its input
+// takes effect (the interpolation delay plus the input lead, at velocities estimated from the frames shown),
+// and sets its sphere's velocity (a TargetVelocity input):
+//   - the teammate nearest the ball (and, in a team of two, both) attacks: it runs to a point behind the
+//     ball on the line from the opponents' goal through the ball, going round the ball when it is on the
+//     wrong side, and once lined up drives through the ball toward the goal;
+//   - in a team of three or more, the one farthest from the ball keeps between the ball and its own goal,
+//     and attacks when the ball comes within a third of the pitch of that goal.
+#pragma once
+
+#include "polytope/client/bot_behaviour.h"
+#include "soccer_state.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace polytope::soccer
+{
+
+/// Registers the "soccer" bot behaviour (client::registerBotBehaviour).
+void registerSoccerBot();
+
+class SoccerBot final : public client::BotBehaviour
+{
+  public:
+    explicit SoccerBot(std::size_t botIndex) : m_botIndex(botIndex) {}
+    void update(const client::BotFrame& frame) override;
+
+    /// The states last decoded (for tests and tools); nullopt before they arrived.
+    const std::optional<SoccerRoomState>& roomState() const { return m_room; }
+    const std::optional<SoccerClientState>& clientState() const { return m_own; }
+
+  private:
+    struct Track
+    {
+        float x = 0.0f, z = 0.0f;   ///< shown position, m
+        float vx = 0.0f, vz = 0.0f; ///< estimated velocity, m/s
+        double time = -1.0;         ///< render time of the position; < 0: none yet
+    };
+    /// Updates a track from a shown position at render time `time`.
+    static void follow(Track& track, float x, float z, double time);
+
+    std::size_t m_botIndex;
+    std::uint32_t m_roomVersion = 0;
+    std::uint32_t m_ownVersion = 0;
+    std::optional<SoccerRoomState> m_room;
+    std::optional<SoccerClientState> m_own;
+    std::uint32_t m_bodyId = 0;
+    std::uint32_t m_bodyGeneration = 0;
+    std::uint64_t m_lastInputTick = 0;
+    Track m_ball;
+    Track m_self;
+};
+
+} // namespace polytope::soccer
