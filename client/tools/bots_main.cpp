@@ -29,6 +29,7 @@
 #include <ctime>
 #include <exception>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 

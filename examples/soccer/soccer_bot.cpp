@@ -14,7 +14,8 @@ constexpr float kPlayerRadiusMeters = 0.5f;    ///< soccer.json's player templat
 constexpr float kTopSpeed = 6.0f;              ///< m/s
 constexpr float kKickSpeed = 9.0f;             ///< m/s: through the ball when lined up and close
 constexpr float kKickRangeMeters = 1.0f;       ///< a kick starts this far from touching the ball
-constexpr float kSupportDistanceMeters = 4.0f; ///< a second attacker waits this far behind the ball
+constexpr float kSupportDistanceMeters = 3.0f; ///< the others wait this far behind the ball
+constexpr float kSupportSideMeters = 3.0f;     ///< and this far to one side of its line
 constexpr float kArrivalGain = 2.5f;           ///< 1/s: speed toward a waypoint per metre still to go
 constexpr float kMaxTrackedSpeed = 25.0f;      ///< m/s: faster is a teleport (a kick-off), not motion
 constexpr double kMaxLookaheadSeconds = 0.5;
@@ -168,7 +169,7 @@ void SoccerBot::update(const client::BotFrame& frame)
         rank += d < myDistance || (d == myDistance && player.bodyId < m_bodyId) ? 1 : 0;
     }
     const bool ballNearOwnGoal = std::fabs(b.x - ownGoal.x) < 2.0f * room.halfLengthMeters / 3.0f;
-    const bool defender = teamSize >= 3 && rank == teamSize - 1 && !ballNearOwnGoal;
+    const bool defender = teamSize >= 4 && rank == teamSize - 1 && !ballNearOwnGoal;
 
     Point target;
     float speed = kTopSpeed;
@@ -232,10 +233,10 @@ void SoccerBot::update(const client::BotFrame& frame)
         }
         if (rank > 0 && length(relative) > 2.0f * contact)
         {
-            // A second attacker keeps out of the scrum: it waits behind the ball, a little to one side,
-            // for it to come loose.
-            const float s = m_botIndex % 2 == 0 ? 1.0f : -1.0f;
-            target = b - toGoal * kSupportDistanceMeters + side * (1.5f * s);
+            // The others keep out of the scrum: each waits behind the ball, to its own side, for it to
+            // come loose.
+            const float s = rank % 2 == 1 ? 1.0f : -1.0f;
+            target = b + toGoal * kSupportDistanceMeters + side * (kSupportSideMeters * s);
             distanceGain = true;
             speed = kTopSpeed;
         }

@@ -5,11 +5,15 @@
 // state, its team. Each new input tick it looks at the shown bodies, moved ahead by the time until its input
 // takes effect (the interpolation delay plus the input lead, at velocities estimated from the frames shown),
 // and sets its sphere's velocity (a TargetVelocity input):
-//   - the teammate nearest the ball (and, in a team of two, both) attacks: it runs to a point behind the
-//     ball on the line from the opponents' goal through the ball, going round the ball when it is on the
-//     wrong side, and once lined up drives through the ball toward the goal;
-//   - in a team of three or more, the one farthest from the ball keeps between the ball and its own goal,
-//     and attacks when the ball comes within a third of the pitch of that goal.
+//   - the teammate nearest the ball attacks: it runs to a point behind the ball on the line from the
+//     opponents' goal through the ball, going round the ball when it is on the wrong side, and once lined up
+//     kicks (drives through the ball toward the goal at full speed). Against a wall, where behind the ball is
+//     inside the wall, it pushes the ball along the wall instead (toward the goal's end, or into the mouth
+//     along the slanted ends);
+//   - the others wait ahead of the ball, to either side of its line to the goal, for a rebound: waiting
+//     behind it they would mostly block their own team's shots (60 s of 3 v 3 scored 67 goals over eight
+//     matches with them ahead, 7 with them behind);
+//   - in a team of four or more, the one farthest from the ball keeps between the ball and its own goal.
 #pragma once
 
 #include "polytope/client/bot_behaviour.h"

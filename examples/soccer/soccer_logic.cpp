@@ -12,7 +12,7 @@ namespace
 {
 
 /// The ball counts as in play again once it moved this far from where it last stood (idle_reset_seconds).
-constexpr float kBallIdleMeters = 0.5f;
+constexpr float kBallIdleMeters = 2.0f;
 /// Beyond the walls by this much, or below the ground, the ball has left the pitch.
 constexpr float kOffPitchMarginMeters = 3.0f;
 

@@ -1,16 +1,18 @@
 // The soccer example's room logic (issue 20): two teams of player spheres push a ball into goals.
 //
-// The scene file (soccer.json) builds the pitch: the ground, walls along the side lines and the goal lines
-// with a gap for each goal mouth, and a box behind each mouth. The logic adds, at start, the ball and a goal
-// sensor in each box, placed from its settings (the scene's "logic": {"settings": {...}}; parseSoccerSettings
-// says which), so that scene and logic agree on the pitch by construction of the file.
+// The scene file (soccer.json) builds the pitch: the ground, walls along the side lines, ends slanting at 45
+// degrees from the side lines to the goal posts (a ball pushed along them runs into the mouth, and no corner
+// traps it), and a box behind each mouth. The logic adds, at start, the ball and a goal sensor in each box,
+// placed from its settings (the scene's "logic": {"settings": {...}}; parseSoccerSettings says which), so
+// that scene and logic agree on the pitch by construction of the file.
 //
 // Joining puts a client on the smaller team and spawns its sphere on its team's half. The ball entering a
 // goal sensor scores for the other team, credited to the player who touched the ball last (a goal for its
 // team, or an own goal); the ball then goes back to the centre and, with reset_players, everyone to their
 // kick-off spots. A match lasts match_seconds (0: no end); when it is over the score stands for
-// restart_seconds, then the next match starts from 0-0. A ball left alone for idle_reset_seconds, or thrown
-// off the pitch, goes back to the centre.
+// restart_seconds, then the next match starts from 0-0. A ball that stays within 2 m of one spot for
+// idle_reset_seconds (left alone, or pinned in a scrum against a wall), or that leaves the pitch, is dropped
+// at the centre.
 //
 // The room state (soccer_state.h) holds the score, the ball's id, the clock, the pitch's size and every
 // player's body and team; each client's state holds its team, its goals, own goals and touches. Soccer needs
@@ -41,7 +43,7 @@ struct SoccerSettings
     /// = this; 0: square corners. For the bots (the room state), in [0, half_width]
     float cornerInsetMeters = 0.0f;
     float ballRadiusMeters = 0.4f;  ///< [ball_radius] in [0.05, 5]
-    float ballDensity = 250.0f;     ///< [ball_density] kg/m^3, in [1, 100000]
+    float ballDensity = 150.0f;     ///< [ball_density] kg/m^3, in [1, 100000] (soccer.json's players: 600)
     double matchSeconds = 300.0;    ///< [match_seconds] 0: no end; at most 86400
     double restartSeconds = 5.0;    ///< [restart_seconds] the pause between matches, in [0, 3600]
     double idleResetSeconds = 10.0; ///< [idle_reset_seconds] 0: never, at most 3600

@@ -10,8 +10,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,10 @@ struct MatchResult
     double wallSeconds = 0.0;
 };
 
-MatchResult playMatch(int bots, double seconds)
+/// Plays `bots` soccer bots for `seconds` over a network with `conditions` (none: instant delivery), then
+/// lets the game run on (bots idle) until every client holds the room state the server last set.
+MatchResult playMatch(int bots, double seconds,
+                      const std::optional<protocol::NetworkConditions>& conditions = {})
 {
     soccer::registerSoccerLogic();
     soccer::registerSoccerBot();
@@ -41,6 +46,10 @@ MatchResult playMatch(int bots, double seconds)
     config.room = "soccer";
     config.scene = POLYTOPE_SOURCE_DIR "/examples/soccer/soccer.json";
     const auto server = test::makeServer(net, config);
+    if (conditions)
+    {
+        net.simulate(*conditions, 2026);
+    }
 
     std::vector<client::Client*> clients;
     std::vector<client::BotDriver> drivers;
@@ -64,9 +73,21 @@ MatchResult playMatch(int bots, double seconds)
                 }
             });
 
+    const server::Room& room = server->room(0);
+    const auto allCaughtUp = [&]
+    {
+        return std::all_of(clients.begin(), clients.end(),
+                           [&](const client::Client* c)
+                           { return c->roomState().version == room.roomStateVersion(); });
+    };
+    for (int frame = 0; frame < 600 && !allCaughtUp(); ++frame)
+    {
+        net.frame(); // the states in flight arrive (a state changes at least every second: the clock)
+    }
+    CHECK(allCaughtUp());
+
     MatchResult result;
     result.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const server::Room& room = server->room(0);
     REQUIRE(soccer::decodeSoccerRoomState(room.roomState(), result.server));
     result.metrics = room.metrics();
     for (std::size_t i = 0; i < clients.size(); ++i)
@@ -161,4 +182,30 @@ TEST_CASE("soccer: settings are checked, and bad state bytes do not decode", "[e
     own.team = 7; // no such team
     soccer::encodeSoccerClientState(own, bytes);
     CHECK_FALSE(soccer::decodeSoccerClientState(bytes, own));
+}
+
+TEST_CASE("soccer: three against three bots over 40 ms +- 10 ms of latency and 2% loss still score",
+          "[examples][soccer]")
+{
+    protocol::NetworkConditions conditions;
+    conditions.latencySeconds = 0.04;
+    conditions.jitterSeconds = 0.01;
+    conditions.lossProbability = 0.02;
+    checkMatch(playMatch(6, 60.0, conditions), 6);
+}
+
+// For tuning the bot or the pitch (not run by default): goals over sixteen matches at rising latencies.
+TEST_CASE("soccer: goals per match over several network delays", "[.][tuning]")
+{
+    for (int k = 0; k < 8; ++k)
+    {
+        protocol::NetworkConditions conditions;
+        conditions.latencySeconds = 0.005 * k;
+        conditions.jitterSeconds = 0.002 * k;
+        const MatchResult twos = playMatch(4, 60.0, conditions);
+        const MatchResult threes = playMatch(6, 60.0, conditions);
+        std::printf("latency %.0f ms: 2 v 2 %u goals (%u hits), 3 v 3 %u goals (%u hits)\n",
+                    conditions.latencySeconds * 1e3, twos.server.goals, twos.server.hits, threes.server.goals,
+                    threes.server.hits);
+    }
 }
