@@ -264,8 +264,9 @@ void SoccerBot::update(const client::BotFrame& frame)
 
 void registerSoccerBot()
 {
-    client::registerBotBehaviour("soccer", [](std::size_t botIndex, std::uint32_t)
-                                 { return std::make_unique<SoccerBot>(botIndex); });
+    // Deterministic and the same for every bot: the roles come from the game, not from the bot's number.
+    client::registerBotBehaviour("soccer",
+                                 [](std::size_t, std::uint32_t) { return std::make_unique<SoccerBot>(); });
 }
 
 } // namespace polytope::soccer

@@ -31,7 +31,6 @@ void registerSoccerBot();
 class SoccerBot final : public client::BotBehaviour
 {
   public:
-    explicit SoccerBot(std::size_t botIndex) : m_botIndex(botIndex) {}
     void update(const client::BotFrame& frame) override;
 
     /// The states last decoded (for tests and tools); nullopt before they arrived.
@@ -48,7 +47,6 @@ class SoccerBot final : public client::BotBehaviour
     /// Updates a track from a shown position at render time `time`.
     static void follow(Track& track, float x, float z, double time);
 
-    std::size_t m_botIndex;
     std::uint32_t m_roomVersion = 0;
     std::uint32_t m_ownVersion = 0;
     std::optional<SoccerRoomState> m_room;
