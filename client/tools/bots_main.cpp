@@ -16,6 +16,7 @@
 #include "polytope/client/client.h"
 #include "polytope/client/json_output.h"
 #include "polytope/client/udp_socket.h"
+#include "range/range_bot.h"
 #include "soccer/soccer_bot.h"
 
 #include <CLI/CLI.hpp>
@@ -342,6 +343,7 @@ void BotRunner::report(bool json) const
     double snapshotsPerSecond = 0.0, snapshotsMin = -1.0, downKbps = 0.0, upKbps = 0.0;
     double sentLoss = 0.0, receivedLoss = 0.0;
     std::uint64_t inputsSent = 0, inputsAcked = 0, inputsRefused = 0, sendErrors = 0, snapshots = 0;
+    std::uint64_t messagesSent = 0, messagesAcked = 0;
     for (std::size_t i = 0; i < m_bots.size(); ++i)
     {
         const Bot& bot = *m_bots[i];
@@ -354,6 +356,8 @@ void BotRunner::report(bool json) const
         inputsSent += s.inputsSent;
         inputsAcked += s.inputsAcknowledged;
         inputsRefused += bot.driver.counters().inputsRefused;
+        messagesSent += s.gameMessagesSent;
+        messagesAcked += s.gameMessagesAcknowledged;
         sendErrors += bot.sendErrors;
         snapshots += s.snapshotsCompleted;
         if (bot.connectedAt < 0.0)
@@ -412,6 +416,7 @@ void BotRunner::report(bool json) const
         out["loss"] = {{"sent_mean", roundedDecimals(sentLoss * perClient, 4)},
                        {"received_mean", roundedDecimals(receivedLoss * perClient, 4)}};
         out["inputs"] = {{"sent", inputsSent}, {"acked", inputsAcked}, {"refused_locally", inputsRefused}};
+        out["game_messages"] = {{"sent", messagesSent}, {"acked", messagesAcked}};
         out["send_errors"] = sendErrors;
         out["cpu_seconds"] = roundedDecimals(cpuSeconds, 2);
         std::printf("%s\n", client::jsonText(out).c_str());
@@ -437,6 +442,9 @@ void BotRunner::report(bool json) const
                 100.0 * sentLoss * perClient, 100.0 * receivedLoss * perClient);
     std::printf("  inputs       %llu sent, %llu acknowledged\n", static_cast<unsigned long long>(inputsSent),
                 static_cast<unsigned long long>(inputsAcked));
+    std::printf("  messages     %llu game messages sent, %llu acknowledged\n",
+                static_cast<unsigned long long>(messagesSent),
+                static_cast<unsigned long long>(messagesAcked));
     std::printf("  bots' CPU    %.2f s (%.0f%% of one core)\n", cpuSeconds,
                 100.0 * cpuSeconds / std::max(1e-3, m_end));
     if (sendErrors > 0)
@@ -449,7 +457,8 @@ void BotRunner::report(bool json) const
 
 int main(int argc, char** argv)
 {
-    soccer::registerSoccerBot(); // the example game's bots (examples/soccer/)
+    soccer::registerSoccerBot(); // the example games' bots (examples/soccer/, examples/range/)
+    range::registerRangeBot();
     Options options;
     CLI::App app{"polytope-bots: headless clients that load a polytope-server and report what they measured"};
     app.add_option("target", options.target, "the server, HOST:PORT")->required();
