@@ -168,12 +168,33 @@ physics::QueryFilter staticOnly(const physics::QueryFilter& filter)
     return only;
 }
 
-/// (fraction, body index) ordering of the World's closest queries.
-template <class Hit> bool closer(const Hit& candidate, const Hit& best)
+/// The closest hit so far of a rewound query, in the (fraction, body index) order of the World's closest
+/// queries.
+template <class Hit> struct Closest
 {
-    return candidate.fraction < best.fraction ||
-           (candidate.fraction == best.fraction && candidate.body.index < best.body.index);
-}
+    Hit best{};
+    bool found = false;
+
+    void offer(const Hit& candidate)
+    {
+        if (!found || candidate.fraction < best.fraction ||
+            (candidate.fraction == best.fraction && candidate.body.index < best.body.index))
+        {
+            best = candidate;
+            found = true;
+        }
+    }
+    /// Writes the hit (when found) and completes `result`.
+    RewindResult finish(RewindResult result, Hit& hit) const
+    {
+        if (found)
+        {
+            hit = best;
+        }
+        result.hit = found;
+        return result;
+    }
+};
 
 } // namespace
 
@@ -336,14 +357,14 @@ RewindResult PoseHistory::castRayAt(const physics::World& world, const ViewTime&
     {
         return result;
     }
-    physics::RayQueryHit best;
-    bool found = (filter.bodyTypes & physics::kQueryStatic) != 0 &&
-                 world.castRayClosest(ray, staticOnly(filter), best);
+    Closest<physics::RayQueryHit> closest;
+    closest.found = (filter.bodyTypes & physics::kQueryStatic) != 0 &&
+                    world.castRayClosest(ray, staticOnly(filter), closest.best);
     const physics::ShapeCatalogue catalogue = world.catalogue();
     forEachShown(resolved,
                  [&](const RecordedBody& body, const physics::Transform& pose)
                  {
-                     const float clip = found ? best.fraction : ray.maxFraction;
+                     const float clip = closest.found ? closest.best.fraction : ray.maxFraction;
                      if (!segmentMeetsBox(ray.origin, ray.translation, clip,
                                           padded(physics::shapeBoundsAt(body.shape, pose, catalogue), {})) ||
                          !filterAccepts(world, filter, body))
@@ -356,20 +377,9 @@ RewindResult PoseHistory::castRayAt(const physics::World& world, const ViewTime&
                      {
                          return;
                      }
-                     const physics::RayQueryHit candidate{body.id, shapeHit.fraction, shapeHit.point,
-                                                          shapeHit.normal, subShape};
-                     if (!found || closer(candidate, best))
-                     {
-                         best = candidate;
-                         found = true;
-                     }
+                     closest.offer({body.id, shapeHit.fraction, shapeHit.point, shapeHit.normal, subShape});
                  });
-    if (found)
-    {
-        hit = best;
-    }
-    result.hit = found;
-    return result;
+    return closest.finish(result, hit);
 }
 
 RewindResult PoseHistory::castShapeAt(const physics::World& world, const ViewTime& view,
@@ -383,9 +393,9 @@ RewindResult PoseHistory::castShapeAt(const physics::World& world, const ViewTim
     {
         return result;
     }
-    physics::ShapeQueryHit best;
-    bool found = (filter.bodyTypes & physics::kQueryStatic) != 0 &&
-                 world.castShapeClosest(cast, staticOnly(filter), best);
+    Closest<physics::ShapeQueryHit> closest;
+    closest.found = (filter.bodyTypes & physics::kQueryStatic) != 0 &&
+                    world.castShapeClosest(cast, staticOnly(filter), closest.best);
     // The swept shape's box against each body's box: a ray from the start box's centre against the body's
     // box grown by the start box's half extents (their Minkowski sum).
     const physics::Aabb startBox =
@@ -394,7 +404,7 @@ RewindResult PoseHistory::castShapeAt(const physics::World& world, const ViewTim
         resolved,
         [&](const RecordedBody& body, const physics::Transform& pose)
         {
-            const float clip = found ? best.fraction : cast.maxFraction;
+            const float clip = closest.found ? closest.best.fraction : cast.maxFraction;
             if (!segmentMeetsBox(
                     startBox.center(), cast.translation, clip,
                     padded(physics::shapeBoundsAt(body.shape, pose, catalogue), startBox.extents())) ||
@@ -416,18 +426,9 @@ RewindResult PoseHistory::castShapeAt(const physics::World& world, const ViewTim
             candidate.penetrationDepth = shapeHit.penetrationDepth;
             candidate.startPenetrating = shapeHit.startPenetrating;
             candidate.subShape = subShape;
-            if (!found || closer(candidate, best))
-            {
-                best = candidate;
-                found = true;
-            }
+            closest.offer(candidate);
         });
-    if (found)
-    {
-        hit = best;
-    }
-    result.hit = found;
-    return result;
+    return closest.finish(result, hit);
 }
 
 RewindResult PoseHistory::overlapAt(const physics::World& world, const ViewTime& view,

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -133,16 +135,46 @@ client::ClientConfig named(const std::string& name)
     return config;
 }
 
+/// A server with one room running TestLogic (its config adjusted by the test), and its clients.
+struct LogicFixture
+{
+    explicit LogicFixture(const std::function<void(server::RoomConfig&)>& adjust = {},
+                          const std::optional<protocol::NetworkConditions>& conditions = {})
+    {
+        if (conditions)
+        {
+            net.simulate(*conditions, 7);
+        }
+        server::RoomConfig config = logicRoom(journal);
+        if (adjust)
+        {
+            adjust(config);
+        }
+        server = test::makeServer(net, config);
+    }
+
+    Journal journal;
+    test::InProcessNetwork net;
+    std::unique_ptr<server::Server> server;
+};
+
+/// A client named `name` at 10.0.0.`host`, connecting, given `seconds` to join.
+client::Client& joinAs(test::InProcessNetwork& net, std::uint8_t host, const std::string& name,
+                       double seconds = 0.5)
+{
+    client::Client& c = net.addClient(host, named(name));
+    c.connect(net.now());
+    net.run(seconds);
+    return c;
+}
+
 } // namespace
 
 TEST_CASE("a room's logic sees starts, joins, messages at their tick, ticks and leaves", "[server][logic]")
 {
-    Journal journal;
-    test::InProcessNetwork net;
-    const auto server = test::makeServer(net, logicRoom(journal));
-    client::Client& alice = net.addClient(2, named("alice"));
-    alice.connect(net.now());
-    net.run(0.5);
+    LogicFixture fixture;
+    auto& [journal, net, server] = fixture;
+    client::Client& alice = joinAs(net, 2, "alice");
     REQUIRE(alice.isConnected());
     REQUIRE(journal.calls.size() >= 3);
     CHECK(journal.calls[0] == "start");
@@ -187,12 +219,9 @@ TEST_CASE("a room's logic sees starts, joins, messages at their tick, ticks and 
 
 TEST_CASE("a room's logic refuses a client with a reason the client is told", "[server][logic]")
 {
-    Journal journal;
-    test::InProcessNetwork net;
-    const auto server = test::makeServer(net, logicRoom(journal));
-    client::Client& banned = net.addClient(2, named("banned"));
-    banned.connect(net.now());
-    net.run(0.5);
+    LogicFixture fixture;
+    auto& [journal, net, server] = fixture;
+    client::Client& banned = joinAs(net, 2, "banned");
     CHECK(banned.state() == client::ClientState::ConnectionDenied);
     REQUIRE(banned.denyReason().has_value());
     CHECK(*banned.denyReason() == protocol::wire::DenyReason::RefusedByGame);
@@ -205,12 +234,9 @@ TEST_CASE("a room's logic refuses a client with a reason the client is told", "[
 
 TEST_CASE("a room's logic kicks a client, telling it why", "[server][logic]")
 {
-    Journal journal;
-    test::InProcessNetwork net;
-    const auto server = test::makeServer(net, logicRoom(journal));
-    client::Client& bob = net.addClient(2, named("bob"));
-    bob.connect(net.now());
-    net.run(0.5);
+    LogicFixture fixture;
+    auto& [journal, net, server] = fixture;
+    client::Client& bob = joinAs(net, 2, "bob");
     REQUIRE(bob.isConnected());
     REQUIRE(bob.sendGameMessage(bytesOf("kick me"), server->room(0).tick() + 2) != 0);
     net.run(0.5);
@@ -225,12 +251,9 @@ TEST_CASE("a room's logic kicks a client, telling it why", "[server][logic]")
 
 TEST_CASE("a hook that throws is counted and the room runs on", "[server][logic]")
 {
-    Journal journal;
-    test::InProcessNetwork net;
-    const auto server = test::makeServer(net, logicRoom(journal));
-    client::Client& c = net.addClient(2, named("carol"));
-    c.connect(net.now());
-    net.run(0.5);
+    LogicFixture fixture;
+    auto& [journal, net, server] = fixture;
+    client::Client& c = joinAs(net, 2, "carol");
     const std::uint64_t tick = server->room(0).tick();
     REQUIRE(c.sendGameMessage(bytesOf("throw"), tick + 2) != 0);
     REQUIRE(c.sendGameMessage(bytesOf("after"), tick + 3) != 0);
@@ -243,14 +266,9 @@ TEST_CASE("a hook that throws is counted and the room runs on", "[server][logic]
 
 TEST_CASE("with stopOnLogicError a failing hook stops the room and its clients are told", "[server][logic]")
 {
-    Journal journal;
-    test::InProcessNetwork net;
-    server::RoomConfig config = logicRoom(journal);
-    config.stopOnLogicError = true;
-    const auto server = test::makeServer(net, config);
-    client::Client& c = net.addClient(2, named("dave"));
-    c.connect(net.now());
-    net.run(0.5);
+    LogicFixture fixture([](server::RoomConfig& config) { config.stopOnLogicError = true; });
+    auto& [journal, net, server] = fixture;
+    client::Client& c = joinAs(net, 2, "dave");
     REQUIRE(c.sendGameMessage(bytesOf("throw"), server->room(0).tick() + 2) != 0);
     net.run(0.5);
     CHECK(server->room(0).logicStopped());
@@ -260,23 +278,19 @@ TEST_CASE("with stopOnLogicError a failing hook stops the room and its clients a
     CHECK(*c.disconnectReason() == protocol::wire::DisconnectReason::RoomStopped);
     CHECK(c.serverMessage().find("the test logic was told to throw") != std::string::npos);
     // Nobody joins a stopped room.
-    client::Client& late = net.addClient(3, named("erin"));
-    late.connect(net.now());
-    net.run(0.5);
+    client::Client& late = joinAs(net, 3, "erin");
     CHECK(late.state() == client::ClientState::ConnectionDenied);
     CHECK(late.serverMessage() == "the room has stopped");
 }
 
 TEST_CASE("game states arrive whole and newest under 20% loss", "[server][logic]")
 {
-    Journal journal;
-    test::InProcessNetwork net;
     protocol::NetworkConditions conditions;
     conditions.latencySeconds = 0.05;
     conditions.jitterSeconds = 0.02;
     conditions.lossProbability = 0.2;
-    net.simulate(conditions, 7);
-    const auto server = test::makeServer(net, logicRoom(journal));
+    LogicFixture fixture({}, conditions);
+    auto& [journal, net, server] = fixture;
     client::Client& a = net.addClient(2, named("a"));
     a.connect(net.now());
     client::Client& b = net.addClient(3, named("b"));
@@ -308,15 +322,14 @@ TEST_CASE("game states arrive whole and newest under 20% loss", "[server][logic]
 
 TEST_CASE("a client's game messages are bounded by size and rate", "[server][logic]")
 {
-    Journal journal;
-    test::InProcessNetwork net;
-    server::RoomConfig config = logicRoom(journal);
-    config.maxGameMessagesPerSecond = 10.0;
-    config.maxGameMessageBurst = 5.0;
-    const auto server = test::makeServer(net, config);
-    client::Client& c = net.addClient(2, named("flood"));
-    c.connect(net.now());
-    net.run(0.5);
+    LogicFixture fixture(
+        [](server::RoomConfig& config)
+        {
+            config.maxGameMessagesPerSecond = 10.0;
+            config.maxGameMessageBurst = 5.0;
+        });
+    auto& [journal, net, server] = fixture;
+    client::Client& c = joinAs(net, 2, "flood");
     const std::vector<std::uint8_t> tooBig(protocol::kMaxGameMessageBytes + 1, 7);
     CHECK(c.sendGameMessage(tooBig, server->room(0).tick() + 2) == 0);
     CHECK(c.sendGameMessage({}, server->room(0).tick() + 2) == 0);
@@ -410,9 +423,7 @@ function on_message(room, msg) room:set_client_state(msg.client, "v1:" .. msg.da
     config.scene = scene;
     const auto server = test::makeServer(net, config);
     server::Room& room = server->room(0);
-    client::Client& c = net.addClient(2, named("player"));
-    c.connect(net.now());
-    net.run(0.5);
+    client::Client& c = joinAs(net, 2, "player");
     REQUIRE(c.isConnected());
     REQUIRE(c.sendGameMessage(bytesOf("a"), room.tick() + 2) != 0);
     net.run(0.3);
