@@ -161,16 +161,15 @@ void Room::admit(ClientSlot slot, JoinOptions options, std::uint16_t sequence, d
 {
     Connection& connection = m_connections[slot];
     m_now = now;
+    connection.acks.onReceived(sequence); // a refusal acknowledges it too
     if (!m_clients[slot])
     {
-        connection.acks.onReceived(sequence);
         if (!logicAdmits(slot, options))
         {
             return;
         }
         join(slot, std::move(options), now);
     }
-    connection.acks.onReceived(sequence);
     connection.lastReceiveTime = now;
     send(slot, m_writer.connectAccepted(connection.acks.nextOutgoing(), sessionParameters(slot)));
 }
@@ -498,10 +497,8 @@ void Room::runTick(double now)
     if (m_logic && !m_logicStopped)
     {
         m_hookTick = next;
-        ++m_logicDepth; // kicks wait until every event is dispatched
-        dispatchEvents();
+        dispatchEvents(); // kicks the hooks ask for wait for afterLogic, after every event
         callLogic("on_tick_end", [](RoomLogic& l, RoomContext& room) { l.onTickEnd(room); });
-        --m_logicDepth;
         afterLogic();
         if (m_logic)
         {

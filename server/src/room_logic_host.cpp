@@ -534,8 +534,7 @@ void Room::deliverMessages(std::uint64_t tick)
     std::sort(m_dueMessages.begin(), m_dueMessages.end(),
               [](const QueuedMessage* a, const QueuedMessage* b) { return a->arrival < b->arrival; });
     m_hookTick = tick;
-    // Hooks cannot remove clients while this runs (kicks wait for afterLogic), so the queues stay put.
-    ++m_logicDepth;
+    // Hooks cannot remove clients while this runs (kicks wait for afterLogic, below), so the queues stay put.
     for (const QueuedMessage* q : m_dueMessages)
     {
         const GameMessage message{q->clientId, q->sequence, tick, q->view,
@@ -543,7 +542,6 @@ void Room::deliverMessages(std::uint64_t tick)
         ++m_metrics.gameMessagesDelivered;
         callLogic("on_message", [&](RoomLogic& l, RoomContext& room) { l.onMessage(room, message); });
     }
-    --m_logicDepth;
     for (const ClientSlot slot : m_members)
     {
         auto& queue = m_clients[slot]->messages;
