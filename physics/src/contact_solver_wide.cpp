@@ -679,24 +679,6 @@ template <typename F> void forBundles(TaskPool* tasks, std::uint32_t count, std:
     }
 }
 
-/// fn(bundle) for every bundle, colour after colour, the bundles of a colour on any thread.
-template <typename F> void forEachBundleByColor(const ConstraintGraph& graph, TaskPool* tasks, F&& fn)
-{
-    for (int color = 0; color < kGraphColorCount; ++color)
-    {
-        const std::uint32_t first = graph.colorBundleStart[color];
-        const std::uint32_t count = graph.colorBundleStart[color + 1] - first;
-        forBundles(tasks, count, kBundleGrain,
-                   [&](std::uint32_t begin, std::uint32_t end, int)
-                   {
-                       for (std::uint32_t k = begin; k < end; ++k)
-                       {
-                           fn(first + k);
-                       }
-                   });
-    }
-}
-
 } // namespace
 
 void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstraintSetup> constraints,
@@ -762,62 +744,108 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
     }
 }
 
-void warmStartContactsWide(const ConstraintGraph& graph, std::span<SolverBody> bodies, TaskPool* tasks)
+void runContactBundles(ConstraintGraph& graph, ContactPass pass, std::span<SolverBody> bodies,
+                       const ContactPassParams& params, std::uint32_t begin, std::uint32_t end)
 {
-    const float* base = alignedBase(graph.bundleValues);
-    forEachBundleByColor(graph, tasks,
-                         [&](std::uint32_t bundle)
-                         {
-                             warmStartBundle(base + bundle * kBundleFloats,
-                                             graph.bundleBodies.data() + bundle * 2 * W,
-                                             graph.bundlePoints[bundle], bodies.data());
-                         });
+    float* base = alignedBase(graph.bundleValues);
+    const FloatW wideInverseH = simd::splat(params.inverseH);
+    const FloatW minusPushout = simd::splat(-params.pushoutVelocity);
+    const FloatW slop = simd::splat(params.linearSlop);
+    const FloatW minusThreshold = simd::splat(-params.restitutionThreshold);
+    for (std::uint32_t bundle = begin; bundle < end; ++bundle)
+    {
+        float* q = base + bundle * kBundleFloats;
+        const std::uint32_t* bodyIndex = graph.bundleBodies.data() + bundle * 2 * W;
+        const int points = graph.bundlePoints[bundle];
+        switch (pass)
+        {
+        case ContactPass::WarmStart:
+            warmStartBundle(q, bodyIndex, points, bodies.data());
+            break;
+        case ContactPass::Solve:
+            solveBundle<true>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
+            break;
+        case ContactPass::Relax:
+            solveBundle<false>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
+            break;
+        case ContactPass::Restitute:
+            restituteBundle(q, bodyIndex, points, bodies.data(), minusThreshold);
+            break;
+        }
+    }
+}
+
+void runContactOverflow(ConstraintGraph& graph, ContactPass pass, std::span<SolverBody> bodies,
+                        const ContactPassParams& params)
+{
     bodies[0] = SolverBody{}; // the static dummy: only zeros were added, but keep it exact
-    warmStartContacts(graph.overflowConstraints, graph.overflowSequence, bodies);
+    switch (pass)
+    {
+    case ContactPass::WarmStart:
+        warmStartContacts(graph.overflowConstraints, graph.overflowSequence, bodies);
+        break;
+    case ContactPass::Solve:
+    case ContactPass::Relax:
+        solveContacts(graph.overflowConstraints, graph.overflowSequence, bodies, params.inverseH,
+                      params.pushoutVelocity, params.linearSlop, pass == ContactPass::Solve);
+        break;
+    case ContactPass::Restitute:
+        applyRestitution(graph.overflowConstraints, graph.overflowSequence, bodies,
+                         params.restitutionThreshold);
+        break;
+    }
+}
+
+std::uint32_t contactPassBlocks(const ConstraintGraph& graph, int color)
+{
+    const std::uint32_t count = graph.colorBundleStart[color + 1] - graph.colorBundleStart[color];
+    return (count + kBundleGrain - 1) / kBundleGrain;
+}
+
+void runContactPassBlock(ConstraintGraph& graph, ContactPass pass, std::span<SolverBody> bodies,
+                         const ContactPassParams& params, int color, std::uint32_t block)
+{
+    const std::uint32_t first = graph.colorBundleStart[color] + block * kBundleGrain;
+    const std::uint32_t end = std::min(first + kBundleGrain, graph.colorBundleStart[color + 1]);
+    runContactBundles(graph, pass, bodies, params, first, end);
+}
+
+namespace
+{
+/// One pass: the bundles colour by colour (each colour's on any thread), then the overflow set.
+void runContactPass(ConstraintGraph& graph, ContactPass pass, std::span<SolverBody> bodies,
+                    const ContactPassParams& params, TaskPool* tasks)
+{
+    for (int color = 0; color < kGraphColorCount; ++color)
+    {
+        const std::uint32_t first = graph.colorBundleStart[color];
+        const std::uint32_t count = graph.colorBundleStart[color + 1] - first;
+        forBundles(tasks, count, kBundleGrain,
+                   [&](std::uint32_t begin, std::uint32_t end, int)
+                   { runContactBundles(graph, pass, bodies, params, first + begin, first + end); });
+    }
+    runContactOverflow(graph, pass, bodies, params);
+}
+} // namespace
+
+void warmStartContactsWide(ConstraintGraph& graph, std::span<SolverBody> bodies, TaskPool* tasks)
+{
+    runContactPass(graph, ContactPass::WarmStart, bodies, ContactPassParams{}, tasks);
 }
 
 void solveContactsWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float inverseH,
                        float pushoutVelocity, float linearSlop, bool useBias, TaskPool* tasks)
 {
-    float* base = alignedBase(graph.bundleValues);
-    const FloatW wideInverseH = simd::splat(inverseH);
-    const FloatW minusPushout = simd::splat(-pushoutVelocity);
-    const FloatW slop = simd::splat(linearSlop);
-    forEachBundleByColor(
-        graph, tasks,
-        [&](std::uint32_t bundle)
-        {
-            float* q = base + bundle * kBundleFloats;
-            const std::uint32_t* bodyIndex = graph.bundleBodies.data() + bundle * 2 * W;
-            const int points = graph.bundlePoints[bundle];
-            if (useBias)
-            {
-                solveBundle<true>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
-            }
-            else
-            {
-                solveBundle<false>(q, bodyIndex, points, bodies.data(), wideInverseH, minusPushout, slop);
-            }
-        });
-    bodies[0] = SolverBody{};
-    solveContacts(graph.overflowConstraints, graph.overflowSequence, bodies, inverseH, pushoutVelocity,
-                  linearSlop, useBias);
+    const ContactPassParams params{inverseH, pushoutVelocity, linearSlop, 0.0f};
+    runContactPass(graph, useBias ? ContactPass::Solve : ContactPass::Relax, bodies, params, tasks);
 }
 
 void applyRestitutionWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float threshold,
                           TaskPool* tasks)
 {
-    float* base = alignedBase(graph.bundleValues);
-    const FloatW minusThreshold = simd::splat(-threshold);
-    forEachBundleByColor(graph, tasks,
-                         [&](std::uint32_t bundle)
-                         {
-                             restituteBundle(base + bundle * kBundleFloats,
-                                             graph.bundleBodies.data() + bundle * 2 * W,
-                                             graph.bundlePoints[bundle], bodies.data(), minusThreshold);
-                         });
-    bodies[0] = SolverBody{};
-    applyRestitution(graph.overflowConstraints, graph.overflowSequence, bodies, threshold);
+    ContactPassParams params{};
+    params.restitutionThreshold = threshold;
+    runContactPass(graph, ContactPass::Restitute, bodies, params, tasks);
 }
 
 void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses> impulses, TaskPool* tasks)

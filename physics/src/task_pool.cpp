@@ -131,6 +131,79 @@ void TaskPool::parallelFor(std::uint32_t count, std::uint32_t grain, TaskFunctio
     m_busy.store(false, std::memory_order_release);
 }
 
+void TaskPool::runStages(std::span<const std::uint32_t> blocks, TaskFunction fn) noexcept
+{
+    const int caller = threadIndexIn(this);
+    if (m_threadCount == 1 || m_busy.load(std::memory_order_relaxed) || caller != 0)
+    {
+        // One thread, or nested in a job of this pool (see parallelFor): inline, in order.
+        for (std::size_t s = 0; s < blocks.size(); ++s)
+        {
+            for (std::uint32_t b = 0; b < blocks[s]; ++b)
+            {
+                fn(static_cast<std::uint32_t>(s), b, caller);
+            }
+        }
+        return;
+    }
+    reserveStages(blocks.size());
+    for (std::size_t s = 0; s < blocks.size(); ++s)
+    {
+        // Published to the workers by parallelFor's release of the job below.
+        m_stages[s].claimed.store(0, std::memory_order_relaxed);
+        m_stages[s].done.store(0, std::memory_order_relaxed);
+    }
+    parallelFor(static_cast<std::uint32_t>(m_threadCount), 1,
+                [&](std::uint32_t, std::uint32_t, int thread) { runStageLoop(blocks, fn, thread); });
+}
+
+void TaskPool::reserveStages(std::size_t stages)
+{
+    if (stages > m_stageCapacity)
+    {
+        m_stageCapacity = stages;
+        m_stages = std::make_unique<StageCounters[]>(m_stageCapacity);
+    }
+}
+
+void TaskPool::runStageLoop(std::span<const std::uint32_t> blocks, const TaskFunction& fn,
+                            int thread) noexcept
+{
+    for (std::size_t s = 0; s < blocks.size(); ++s)
+    {
+        StageCounters& stage = m_stages[s];
+        const std::uint32_t count = blocks[s];
+        std::uint32_t ran = 0;
+        for (;;)
+        {
+            // Relaxed: what a block reads was made visible by the previous stage's done (acquire below).
+            const std::uint32_t block = stage.claimed.fetch_add(1, std::memory_order_relaxed);
+            if (block >= count)
+            {
+                break;
+            }
+            fn(static_cast<std::uint32_t>(s), block, thread);
+            ++ran;
+        }
+        if (ran > 0)
+        {
+            stage.done.fetch_add(ran, std::memory_order_acq_rel);
+        }
+        // Only threads that claimed blocks are waited for: they are running them.
+        for (int spin = 0; stage.done.load(std::memory_order_acquire) < count; ++spin)
+        {
+            if (spin < kSpinIterations)
+            {
+                cpuPause();
+            }
+            else
+            {
+                std::this_thread::yield(); // the machine may be shared: let the one we wait for run
+            }
+        }
+    }
+}
+
 void TaskPool::workerLoop(int threadIndex, std::uint32_t firstGeneration) noexcept
 {
     t_workerPool = this;

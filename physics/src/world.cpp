@@ -265,6 +265,16 @@ World::World(const WorldConfig& config)
     {
         m_tasks = std::make_unique<TaskPool>(m_config.threads);
         m_broadphase.reservePairBuffers(m_tasks->threadCount(), m_config.maxContacts);
+        // The staged solver's most stages: at the most substeps, per substep two integrations and the
+        // warm-start, solve and relax passes (each a stage per colour and an overflow stage); restitution.
+        const std::size_t passStages = kGraphColorCount + 1;
+        const std::size_t stages =
+            static_cast<std::size_t>(m_config.substeps << m_maxSubstepLevel) *
+                (2 + passStages * (2 + static_cast<std::size_t>(m_config.relaxIterations))) +
+            passStages;
+        m_solverStages.reserve(stages);
+        m_solverStageBlocks.reserve(stages);
+        m_tasks->reserveStages(stages);
     }
     const std::size_t bodies = m_config.maxBodies;
     const std::size_t contacts = m_config.maxContacts;
@@ -327,7 +337,8 @@ World::World(const WorldConfig& config)
     {
         m_eventCapacity = m_config.maxContactEvents > 0 ? m_config.maxContactEvents : m_config.maxContacts;
         m_touchChange.reserve(contacts);
-        m_contactConstraint.reserve(contacts);
+        m_hits.reserve(contacts);
+        m_hitOrder.reserve(contacts);
         m_beginEvents.reserve(m_eventCapacity);
         m_endEvents.reserve(m_eventCapacity);
         m_hitEvents.reserve(m_eventCapacity);
@@ -1665,47 +1676,39 @@ void World::gatherTouchEvents()
 
 void World::gatherHitEvents()
 {
-    // Solved contacts are grouped by substep level; the events go in key order.
-    m_contactConstraint.assign(m_contacts.size(), kNoIsland);
+    // The solved contacts that hit (solve() found them), in key order: constraints are in key order
+    // within each substep level, so only a step with several levels needs them sorted.
+    m_hitOrder.clear();
     for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(m_constraintContacts.size()); ++k)
     {
-        m_contactConstraint[m_constraintContacts[k]] = k;
+        if (m_hits[k].point >= 0)
+        {
+            m_hitOrder.push_back(k);
+        }
     }
-    const float threshold = m_config.hitEventThreshold;
-    for (const ContactKey& entry : m_contactKeys)
+    if (m_highestSubstepLevel > 0)
     {
-        const std::uint32_t k = m_contactConstraint[entry.contact];
-        if (k == kNoIsland)
+        const auto keyOf = [&](std::uint32_t k)
         {
-            continue;
-        }
-        const Contact& c = m_contacts[entry.contact];
-        const ContactImpulses& impulses = m_constraintImpulses[k];
-        int fastest = -1;
-        float speed = threshold;
-        float impulse = 0.0f;
-        for (int p = 0; p < c.manifold.pointCount; ++p)
-        {
-            impulse += impulses.maxNormalImpulse[p];
-            if (impulses.approachSpeed[p] > speed && impulses.maxNormalImpulse[p] > 0.0f)
-            {
-                speed = impulses.approachSpeed[p];
-                fastest = p;
-            }
-        }
-        if (fastest < 0)
-        {
-            continue;
-        }
+            const Contact& c = m_contacts[m_constraintContacts[k]];
+            return pairKey(c.bodyA, c.bodyB);
+        };
+        std::sort(m_hitOrder.begin(), m_hitOrder.end(),
+                  [&](std::uint32_t x, std::uint32_t y) { return keyOf(x) < keyOf(y); });
+    }
+    for (const std::uint32_t k : m_hitOrder)
+    {
         if (m_hitEvents.size() >= m_eventCapacity)
         {
             ++m_stats.droppedContactEvents;
             continue;
         }
+        const Contact& c = m_contacts[m_constraintContacts[k]];
+        const HitCandidate& hit = m_hits[k];
         const Transform& xf = m_sims[c.bodyA].transform;
-        const ContactPoint& p = c.manifold.points[fastest];
+        const ContactPoint& p = c.manifold.points[hit.point];
         m_hitEvents.push_back({idOf(c.bodyA), idOf(c.bodyB), transformPoint(xf, 0.5f * (p.pointA + p.pointB)),
-                               rotate(xf.q, c.manifold.normal), speed, impulse});
+                               rotate(xf.q, c.manifold.normal), hit.speed, hit.impulse});
     }
 }
 
@@ -2177,7 +2180,12 @@ void World::solve(float dt)
     }
     levelConstraintStart[levels] = static_cast<std::uint32_t>(m_constraintContacts.size());
     m_constraintSetups.resize(m_constraintContacts.size());
-    m_constraintImpulses.assign(m_constraintSetups.size(), ContactImpulses{});
+    // Filled by readContactImpulses for every point of every solved contact (the rest is never read).
+    m_constraintImpulses.resize(m_constraintSetups.size());
+    if (m_config.enableContactEvents)
+    {
+        m_hits.resize(m_constraintSetups.size());
+    }
     m_stats.touchingContacts = static_cast<std::uint32_t>(m_constraintSetups.size());
     m_stats.contactPoints = pointTotal;
     m_stats.awakeBodies = static_cast<std::uint32_t>(m_solverBodies.size() - 1);
@@ -2233,67 +2241,186 @@ void World::solve(float dt)
         const std::uint32_t jointBegin = m_jointLevelStart[level];
         const std::uint32_t jointEnd = m_jointLevelStart[level + 1];
         m_stats.profile.setup += millisecondsSince(mark);
-        const auto integrate = [&](auto&& body)
+        if (m_tasks != nullptr && m_tasks->threadCount() > 1 && jointBegin == jointEnd)
         {
-            if (kinematicEnd > 1)
-            {
-                body(1u, kinematicEnd);
-            }
-            forRange(bodyEnd - bodyBegin, kBodyGrain,
-                     [&](std::uint32_t begin, std::uint32_t end, int)
-                     { body(bodyBegin + begin, bodyBegin + end); });
-        };
-        for (int substep = 0; substep < substeps; ++substep)
-        {
-            integrate(
-                [&](std::uint32_t begin, std::uint32_t end)
-                { integrateVelocities(bodies, m_solverMotions, begin, end, h, m_config.maxLinearSpeed); });
-            warmStartJoints(jointBegin, jointEnd);
-            warmStartContactsWide(m_graph, bodies, m_tasks.get());
-            solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
-                              true, m_tasks.get());
-            solveJoints(jointBegin, jointEnd, inverseH, true); // after the contacts: see joint_solver.h
-            integrate(
-                [&](std::uint32_t begin, std::uint32_t end)
-                {
-                    integratePositions(bodies, m_solverMotions, begin, end, h);
-                    if (jointBegin != jointEnd)
-                    {
-                        refreshJointedInertia(begin, end);
-                    }
-                });
-            for (int relax = 0; relax < m_config.relaxIterations; ++relax)
-            {
-                solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity,
-                                  m_config.linearSlop, false, m_tasks.get());
-                solveJoints(jointBegin, jointEnd, inverseH, false);
-            }
+            solveLevelStaged(substeps, h, kinematicEnd, bodyBegin, bodyEnd);
         }
-        applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold, m_tasks.get());
+        else
+        {
+            solveLevelPassByPass(substeps, h, kinematicEnd, bodyBegin, bodyEnd, jointBegin, jointEnd);
+        }
         m_stats.profile.solver += millisecondsSince(mark);
         storeJointImpulses(jointBegin, jointEnd, substeps, dt);
         readContactImpulses(m_graph, std::span<ContactImpulses>(m_constraintImpulses.data() + first, count),
                             m_tasks.get());
 
-        // Store the step's impulses for the next step's warm start.
+        // Store the step's impulses for the next step's warm start, and find each contact's hit (the
+        // point of fastest approach that took a load, for gatherHitEvents): each contact on any thread.
+        const bool hits = m_config.enableContactEvents;
+        const float threshold = m_config.hitEventThreshold;
         const auto stepImpulse = [substeps](float impulse)
         {
             const float total = impulse * static_cast<float>(substeps);
             return std::fabs(total) <= kMaxContactImpulse ? total : 0.0f; // NaN too: not kept
         };
-        for (std::uint32_t k = first; k < first + count; ++k)
-        {
-            Contact& c = m_contacts[m_constraintContacts[k]];
-            const ContactImpulses& impulses = m_constraintImpulses[k];
-            for (int p = 0; p < c.manifold.pointCount; ++p)
-            {
-                c.normalImpulse[p] = stepImpulse(impulses.normal[p]);
-                c.tangentImpulse1[p] = stepImpulse(impulses.tangent1[p]);
-                c.tangentImpulse2[p] = stepImpulse(impulses.tangent2[p]);
-            }
-        }
+        forRange(count, kContactGrain,
+                 [&](std::uint32_t begin, std::uint32_t end, int)
+                 {
+                     for (std::uint32_t k = first + begin; k < first + end; ++k)
+                     {
+                         Contact& c = m_contacts[m_constraintContacts[k]];
+                         const ContactImpulses& impulses = m_constraintImpulses[k];
+                         HitCandidate hit{threshold, 0.0f, -1};
+                         for (int p = 0; p < c.manifold.pointCount; ++p)
+                         {
+                             c.normalImpulse[p] = stepImpulse(impulses.normal[p]);
+                             c.tangentImpulse1[p] = stepImpulse(impulses.tangent1[p]);
+                             c.tangentImpulse2[p] = stepImpulse(impulses.tangent2[p]);
+                             hit.impulse += impulses.maxNormalImpulse[p];
+                             if (impulses.approachSpeed[p] > hit.speed && impulses.maxNormalImpulse[p] > 0.0f)
+                             {
+                                 hit.speed = impulses.approachSpeed[p];
+                                 hit.point = p;
+                             }
+                         }
+                         if (hits)
+                         {
+                             m_hits[k] = hit;
+                         }
+                     }
+                 });
         m_stats.profile.store += millisecondsSince(mark);
     }
+}
+
+void World::solveLevelPassByPass(int substeps, float h, std::uint32_t kinematicEnd, std::uint32_t bodyBegin,
+                                 std::uint32_t bodyEnd, std::uint32_t jointBegin, std::uint32_t jointEnd)
+{
+    const std::span<SolverBody> bodies(m_solverBodies);
+    const float inverseH = 1.0f / h;
+    const auto integrate = [&](auto&& body)
+    {
+        if (kinematicEnd > 1)
+        {
+            body(1u, kinematicEnd);
+        }
+        forRange(bodyEnd - bodyBegin, kBodyGrain,
+                 [&](std::uint32_t begin, std::uint32_t end, int)
+                 { body(bodyBegin + begin, bodyBegin + end); });
+    };
+    for (int substep = 0; substep < substeps; ++substep)
+    {
+        integrate([&](std::uint32_t begin, std::uint32_t end)
+                  { integrateVelocities(bodies, m_solverMotions, begin, end, h, m_config.maxLinearSpeed); });
+        warmStartJoints(jointBegin, jointEnd);
+        warmStartContactsWide(m_graph, bodies, m_tasks.get());
+        solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
+                          true, m_tasks.get());
+        solveJoints(jointBegin, jointEnd, inverseH, true); // after the contacts: see joint_solver.h
+        integrate(
+            [&](std::uint32_t begin, std::uint32_t end)
+            {
+                integratePositions(bodies, m_solverMotions, begin, end, h);
+                if (jointBegin != jointEnd)
+                {
+                    refreshJointedInertia(begin, end);
+                }
+            });
+        for (int relax = 0; relax < m_config.relaxIterations; ++relax)
+        {
+            solveContactsWide(m_graph, bodies, inverseH, m_config.contactPushoutVelocity, m_config.linearSlop,
+                              false, m_tasks.get());
+            solveJoints(jointBegin, jointEnd, inverseH, false);
+        }
+    }
+    applyRestitutionWide(m_graph, bodies, m_config.restitutionThreshold, m_tasks.get());
+}
+
+void World::solveLevelStaged(int substeps, float h, std::uint32_t kinematicEnd, std::uint32_t bodyBegin,
+                             std::uint32_t bodyEnd)
+{
+    // The stages of solveLevelPassByPass without joints, in its order: per substep, integrate the
+    // velocities, warm start, solve, integrate the positions, relax; restitution at the end. A contact pass
+    // is a stage per colour that has bundles, then its overflow part (the dummy reset and the scalar set).
+    const std::uint32_t bodyBlocks = (bodyEnd - bodyBegin + kBodyGrain - 1) / kBodyGrain;
+    // Block 0 of an integration also moves the kinematic bodies.
+    const std::uint32_t integrateBlocks = std::max(bodyBlocks, kinematicEnd > 1 ? 1u : 0u);
+    m_solverStages.clear();
+    m_solverStageBlocks.clear();
+    const auto addStage = [&](SolverStage stage, std::uint32_t blocks)
+    {
+        m_solverStages.push_back(stage);
+        m_solverStageBlocks.push_back(blocks);
+    };
+    const auto addPass = [&](ContactPass pass)
+    {
+        for (int color = 0; color < kGraphColorCount; ++color)
+        {
+            const std::uint32_t blocks = contactPassBlocks(m_graph, color);
+            if (blocks > 0)
+            {
+                addStage({SolverStage::ContactColor, pass, static_cast<std::uint8_t>(color)}, blocks);
+            }
+        }
+        addStage({SolverStage::ContactOverflow, pass, 0}, 1);
+    };
+    for (int substep = 0; substep < substeps; ++substep)
+    {
+        addStage({SolverStage::IntegrateVelocities, ContactPass::WarmStart, 0}, integrateBlocks);
+        addPass(ContactPass::WarmStart);
+        addPass(ContactPass::Solve);
+        addStage({SolverStage::IntegratePositions, ContactPass::WarmStart, 0}, integrateBlocks);
+        for (int relax = 0; relax < m_config.relaxIterations; ++relax)
+        {
+            addPass(ContactPass::Relax);
+        }
+    }
+    addPass(ContactPass::Restitute);
+
+    const std::span<SolverBody> bodies(m_solverBodies);
+    const ContactPassParams params{1.0f / h, m_config.contactPushoutVelocity, m_config.linearSlop,
+                                   m_config.restitutionThreshold};
+    const float maxLinearSpeed = m_config.maxLinearSpeed;
+    m_tasks->runStages(m_solverStageBlocks,
+                       [&](std::uint32_t stageIndex, std::uint32_t block, int)
+                       {
+                           const SolverStage& stage = m_solverStages[stageIndex];
+                           switch (stage.kind)
+                           {
+                           case SolverStage::IntegrateVelocities:
+                           case SolverStage::IntegratePositions:
+                           {
+                               const auto integrate = [&](std::uint32_t begin, std::uint32_t end)
+                               {
+                                   if (stage.kind == SolverStage::IntegrateVelocities)
+                                   {
+                                       integrateVelocities(bodies, m_solverMotions, begin, end, h,
+                                                           maxLinearSpeed);
+                                   }
+                                   else
+                                   {
+                                       integratePositions(bodies, m_solverMotions, begin, end, h);
+                                   }
+                               };
+                               if (block == 0 && kinematicEnd > 1)
+                               {
+                                   integrate(1u, kinematicEnd);
+                               }
+                               if (block < bodyBlocks)
+                               {
+                                   const std::uint32_t begin = bodyBegin + block * kBodyGrain;
+                                   integrate(begin, std::min(begin + kBodyGrain, bodyEnd));
+                               }
+                               break;
+                           }
+                           case SolverStage::ContactColor:
+                               runContactPassBlock(m_graph, stage.pass, bodies, params, stage.color, block);
+                               break;
+                           case SolverStage::ContactOverflow:
+                               runContactOverflow(m_graph, stage.pass, bodies, params);
+                               break;
+                           }
+                       });
 }
 
 void World::refreshJointedInertia(std::uint32_t begin, std::uint32_t end)

@@ -357,3 +357,112 @@ TEST_CASE("TaskFunction calls lambdas, function objects and function pointers he
     TaskFunction constant(constLambda);
     constant(0, 1, 0);
 }
+
+TEST_CASE("runStages runs every block of every stage once, each stage after the last, on 1 to 4 threads",
+          "[tasks][stages]")
+{
+    // A chain of stages where each reads what the one before wrote: stage s sets value[i] from stage s - 1's
+    // value of a neighbour, so any block started before its stage's predecessor finished reads a stale
+    // value, and the sums come out wrong. Blocks of one stage write disjoint items.
+    constexpr std::uint32_t kItems = 2000;
+    constexpr std::uint32_t kPerBlock = 16;
+    const std::vector<std::uint32_t> blocks = {125, 1, 0, 125, 3, 125, 60, 125, 1, 125};
+    for (int threads = 1; threads <= 4; ++threads)
+    {
+        TaskPool pool(threads);
+        for (int round = 0; round < 50; ++round)
+        {
+            std::vector<std::uint64_t> value(kItems, 1);
+            std::vector<std::uint64_t> next(kItems, 0);
+            std::vector<std::atomic<int>> visits(blocks.size() * 125);
+            std::atomic<int> badThread{0};
+            // A stage of n blocks writes items [0, n * kPerBlock) of one array from the other (the arrays
+            // alternate), reading a neighbour item another block may have written in the stage before.
+            pool.runStages(blocks,
+                           [&](std::uint32_t stage, std::uint32_t block, int thread)
+                           {
+                               if (thread < 0 || thread >= pool.threadCount())
+                               {
+                                   badThread.fetch_add(1);
+                               }
+                               visits[stage * 125 + block].fetch_add(1, std::memory_order_relaxed);
+                               std::vector<std::uint64_t>& from = stage % 2 == 0 ? value : next;
+                               std::vector<std::uint64_t>& to = stage % 2 == 0 ? next : value;
+                               for (std::uint32_t i = block * kPerBlock; i < (block + 1) * kPerBlock; ++i)
+                               {
+                                   to[i] = 2 * from[i] + from[(i + 1) % kItems] + stage;
+                               }
+                           });
+            // The reference, serially.
+            std::vector<std::uint64_t> refValue(kItems, 1);
+            std::vector<std::uint64_t> refNext(kItems, 0);
+            for (std::uint32_t stage = 0; stage < blocks.size(); ++stage)
+            {
+                std::vector<std::uint64_t>& from = stage % 2 == 0 ? refValue : refNext;
+                std::vector<std::uint64_t>& to = stage % 2 == 0 ? refNext : refValue;
+                for (std::uint32_t block = 0; block < blocks[stage]; ++block)
+                {
+                    for (std::uint32_t i = block * kPerBlock; i < (block + 1) * kPerBlock; ++i)
+                    {
+                        to[i] = 2 * from[i] + from[(i + 1) % kItems] + stage;
+                    }
+                }
+            }
+            int wrongVisits = 0;
+            for (std::uint32_t stage = 0; stage < blocks.size(); ++stage)
+            {
+                for (std::uint32_t block = 0; block < 125; ++block)
+                {
+                    const int expected = block < blocks[stage] ? 1 : 0;
+                    wrongVisits += visits[stage * 125 + block].load() != expected ? 1 : 0;
+                }
+            }
+            INFO("threads " << threads << ", round " << round);
+            CHECK(wrongVisits == 0);
+            CHECK(badThread.load() == 0);
+            CHECK(value == refValue);
+            CHECK(next == refNext);
+        }
+    }
+}
+
+TEST_CASE("runStages nested in a parallelFor runs inline; empty lists and a warm pool allocate nothing",
+          "[tasks][stages][allocation]")
+{
+    TaskPool pool(3);
+    const std::vector<std::uint32_t> blocks = {4, 2, 5};
+    std::array<std::uint32_t, 8> sums{};
+    std::atomic<int> wrongThread{0};
+    pool.parallelFor(8, 1,
+                     [&](std::uint32_t outer, std::uint32_t, int outerThread)
+                     {
+                         pool.runStages(blocks,
+                                        [&](std::uint32_t stage, std::uint32_t block, int thread)
+                                        {
+                                            wrongThread.fetch_add(thread != outerThread ? 1 : 0);
+                                            sums[outer] += stage * 10 + block;
+                                        });
+                     });
+    CHECK(wrongThread.load() == 0);
+    for (std::uint32_t sum : sums)
+    {
+        CHECK(sum == (0 + 1 + 2 + 3) + (10 + 11) + (20 + 21 + 22 + 23 + 24));
+    }
+    pool.runStages({}, [&](std::uint32_t, std::uint32_t, int) { sums[0] = 0; });
+    CHECK(sums[0] != 0);
+
+    pool.reserveStages(64);
+    std::vector<std::uint32_t> many(64, 3);
+    std::atomic<int> runs{0};
+    const auto count = [&](std::uint32_t, std::uint32_t, int)
+    { runs.fetch_add(1, std::memory_order_relaxed); };
+    pool.runStages(many, count);
+    polytope::test::AllocationCounter counter;
+    for (int call = 0; call < 200; ++call)
+    {
+        pool.runStages(many, count);
+    }
+    const std::int64_t allocations = counter.stop();
+    CHECK(allocations == 0);
+    CHECK(runs.load() == 201 * 64 * 3);
+}

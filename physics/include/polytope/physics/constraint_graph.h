@@ -87,7 +87,7 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
                            TaskPool* tasks);
 
 /// warmStartContacts over the bundles, then the overflow set.
-void warmStartContactsWide(const ConstraintGraph& graph, std::span<SolverBody> bodies, TaskPool* tasks);
+void warmStartContactsWide(ConstraintGraph& graph, std::span<SolverBody> bodies, TaskPool* tasks);
 
 /// solveContacts over the bundles colour by colour, then the overflow set (scalar, constraint order).
 void solveContactsWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float inverseH,
@@ -97,6 +97,37 @@ void solveContactsWide(ConstraintGraph& graph, std::span<SolverBody> bodies, flo
 void applyRestitutionWide(ConstraintGraph& graph, std::span<SolverBody> bodies, float threshold,
                           TaskPool* tasks);
 
+// The same passes for a caller that schedules the colours itself (World's staged solver, which runs all the
+// passes of a substep level in one job of the pool): a pass is, for each colour, its blocks (any order, at
+// once), then the overflow part; the parts one after another in that order.
+/// The four passes over the bundles.
+enum class ContactPass : std::uint8_t
+{
+    WarmStart,
+    Solve,     ///< solveContacts with the soft bias
+    Relax,     ///< solveContacts without it
+    Restitute, ///< applyRestitution
+};
+/// What the passes read: Solve and Relax the first three, Restitute the threshold.
+struct ContactPassParams
+{
+    float inverseH = 0.0f;
+    float pushoutVelocity = 0.0f;
+    float linearSlop = 0.0f;
+    float restitutionThreshold = 0.0f;
+};
+/// Blocks of colour `color` (a few bundles each).
+std::uint32_t contactPassBlocks(const ConstraintGraph& graph, int color);
+/// `pass` over block `block` of colour `color`.
+void runContactPassBlock(ConstraintGraph& graph, ContactPass pass, std::span<SolverBody> bodies,
+                         const ContactPassParams& params, int color, std::uint32_t block);
+/// `pass` over bundles [begin, end).
+void runContactBundles(ConstraintGraph& graph, ContactPass pass, std::span<SolverBody> bodies,
+                       const ContactPassParams& params, std::uint32_t begin, std::uint32_t end);
+/// The end of `pass`, after every colour: the static dummy reset to zero, then the overflow set (scalar,
+/// constraint order).
+void runContactOverflow(ConstraintGraph& graph, ContactPass pass, std::span<SolverBody> bodies,
+                        const ContactPassParams& params);
 /// The impulses each constraint ends with: impulses[i] for constraint i of those color() was given.
 void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses> impulses, TaskPool* tasks);
 

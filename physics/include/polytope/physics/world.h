@@ -932,6 +932,13 @@ class World
     static constexpr float kManifoldReuseSlack = 0.005f;
     void collide(); ///< the narrowphase of every pair that needs it (m_reach set)
     void solve(float dt);
+    /// The substeps of one level, pass by pass (each pass's colours a parallelFor each), then restitution.
+    void solveLevelPassByPass(int substeps, float h, std::uint32_t kinematicEnd, std::uint32_t bodyBegin,
+                              std::uint32_t bodyEnd, std::uint32_t jointBegin, std::uint32_t jointEnd);
+    /// The substeps of one level without joints, as one job of the task pool (TaskPool::runStages): the
+    /// same operations in the same order per body as solve()'s pass-by-pass loop, so the same bits.
+    void solveLevelStaged(int substeps, float h, std::uint32_t kinematicEnd, std::uint32_t bodyBegin,
+                          std::uint32_t bodyEnd);
     void finalizeBodies(float dt, StepStatus& status);
     void updateSleep();
     float reachBeyondVelocity(std::uint32_t index, float dt) const; ///< metres: turning and acceleration
@@ -1075,7 +1082,24 @@ class World
     std::vector<ContactConstraintSetup> m_constraintSetups; ///< this step's touching contacts, in key order
     std::vector<std::uint32_t> m_constraintContacts;        ///< per setup: its contact (pool index)
     std::vector<ContactImpulses> m_constraintImpulses;      ///< per setup: the impulses it ends with
-    ConstraintGraph m_graph;           ///< m_constraintSetups coloured and prepared for the wide solver
+    ConstraintGraph m_graph; ///< m_constraintSetups coloured and prepared for the wide solver
+    /// A stage of the staged solver (solveLevelStaged): a body integration, or a contact pass's colour or
+    /// overflow part.
+    struct SolverStage
+    {
+        enum Kind : std::uint8_t
+        {
+            IntegrateVelocities,
+            IntegratePositions,
+            ContactColor,    ///< `pass` over colour `color`'s blocks
+            ContactOverflow, ///< the end of `pass`: the dummy reset and the overflow set
+        };
+        Kind kind = IntegrateVelocities;
+        ContactPass pass = ContactPass::WarmStart;
+        std::uint8_t color = 0;
+    };
+    std::vector<SolverStage> m_solverStages;
+    std::vector<std::uint32_t> m_solverStageBlocks; ///< per stage: its blocks
     std::unique_ptr<TaskPool> m_tasks; ///< null when the world steps on the caller alone (threads == 1)
     IslandBuilder m_islands;
     std::vector<std::uint8_t> m_substepLevel; ///< per slot: its island's substep level this step
@@ -1110,7 +1134,15 @@ class World
     std::vector<ContactEndEvent> m_endEvents;        ///< the last step's
     std::vector<ContactHitEvent> m_hitEvents;        ///< the last step's
     std::vector<ContactEndEvent> m_pendingEndEvents; ///< contacts removed since the last step
-    std::vector<std::uint32_t> m_contactConstraint;  ///< per pool entry: its m_constraintContacts index
+    /// A solved contact's fastest approaching point that took a load, if faster than hitEventThreshold.
+    struct HitCandidate
+    {
+        float speed = 0.0f;   ///< m/s
+        float impulse = 0.0f; ///< N s: the largest normal impulses of its points, summed
+        int point = -1;       ///< the manifold point; -1: no hit
+    };
+    std::vector<HitCandidate> m_hits;      ///< per solved contact (m_constraintContacts index)
+    std::vector<std::uint32_t> m_hitOrder; ///< the solved contacts that hit, in key order
 
     // Sensors (capacity reserved when the first sensor is created, see reserveSensorBuffers).
     std::uint32_t m_sensorCount = 0;                   ///< live sensor bodies
