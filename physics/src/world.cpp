@@ -265,12 +265,16 @@ World::World(const WorldConfig& config)
     {
         m_tasks = std::make_unique<TaskPool>(m_config.threads);
         m_broadphase.reservePairBuffers(m_tasks->threadCount(), m_config.maxContacts);
-        // The staged solver's most stages: at the most substeps, per substep two integrations and the
-        // warm-start, solve and relax passes (each a stage per colour and an overflow stage); restitution.
+        // The staged solver's most stages: at the most substeps, per substep two integrations, the contacts'
+        // warm-start, solve and relax passes (each a stage per colour and an overflow stage) and the
+        // joints'; restitution.
+        // Joint passes: warm start, solve, the limited joints' extra solves, relax.
         const std::size_t passStages = kGraphColorCount + 1;
+        const std::size_t relaxPasses = static_cast<std::size_t>(m_config.relaxIterations);
+        const std::size_t jointPasses = 1 + static_cast<std::size_t>(m_config.limitIterations) + relaxPasses;
         const std::size_t stages =
             static_cast<std::size_t>(m_config.substeps << m_maxSubstepLevel) *
-                (2 + passStages * (2 + static_cast<std::size_t>(m_config.relaxIterations))) +
+                (2 + passStages * (2 + relaxPasses) + jointStageColors() * jointPasses) +
             passStages;
         m_solverStages.reserve(stages);
         m_solverStageBlocks.reserve(stages);
@@ -2241,9 +2245,9 @@ void World::solve(float dt)
         const std::uint32_t jointBegin = m_jointLevelStart[level];
         const std::uint32_t jointEnd = m_jointLevelStart[level + 1];
         m_stats.profile.setup += millisecondsSince(mark);
-        if (m_tasks != nullptr && m_tasks->threadCount() > 1 && jointBegin == jointEnd)
+        if (m_tasks != nullptr && m_tasks->threadCount() > 1)
         {
-            solveLevelStaged(substeps, h, kinematicEnd, bodyBegin, bodyEnd);
+            solveLevelStaged(substeps, h, kinematicEnd, bodyBegin, bodyEnd, jointBegin, jointEnd);
         }
         else
         {
@@ -2337,11 +2341,14 @@ void World::solveLevelPassByPass(int substeps, float h, std::uint32_t kinematicE
 }
 
 void World::solveLevelStaged(int substeps, float h, std::uint32_t kinematicEnd, std::uint32_t bodyBegin,
-                             std::uint32_t bodyEnd)
+                             std::uint32_t bodyEnd, std::uint32_t jointBegin, std::uint32_t jointEnd)
 {
-    // The stages of solveLevelPassByPass without joints, in its order: per substep, integrate the
-    // velocities, warm start, solve, integrate the positions, relax; restitution at the end. A contact pass
-    // is a stage per colour that has bundles, then its overflow part (the dummy reset and the scalar set).
+    // The stages of solveLevelPassByPass, in its order: per substep, integrate the velocities, warm start
+    // the joints and the contacts, solve the contacts and the joints (the limited ones again), integrate
+    // the positions, relax the contacts and the joints; restitution at the end. A contact pass is a stage
+    // per colour that has bundles, then its overflow part (the dummy reset and the scalar set); a joint
+    // pass a stage per joint colour that has joints.
+    const bool joints = jointBegin != jointEnd;
     const std::uint32_t bodyBlocks = (bodyEnd - bodyBegin + kBodyGrain - 1) / kBodyGrain;
     // Block 0 of an integration also moves the kinematic bodies.
     const std::uint32_t integrateBlocks = std::max(bodyBlocks, kinematicEnd > 1 ? 1u : 0u);
@@ -2364,15 +2371,35 @@ void World::solveLevelStaged(int substeps, float h, std::uint32_t kinematicEnd, 
         }
         addStage({SolverStage::ContactOverflow, pass, 0}, 1);
     };
+    const auto addJointPass = [&](JointPass pass)
+    {
+        for (std::uint32_t color = 0; joints && color < jointStageColors(); ++color)
+        {
+            const std::uint32_t blocks = jointStageBlocks(color);
+            if (blocks > 0)
+            {
+                addStage(
+                    {SolverStage::JointColor, ContactPass::WarmStart, static_cast<std::uint8_t>(color), pass},
+                    blocks);
+            }
+        }
+    };
     for (int substep = 0; substep < substeps; ++substep)
     {
         addStage({SolverStage::IntegrateVelocities, ContactPass::WarmStart, 0}, integrateBlocks);
+        addJointPass(JointPass::WarmStart);
         addPass(ContactPass::WarmStart);
         addPass(ContactPass::Solve);
+        addJointPass(JointPass::Solve); // after the contacts: see joint_solver.h
+        for (int pass = 1; m_levelHasLimitedJoints && pass < m_config.limitIterations; ++pass)
+        {
+            addJointPass(JointPass::SolveLimited);
+        }
         addStage({SolverStage::IntegratePositions, ContactPass::WarmStart, 0}, integrateBlocks);
         for (int relax = 0; relax < m_config.relaxIterations; ++relax)
         {
             addPass(ContactPass::Relax);
+            addJointPass(JointPass::Relax);
         }
     }
     addPass(ContactPass::Restitute);
@@ -2381,46 +2408,50 @@ void World::solveLevelStaged(int substeps, float h, std::uint32_t kinematicEnd, 
     const ContactPassParams params{1.0f / h, m_config.contactPushoutVelocity, m_config.linearSlop,
                                    m_config.restitutionThreshold};
     const float maxLinearSpeed = m_config.maxLinearSpeed;
-    m_tasks->runStages(m_solverStageBlocks,
-                       [&](std::uint32_t stageIndex, std::uint32_t block, int)
-                       {
-                           const SolverStage& stage = m_solverStages[stageIndex];
-                           switch (stage.kind)
-                           {
-                           case SolverStage::IntegrateVelocities:
-                           case SolverStage::IntegratePositions:
-                           {
-                               const auto integrate = [&](std::uint32_t begin, std::uint32_t end)
-                               {
-                                   if (stage.kind == SolverStage::IntegrateVelocities)
-                                   {
-                                       integrateVelocities(bodies, m_solverMotions, begin, end, h,
-                                                           maxLinearSpeed);
-                                   }
-                                   else
-                                   {
-                                       integratePositions(bodies, m_solverMotions, begin, end, h);
-                                   }
-                               };
-                               if (block == 0 && kinematicEnd > 1)
-                               {
-                                   integrate(1u, kinematicEnd);
-                               }
-                               if (block < bodyBlocks)
-                               {
-                                   const std::uint32_t begin = bodyBegin + block * kBodyGrain;
-                                   integrate(begin, std::min(begin + kBodyGrain, bodyEnd));
-                               }
-                               break;
-                           }
-                           case SolverStage::ContactColor:
-                               runContactPassBlock(m_graph, stage.pass, bodies, params, stage.color, block);
-                               break;
-                           case SolverStage::ContactOverflow:
-                               runContactOverflow(m_graph, stage.pass, bodies, params);
-                               break;
-                           }
-                       });
+    const auto integrate = [&](SolverStage::Kind kind, std::uint32_t begin, std::uint32_t end)
+    {
+        if (kind == SolverStage::IntegrateVelocities)
+        {
+            integrateVelocities(bodies, m_solverMotions, begin, end, h, maxLinearSpeed);
+        }
+        else
+        {
+            integratePositions(bodies, m_solverMotions, begin, end, h);
+            if (joints)
+            {
+                refreshJointedInertia(begin, end);
+            }
+        }
+    };
+    const auto runStage = [&](std::uint32_t stageIndex, std::uint32_t block, int)
+    {
+        const SolverStage& stage = m_solverStages[stageIndex];
+        switch (stage.kind)
+        {
+        case SolverStage::IntegrateVelocities:
+        case SolverStage::IntegratePositions:
+            if (block == 0 && kinematicEnd > 1)
+            {
+                integrate(stage.kind, 1u, kinematicEnd);
+            }
+            if (block < bodyBlocks)
+            {
+                const std::uint32_t begin = bodyBegin + block * kBodyGrain;
+                integrate(stage.kind, begin, std::min(begin + kBodyGrain, bodyEnd));
+            }
+            break;
+        case SolverStage::ContactColor:
+            runContactPassBlock(m_graph, stage.pass, bodies, params, stage.color, block);
+            break;
+        case SolverStage::ContactOverflow:
+            runContactOverflow(m_graph, stage.pass, bodies, params);
+            break;
+        case SolverStage::JointColor:
+            runJointStageBlock(stage.jointPass, stage.color, block, params.inverseH);
+            break;
+        }
+    };
+    m_tasks->runStages(m_solverStageBlocks, runStage);
 }
 
 void World::refreshJointedInertia(std::uint32_t begin, std::uint32_t end)

@@ -555,6 +555,54 @@ template <class Fn> void World::forEachJointByColor(Fn&& fn)
     }
 }
 
+std::uint32_t World::jointStageColors()
+{
+    return kJointColorCount + 1;
+}
+
+std::uint32_t World::jointStageBlocks(std::uint32_t color) const
+{
+    const std::uint32_t count = m_jointColorStart[color + 1] - m_jointColorStart[color];
+    if (count == 0)
+    {
+        return 0;
+    }
+    return color < kJointColorCount ? (count + kJointGrain - 1) / kJointGrain : 1;
+}
+
+void World::runJointStageBlock(JointPass pass, std::uint32_t color, std::uint32_t block, float inverseH)
+{
+    // The blocks of forEachJointByColor's chunks; the rest (color == kJointColorCount) whole, in order.
+    const std::uint32_t end = m_jointColorStart[color + 1];
+    const bool colored = color < kJointColorCount;
+    const std::uint32_t first = m_jointColorStart[color] + (colored ? block * kJointGrain : 0);
+    const std::uint32_t last = colored ? std::min(first + kJointGrain, end) : end;
+    const std::span<SolverBody> bodies(m_solverBodies);
+    const std::span<const SolverBodyMotion> motions(m_solverMotions);
+    for (std::uint32_t k = first; k < last; ++k)
+    {
+        JointConstraint& c = m_jointConstraints[m_jointOrder[k]];
+        switch (pass)
+        {
+        case JointPass::WarmStart:
+            warmStartJoint(c, bodies, motions);
+            break;
+        case JointPass::Solve:
+            solveJoint(c, bodies, motions, inverseH, true);
+            break;
+        case JointPass::Relax:
+            solveJoint(c, bodies, motions, inverseH, false);
+            break;
+        case JointPass::SolveLimited:
+            if ((c.flags & (kJointLimit | kJointCone)) != 0)
+            {
+                solveJoint(c, bodies, motions, inverseH, true);
+            }
+            break;
+        }
+    }
+}
+
 void World::warmStartJoints(std::uint32_t begin, std::uint32_t end)
 {
     if (begin != end)

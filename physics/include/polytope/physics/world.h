@@ -935,10 +935,10 @@ class World
     /// The substeps of one level, pass by pass (each pass's colours a parallelFor each), then restitution.
     void solveLevelPassByPass(int substeps, float h, std::uint32_t kinematicEnd, std::uint32_t bodyBegin,
                               std::uint32_t bodyEnd, std::uint32_t jointBegin, std::uint32_t jointEnd);
-    /// The substeps of one level without joints, as one job of the task pool (TaskPool::runStages): the
-    /// same operations in the same order per body as solve()'s pass-by-pass loop, so the same bits.
+    /// The substeps of one level as one job of the task pool (TaskPool::runStages): the same operations
+    /// in the same order per body as solveLevelPassByPass, so the same bits.
     void solveLevelStaged(int substeps, float h, std::uint32_t kinematicEnd, std::uint32_t bodyBegin,
-                          std::uint32_t bodyEnd);
+                          std::uint32_t bodyEnd, std::uint32_t jointBegin, std::uint32_t jointEnd);
     void finalizeBodies(float dt, StepStatus& status);
     void updateSleep();
     float reachBeyondVelocity(std::uint32_t index, float dt) const; ///< metres: turning and acceleration
@@ -997,6 +997,21 @@ class World
     /// One solve (useBias) or relax pass over the level's joints; a solve pass then goes over the joints
     /// with limits WorldConfig::limitIterations - 1 more times.
     void solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, bool useBias);
+    /// The joint passes, for the staged solver.
+    enum class JointPass : std::uint8_t
+    {
+        WarmStart,
+        Solve,        ///< with the soft bias
+        Relax,        ///< without it
+        SolveLimited, ///< with it, the joints with limits or cones only (solveJoints' extra passes)
+    };
+    /// Blocks of the prepared level's joint colour `color` (0 .. the colour count; the last is the rest,
+    /// which is one block, run in order).
+    std::uint32_t jointStageBlocks(std::uint32_t color) const;
+    /// `pass` over block `block` of joint colour `color`.
+    void runJointStageBlock(JointPass pass, std::uint32_t color, std::uint32_t block, float inverseH);
+    /// Joint colours, the rest included (jointStageBlocks' colours).
+    static std::uint32_t jointStageColors();
     /// For solver bodies [begin, end) that turn gyroscopically and have joints: the world inverse inertia at
     /// the substep's new rotation. Joints read it as they solve (contacts keep the step's, prepared with
     /// them): with the step's, a thin link tumbling fast was given spin along its axis by joint impulses
@@ -1093,10 +1108,12 @@ class World
             IntegratePositions,
             ContactColor,    ///< `pass` over colour `color`'s blocks
             ContactOverflow, ///< the end of `pass`: the dummy reset and the overflow set
+            JointColor,      ///< `jointPass` over joint colour `color`'s blocks
         };
         Kind kind = IntegrateVelocities;
         ContactPass pass = ContactPass::WarmStart;
         std::uint8_t color = 0;
+        JointPass jointPass = JointPass::WarmStart; ///< of a JointColor stage
     };
     std::vector<SolverStage> m_solverStages;
     std::vector<std::uint32_t> m_solverStageBlocks; ///< per stage: its blocks
