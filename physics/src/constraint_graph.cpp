@@ -21,7 +21,6 @@ void ConstraintGraph::color(std::span<const ContactConstraintSetup> constraints,
     const std::size_t words = (bodyCount + 63) / 64;
     bodyBits.assign(kGraphColorCount * words, 0);
     colorOf.resize(constraints.size());
-    std::uint32_t counts[kGraphColorCount + 1] = {};
     for (std::size_t i = 0; i < constraints.size(); ++i)
     {
         const std::uint32_t a = constraints[i].bodyA;
@@ -53,20 +52,40 @@ void ConstraintGraph::color(std::span<const ContactConstraintSetup> constraints,
             break;
         }
         colorOf[i] = static_cast<std::uint8_t>(chosen);
-        ++counts[chosen];
     }
-    colorStart[0] = 0;
+    // Within a colour, constraints with more points first: a bundle solves as many points as its fullest
+    // lane, so mixing one-point and four-point constraints in a bundle wastes lanes (in a pile, about a
+    // third of the point work). Constraints of a colour are independent, so their order there changes no
+    // result; the overflow set is solved in order and keeps constraint order.
+    constexpr int kBuckets = kMaxManifoldPoints + 1;
+    const auto bucketOf = [&](std::size_t i)
+    {
+        return colorOf[i] == kGraphColorCount
+                   ? 0
+                   : kMaxManifoldPoints -
+                         std::min(std::max(constraints[i].pointCount, 0), kMaxManifoldPoints);
+    };
+    std::uint32_t next[(kGraphColorCount + 1) * kBuckets] = {};
+    for (std::size_t i = 0; i < constraints.size(); ++i)
+    {
+        ++next[colorOf[i] * kBuckets + bucketOf(i)];
+    }
+    std::uint32_t start = 0;
     for (int c = 0; c <= kGraphColorCount; ++c)
     {
-        colorStart[c + 1] = colorStart[c] + counts[c];
+        colorStart[c] = start;
+        for (int k = 0; k < kBuckets; ++k)
+        {
+            const std::uint32_t count = next[c * kBuckets + k];
+            next[c * kBuckets + k] = start;
+            start += count;
+        }
     }
-    std::uint32_t next[kGraphColorCount + 1];
-    std::copy(colorStart, colorStart + kGraphColorCount + 1, next);
+    colorStart[kGraphColorCount + 1] = start;
     order.resize(constraints.size());
     for (std::size_t i = 0; i < constraints.size(); ++i)
     {
-        order[next[colorOf[i]]++] = static_cast<std::uint32_t>(i);
+        order[next[colorOf[i] * kBuckets + bucketOf(i)]++] = static_cast<std::uint32_t>(i);
     }
 }
-
 } // namespace polytope::physics

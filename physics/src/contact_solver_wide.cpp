@@ -134,12 +134,6 @@ inline const float* pointBlock(const float* q, int i)
 {
     return q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
 }
-inline void setLaneVec3(float* block, int f, int lane, const Vec3& v)
-{
-    laneOf(block, f, lane) = v.x;
-    laneOf(block, f + 1, lane) = v.y;
-    laneOf(block, f + 2, lane) = v.z;
-}
 
 /// A SolverBody per lane: velocities and the step's displacement.
 struct WideBody
@@ -522,8 +516,9 @@ struct StagedMass
 };
 
 /// Prepares the bundle at q from the setups of its lanes (lane l: constraints[order[l]], l < laneCount)
-/// with contact_solver.cpp's prepareContactConstraint arithmetic, W lanes at once. The bundle's fields up
-/// to `points` points must be zero on entry (empty lanes and missing points stay zero).
+/// with contact_solver.cpp's prepareContactConstraint arithmetic, W lanes at once. Writes every field of
+/// the constraint and of its first `points` points, zero for empty lanes and for the points a lane lacks
+/// (the lane values are staged, then stored W at a time).
 void prepareBundle(float* q, std::uint32_t* bodyIndex, std::uint32_t* lanes, int points,
                    std::span<const ContactConstraintSetup> constraints, const std::uint32_t* order,
                    int laneCount, const SolverBody* bodies, std::span<const SolverBodyMass> masses)
@@ -534,6 +529,24 @@ void prepareBundle(float* q, std::uint32_t* bodyIndex, std::uint32_t* lanes, int
     StagedVec3 anchorA[kMaxManifoldPoints];
     StagedVec3 anchorB[kMaxManifoldPoints];
     LaneStage pointCount;
+    StagedVec3 stagedNormal;
+    StagedVec3 stagedTangent1;
+    StagedVec3 stagedTangent2;
+    LaneStage friction;
+    LaneStage biasRate;
+    LaneStage massScale;
+    LaneStage impulseScale;
+    LaneStage restitution;
+    LaneStage baseSeparation[kMaxManifoldPoints];
+    LaneStage normalImpulse[kMaxManifoldPoints];
+    LaneStage tangentImpulse1[kMaxManifoldPoints];
+    LaneStage tangentImpulse2[kMaxManifoldPoints];
+    for (int lane = 0; lane < W; ++lane)
+    {
+        lanes[lane] = kEmptyLane;
+        bodyIndex[lane] = 0; // empty lanes act on the static dummy, with zeros
+        bodyIndex[W + lane] = 0;
+    }
     for (int lane = 0; lane < laneCount; ++lane)
     {
         const std::uint32_t index = order[lane];
@@ -544,26 +557,33 @@ void prepareBundle(float* q, std::uint32_t* bodyIndex, std::uint32_t* lanes, int
         massA.set(lane, masses[c.bodyA]);
         massB.set(lane, masses[c.bodyB]);
         pointCount.v[lane] = static_cast<float>(c.pointCount);
-        setLaneVec3(q, kNormal, lane, c.normal);
-        setLaneVec3(q, kTangent1, lane, c.tangent1);
-        setLaneVec3(q, kTangent2, lane, c.tangent2);
-        laneOf(q, kFriction, lane) = c.friction;
-        laneOf(q, kBiasRate, lane) = c.softness.biasRate;
-        laneOf(q, kMassScale, lane) = c.softness.massScale;
-        laneOf(q, kImpulseScale, lane) = c.softness.impulseScale;
-        laneOf(q, kRestitution, lane) = c.restitution;
+        stagedNormal.set(lane, c.normal);
+        stagedTangent1.set(lane, c.tangent1);
+        stagedTangent2.set(lane, c.tangent2);
+        friction.v[lane] = c.friction;
+        biasRate.v[lane] = c.softness.biasRate;
+        massScale.v[lane] = c.softness.massScale;
+        impulseScale.v[lane] = c.softness.impulseScale;
+        restitution.v[lane] = c.restitution;
         for (int i = 0; i < c.pointCount; ++i)
         {
             const ContactPointSetup& cp = c.points[i];
-            float* p = pointBlock(q, i);
             anchorA[i].set(lane, cp.anchorA);
             anchorB[i].set(lane, cp.anchorB);
-            laneOf(p, kBaseSeparation, lane) = cp.baseSeparation;
-            laneOf(p, kNormalImpulse, lane) = cp.normalImpulse;
-            laneOf(p, kTangentImpulse1, lane) = cp.tangentImpulse1;
-            laneOf(p, kTangentImpulse2, lane) = cp.tangentImpulse2;
+            baseSeparation[i].v[lane] = cp.baseSeparation;
+            normalImpulse[i].v[lane] = cp.normalImpulse;
+            tangentImpulse1[i].v[lane] = cp.tangentImpulse1;
+            tangentImpulse2[i].v[lane] = cp.tangentImpulse2;
         }
     }
+    setFieldVec3(q, kNormal, stagedNormal.load());
+    setFieldVec3(q, kTangent1, stagedTangent1.load());
+    setFieldVec3(q, kTangent2, stagedTangent2.load());
+    setField(q, kFriction, friction.load());
+    setField(q, kBiasRate, biasRate.load());
+    setField(q, kMassScale, massScale.load());
+    setField(q, kImpulseScale, impulseScale.load());
+    setField(q, kRestitution, restitution.load());
 
     WideBody a;
     WideBody b;
@@ -633,7 +653,11 @@ void prepareBundle(float* q, std::uint32_t* bodyIndex, std::uint32_t* lanes, int
         setField(p, kTangentMass2, simd::select(present, tangentMass2, zero));
         setField(p, kRelativeVelocity,
                  simd::select(present, relativeSpeed(a, b, normal, normalArmA, normalArmB), zero));
-        // kMaxNormalImpulse stays 0 (zeroed).
+        setField(p, kBaseSeparation, baseSeparation[i].load());
+        setField(p, kNormalImpulse, normalImpulse[i].load());
+        setField(p, kTangentImpulse1, tangentImpulse1[i].load());
+        setField(p, kTangentImpulse2, tangentImpulse2[i].load());
+        setField(p, kMaxNormalImpulse, zero);
     }
 }
 
@@ -694,7 +718,7 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
     }
     graph.colorBundleStart[kGraphColorCount] = bundles;
     graph.bundleCount = bundles;
-    // Sized, not cleared: each bundle is zeroed (the parts it reads) as it is filled.
+    // Sized, not cleared: prepareBundle writes every field a pass reads.
     graph.bundleValues.resize(bundles * kBundleFloats + kAlignFloats);
     graph.bundleBodies.resize(static_cast<std::size_t>(bundles) * 2 * W);
     graph.bundleLanes.resize(static_cast<std::size_t>(bundles) * W);
@@ -721,12 +745,9 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
             {
                 points = std::max(points, constraints[graph.order[k]].pointCount);
             }
-            // Empty lanes and missing points must read as zeros; points past the bundle's most are not read.
-            std::fill_n(q, static_cast<std::size_t>(kConstraintFields + points * kPointFields) * W, 0.0f);
+            // Every field a pass reads is written (points past the bundle's most are not read).
             std::uint32_t* bodyIndex = graph.bundleBodies.data() + bundle * 2 * W;
             std::uint32_t* lanes = graph.bundleLanes.data() + bundle * W;
-            std::fill_n(bodyIndex, 2 * W, 0u);
-            std::fill_n(lanes, W, kEmptyLane);
             prepareBundle(q, bodyIndex, lanes, points, constraints, graph.order.data() + first,
                           static_cast<int>(last - first), bodies.data(), masses);
             graph.bundlePoints[bundle] = static_cast<std::uint8_t>(points);

@@ -39,7 +39,9 @@ struct ConstraintGraph
     /// Colours `constraints` over `bodyCount` solver bodies (dummy included): fills colorStart and order.
     void color(std::span<const ContactConstraintSetup> constraints, std::size_t bodyCount);
 
-    /// Constraint indices grouped by colour (then the overflow set), each group in constraint order.
+    /// Constraint indices grouped by colour (then the overflow set). Within a colour, by point count (most
+    /// first, so that bundles hold alike constraints), then constraint order; the overflow set in constraint
+    /// order.
     std::vector<std::uint32_t> order;
     /// order[colorStart[c] .. colorStart[c + 1]) is colour c; c == kGraphColorCount: the overflow set.
     std::uint32_t colorStart[kGraphColorCount + 2] = {};
