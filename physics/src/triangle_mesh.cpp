@@ -799,19 +799,30 @@ unsigned mayHitTriangles(const TriangleMesh& mesh, std::uint32_t first, std::uin
     {
         return (1u << n) - 1u; // the error bounds could underflow: no prefilter
     }
-    alignas(16) float a[3][4];
-    alignas(16) float b[3][4];
-    alignas(16) float c[3][4];
+    // Each vertex loaded as one vector (x, y, z, 0), then four of them turned into (x0..3), (y0..3),
+    // (z0..3) in registers: writing the floats one by one and reading them back four at a time would stall
+    // on store forwarding.
+    const std::span<const Vec3> vertices = mesh.vertices();
+    const auto load = [&](std::uint32_t vertex)
+    {
+        const Vec3& v = vertices[vertex];
+        // x and y through __m64, a type that may alias anything (a double* would break strict aliasing).
+        const __m128 xy = _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(&v.x));
+        return _mm_movelh_ps(xy, _mm_load_ss(&v.z));
+    };
+    __m128 va[4];
+    __m128 vb[4];
+    __m128 vc[4];
     for (std::uint32_t k = 0; k < 4; ++k)
     {
-        const Triangle t = mesh.triangle(first + (k < n ? k : 0));
-        for (int axis = 0; axis < 3; ++axis)
-        {
-            a[axis][k] = t.a[axis];
-            b[axis][k] = t.b[axis];
-            c[axis][k] = t.c[axis];
-        }
+        const std::array<std::uint32_t, 3>& t = mesh.triangleVertexIndices(first + (k < n ? k : 0));
+        va[k] = load(t[0]);
+        vb[k] = load(t[1]);
+        vc[k] = load(t[2]);
     }
+    _MM_TRANSPOSE4_PS(va[0], va[1], va[2], va[3]);
+    _MM_TRANSPOSE4_PS(vb[0], vb[1], vb[2], vb[3]);
+    _MM_TRANSPOSE4_PS(vc[0], vc[1], vc[2], vc[3]);
     __m128 e1[3];
     __m128 e2[3];
     __m128 s[3];
@@ -821,10 +832,9 @@ unsigned mayHitTriangles(const TriangleMesh& mesh, std::uint32_t first, std::uin
     __m128 norm1S = _mm_setzero_ps();
     for (int axis = 0; axis < 3; ++axis)
     {
-        const __m128 va = _mm_load_ps(a[axis]);
-        e1[axis] = _mm_sub_ps(_mm_load_ps(b[axis]), va);
-        e2[axis] = _mm_sub_ps(_mm_load_ps(c[axis]), va);
-        s[axis] = _mm_sub_ps(_mm_set1_ps(ray.origin[axis]), va);
+        e1[axis] = _mm_sub_ps(vb[axis], va[axis]);
+        e2[axis] = _mm_sub_ps(vc[axis], va[axis]);
+        s[axis] = _mm_sub_ps(_mm_set1_ps(ray.origin[axis]), va[axis]);
         d[axis] = _mm_set1_ps(ray.translation[axis]);
         norm1E1 = _mm_add_ps(norm1E1, absolute(e1[axis]));
         norm1E2 = _mm_add_ps(norm1E2, absolute(e2[axis]));
@@ -1153,18 +1163,15 @@ bool TriangleMesh::castRayImpl(const RayCastInput& ray, MeshRayMode mode, RayHit
     std::array<Entry, 3 * kMaxMeshTreeDepth + 4> stack;
     std::size_t size = 0;
     float limit = ray.maxFraction; // hits beyond this are not wanted (Closest: the best so far)
-    stack[size++] = {0, 0.0f};
     bool found = false;
     MeshRayCastHit best;
-    while (size > 0)
+    // The walk goes down to the nearest child met without a trip through the stack (one child in most
+    // nodes, so most of the descent never touches it); the other children wait on the stack.
+    std::uint32_t ref = 0; // the root
+    for (;;)
     {
-        const Entry entry = stack[--size];
-        if (entry.enter > limit)
-        {
-            continue;
-        }
-        const std::uint32_t index = entry.ref & ((1u << kMeshRefCountShift) - 1u);
-        const std::uint32_t count = entry.ref >> kMeshRefCountShift;
+        const std::uint32_t index = ref & ((1u << kMeshRefCountShift) - 1u);
+        const std::uint32_t count = ref >> kMeshRefCountShift;
         if (count != 0)
         {
             unsigned candidates = 0;
@@ -1173,6 +1180,7 @@ bool TriangleMesh::castRayImpl(const RayCastInput& ray, MeshRayMode mode, RayHit
                 candidates |= mayHitTriangles(*this, index + group, std::min(4u, count - group), prefilter)
                               << group;
             }
+            bool stop = false;
             while (candidates != 0)
             {
                 const std::uint32_t t = index + static_cast<std::uint32_t>(std::countr_zero(candidates));
@@ -1203,7 +1211,7 @@ bool TriangleMesh::castRayImpl(const RayCastInput& ray, MeshRayMode mode, RayHit
                 if (mode == MeshRayMode::Any)
                 {
                     best = candidate;
-                    size = 0;
+                    stop = true;
                     break;
                 }
                 const float value = visit(context, candidate);
@@ -1216,36 +1224,59 @@ bool TriangleMesh::castRayImpl(const RayCastInput& ray, MeshRayMode mode, RayHit
                     limit = value;
                 }
             }
-            continue;
+            if (stop)
+            {
+                break;
+            }
         }
-        const TriangleMeshWideNode& node = m_wideNodes[index];
-        std::array<float, 4> enter;
-        unsigned hits = wideRayHits(wideRay, node, limit, enter);
-        // Push the children met, farthest first, so the nearest is visited next.
-        assert(size + 4 <= stack.size());
-        const std::size_t base = size;
-        while (hits != 0)
+        else
         {
-            const int k = std::countr_zero(hits);
-            hits &= hits - 1;
-            const Entry child{node.child[k] | std::uint32_t{node.count[k]} << kMeshRefCountShift, enter[k]};
-            // Start loading what the child holds while the others are sorted in (a few per cent faster).
-            if (node.count[k] == 0)
+            const TriangleMeshWideNode& node = m_wideNodes[index];
+            std::array<float, 4> enter;
+            unsigned hits = wideRayHits(wideRay, node, limit, enter);
+            if (hits != 0)
             {
-                prefetch(&m_wideNodes[node.child[k]]);
-                prefetch(reinterpret_cast<const char*>(&m_wideNodes[node.child[k]]) + 64);
+                // Push the children met, farthest first, then take the nearest back off the top.
+                assert(size + 4 <= stack.size());
+                const std::size_t base = size;
+                while (hits != 0)
+                {
+                    const int k = std::countr_zero(hits);
+                    hits &= hits - 1;
+                    const Entry child{node.child[k] | std::uint32_t{node.count[k]} << kMeshRefCountShift,
+                                      enter[k]};
+                    // Start loading what the child holds while the others are sorted in (a few per cent
+                    // faster).
+                    if (node.count[k] == 0)
+                    {
+                        prefetch(&m_wideNodes[node.child[k]]);
+                        prefetch(reinterpret_cast<const char*>(&m_wideNodes[node.child[k]]) + 64);
+                    }
+                    else
+                    {
+                        prefetch(&m_triangles[node.child[k]]);
+                    }
+                    std::size_t at = size++;
+                    for (; at > base && stack[at - 1].enter < child.enter; --at)
+                    {
+                        stack[at] = stack[at - 1];
+                    }
+                    stack[at] = child;
+                }
+                ref = stack[--size].ref; // met at `limit` or before: no need to check it again
+                continue;
             }
-            else
-            {
-                prefetch(&m_triangles[node.child[k]]);
-            }
-            std::size_t at = size++;
-            for (; at > base && stack[at - 1].enter < child.enter; --at)
-            {
-                stack[at] = stack[at - 1];
-            }
-            stack[at] = child;
         }
+        // The next pending child that still starts within the limit (it may have shrunk since the push).
+        while (size > 0 && stack[size - 1].enter > limit)
+        {
+            --size;
+        }
+        if (size == 0)
+        {
+            break;
+        }
+        ref = stack[--size].ref;
     }
     if (!found || mode == MeshRayMode::All)
     {
