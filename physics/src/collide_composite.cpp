@@ -1,6 +1,7 @@
 // Contacts with compounds, triangle meshes and heightfields (see collide_composite.h).
 #include "polytope/physics/collide_composite.h"
 
+#include "polytope/physics/collide_triangle.h"
 #include "polytope/physics/heightfield.h"
 #include "polytope/physics/narrowphase.h"
 #include "polytope/physics/triangle_mesh.h"
@@ -36,6 +37,21 @@ ContactManifold toParent(const ContactManifold& m, const Transform& childInParen
     {
         out.points[i].pointA = transformPoint(childInParent, m.points[i].pointA);
         out.points[i].pointB = transformPoint(childInParent, m.points[i].pointB);
+    }
+    return out;
+}
+
+/// `m` as toParent(m, Transform::identity()) gives it, without the rotations: those add zeros, which turn a
+/// -0 into +0 (and orthonormalBasis of a normal depends on a zero's sign), so zeros are added here too.
+ContactManifold atIdentity(const ContactManifold& m)
+{
+    const Vec3 zero{};
+    ContactManifold out = m;
+    out.normal = m.normal + zero;
+    for (int i = 0; i < m.pointCount; ++i)
+    {
+        out.points[i].pointA = m.points[i].pointA + zero;
+        out.points[i].pointB = m.points[i].pointB + zero;
     }
     return out;
 }
@@ -85,11 +101,13 @@ ContactManifold collideComposite(const Shape& a, const Shape& b, const Transform
     }
     scratch.clear();
     const float margin = speculativeMarginMeters;
+    // A convex A is its own single piece, at the identity: its pieces' manifolds are in A's frame already.
+    const bool pieceIsA = isConvexType(a.type);
     const auto add = [&](std::uint32_t index, const ContactManifold& m, const Transform& pieceInA)
     {
         if (m.pointCount > 0)
         {
-            scratch.push_back({index, toParent(m, pieceInA)});
+            scratch.push_back({index, pieceIsA ? atIdentity(m) : toParent(m, pieceInA)});
         }
     };
     // A piece against the triangles of a mesh or heightfield (both offer forEachTriangleOverlapping and
@@ -98,9 +116,14 @@ ContactManifold collideComposite(const Shape& a, const Shape& b, const Transform
                                       const Transform& pieceInA, const Transform& trianglesInPiece)
     {
         const Aabb box = grown(tightBoxOf(piece, inverse(trianglesInPiece), catalogue.hulls), margin);
+        const TrianglePlaneCull cull(piece, catalogue.hulls, trianglesInPiece, margin);
         triangles.forEachTriangleOverlapping(box,
                                              [&](std::uint32_t t, const Triangle& triangle)
                                              {
+                                                 if (cull.apart(triangle))
+                                                 {
+                                                     return;
+                                                 }
                                                  add(piecePairIndex(pieceIndex, t),
                                                      collideConvexTriangle(piece, catalogue.hulls,
                                                                            trianglesInPiece, triangle,

@@ -64,7 +64,7 @@ struct LocalTriangle
 {
     Vec3 v[3];
     Vec3 normal;  ///< unit, front
-    Vec3 side[3]; ///< unit, in the plane, outward across edge j
+    Vec3 side[3]; ///< unit, in the plane, outward across edge j (addSides)
     std::uint8_t activeEdges;
 };
 
@@ -138,7 +138,8 @@ TriangleFeature supportingFeature(const LocalTriangle& t, const Vec3& direction)
     return {FeatureKind::Vertex, lowest};
 }
 
-/// The triangle in A's frame, or false when it is degenerate or not finite.
+/// The triangle in A's frame (its side normals left for addSides), or false when it is degenerate or not
+/// finite.
 bool makeLocalTriangle(const Triangle& triangle, const Transform& triangleInA, std::uint8_t activeEdges,
                        LocalTriangle& out)
 {
@@ -163,12 +164,19 @@ bool makeLocalTriangle(const Triangle& triangle, const Transform& triangleInA, s
     out.v[0] = transformPoint(triangleInA, triangle.a);
     out.v[1] = transformPoint(triangleInA, triangle.b);
     out.v[2] = transformPoint(triangleInA, triangle.c);
-    for (int j = 0; j < 3; ++j)
-    {
-        out.side[j] = normalize(cross(out.v[nextOf(j)] - out.v[j], out.normal));
-    }
     out.activeEdges = static_cast<std::uint8_t>(activeEdges & kAllTriangleEdgesActive);
     return true;
+}
+
+/// The side normals of `t`. Each shape's routine first rejects the triangle by its plane, which needs only
+/// the vertices and the normal (most triangles a shape's box meets on a mesh are rejected there), and only
+/// then adds them.
+void addSides(LocalTriangle& t)
+{
+    for (int j = 0; j < 3; ++j)
+    {
+        t.side[j] = normalize(cross(t.v[nextOf(j)] - t.v[j], t.normal));
+    }
 }
 
 // ---- Closest points of cores (spheres, capsules) -------------------------------------------------------
@@ -293,7 +301,7 @@ ContactManifold roundContact(const Vec3& core, float radius, const Vec3& towardC
     return manifold;
 }
 
-ContactManifold sphereTriangle(float radius, const LocalTriangle& t, float margin)
+ContactManifold sphereTriangle(float radius, LocalTriangle& t, float margin)
 {
     ContactManifold none;
     none.normal = -t.normal;
@@ -303,6 +311,7 @@ ContactManifold sphereTriangle(float radius, const LocalTriangle& t, float margi
     {
         return none; // behind the triangle, or above its plane by more than the margin
     }
+    addSides(t);
     const TrianglePoint closest = closestPointOnTriangle(centre, t);
     if (closest.feature.kind == FeatureKind::Face)
     {
@@ -380,7 +389,7 @@ ContactManifold capsuleOnFace(const Vec3& p0, const Vec3& d, float radius, const
     return manifold;
 }
 
-ContactManifold capsuleTriangle(const CapsuleShape& capsule, const LocalTriangle& t, float margin)
+ContactManifold capsuleTriangle(const CapsuleShape& capsule, LocalTriangle& t, float margin)
 {
     ContactManifold none;
     none.normal = -t.normal;
@@ -395,6 +404,7 @@ ContactManifold capsuleTriangle(const CapsuleShape& capsule, const LocalTriangle
     {
         return none;
     }
+    addSides(t);
     const float scale = std::max(capsule.halfHeight, radius);
     const bool lying = std::fabs(dot(d, t.normal)) <= kCapsuleLyingSine * length(d);
     const SegmentTriangleClosest closest = closestSegmentTriangle(p0, p1, t);
@@ -763,7 +773,8 @@ ContactManifold closestPointsContact(const HullView& hull, const LocalTriangle& 
 }
 
 /// SAT of a polyhedron against the triangle; false when an axis separates them by more than `margin`.
-bool polyhedronSat(const HullView& hull, const LocalTriangle& t, float margin, PolyhedronSat& sat)
+/// The side normals are added to `t` once the faces have not separated the two.
+bool polyhedronSat(const HullView& hull, LocalTriangle& t, float margin, PolyhedronSat& sat)
 {
     // The triangle's face, from the front: the shape's lowest vertex.
     sat.triangleFace = std::numeric_limits<float>::infinity();
@@ -797,9 +808,28 @@ bool polyhedronSat(const HullView& hull, const LocalTriangle& t, float margin, P
             sat.face = f;
         }
     }
+    addSides(t);
     // Edge pairs that make a face of the Minkowski difference: the shape's edge arc (between its two face
     // normals) crosses the great circle normal to the triangle edge, at an axis L (out of the shape) whose
-    // opposite lies on the triangle edge's half circle, i.e. L does not point out across the edge.
+    // opposite lies on the triangle edge's half circle, i.e. L does not point out across the edge. Each
+    // face normal's component along each triangle edge serves every edge of that face: computed once when
+    // the faces fit the buffer.
+    const Vec3 triangleAlongs[3] = {t.v[1] - t.v[0], t.v[2] - t.v[1], t.v[0] - t.v[2]};
+    constexpr int kBufferedFaces = 64;
+    float faceAlong[kBufferedFaces][3];
+    const bool buffered = hull.faceCount <= kBufferedFaces;
+    if (buffered)
+    {
+        for (int f = 0; f < hull.faceCount; ++f)
+        {
+            for (int j = 0; j < 3; ++j)
+            {
+                faceAlong[f][j] = dot(hull.faces[f].normal, triangleAlongs[j]);
+            }
+        }
+    }
+    const auto normalAlong = [&](int face, int j)
+    { return buffered ? faceAlong[face][j] : dot(hull.faces[face].normal, triangleAlongs[j]); };
     for (int e = 0; e < hull.edgeCount; ++e)
     {
         const HullEdge& edge = hull.edges[e];
@@ -809,8 +839,8 @@ bool polyhedronSat(const HullView& hull, const LocalTriangle& t, float margin, P
         const Vec3 along = hull.vertices[edge.v1] - from;
         for (int j = 0; j < 3; ++j)
         {
-            const Vec3 triangleAlong = t.v[nextOf(j)] - t.v[j];
-            if (!(dot(normal0, triangleAlong) * dot(normal1, triangleAlong) < 0.0f))
+            const Vec3& triangleAlong = triangleAlongs[j];
+            if (!(normalAlong(edge.face0, j) * normalAlong(edge.face1, j) < 0.0f))
             {
                 continue;
             }
@@ -847,7 +877,7 @@ bool polyhedronSat(const HullView& hull, const LocalTriangle& t, float margin, P
     return true;
 }
 
-ContactManifold polyhedronTriangle(const HullView& hull, const LocalTriangle& t, float margin)
+ContactManifold polyhedronTriangle(const HullView& hull, LocalTriangle& t, float margin)
 {
     ContactManifold none;
     none.normal = -t.normal;
@@ -990,6 +1020,62 @@ ContactManifold collideConvexTriangle(const Shape& convex, std::span<const Conve
     return isFinite(manifold) ? manifold : ContactManifold{};
 }
 
+TrianglePlaneCull::TrianglePlaneCull(const Shape& convex, std::span<const ConvexHull> hulls,
+                                     const Transform& triangleInConvex, float speculativeMarginMeters)
+{
+    if (!isFinite(triangleInConvex.p) || !isFinite(triangleInConvex.q) || !(speculativeMarginMeters >= 0.0f))
+    {
+        return;
+    }
+    float extent = 0.0f;
+    float radius = 0.0f;
+    switch (convex.type)
+    {
+    case ShapeType::Sphere:
+        radius = convex.sphere.radius;
+        extent = radius;
+        break;
+    case ShapeType::Capsule:
+        radius = convex.capsule.radius;
+        m_halfExtents = {0.0f, convex.capsule.halfHeight, 0.0f};
+        extent = radius + convex.capsule.halfHeight;
+        break;
+    case ShapeType::Box:
+        m_halfExtents = convex.box.halfExtents;
+        extent = m_halfExtents.x + m_halfExtents.y + m_halfExtents.z;
+        break;
+    case ShapeType::Hull:
+    {
+        if (convex.hullIndex >= hulls.size() || hulls[convex.hullIndex].vertices.empty())
+        {
+            return;
+        }
+        const ConvexHull& hull = hulls[convex.hullIndex];
+        m_vertices = hull.vertices;
+        m_reference = hull.centroid;
+        for (const Vec3& v : m_vertices)
+        {
+            extent = std::max(extent, maxAbs(v));
+        }
+        extent *= 3.0f;
+        break;
+    }
+    default:
+        return;
+    }
+    if (!(radius >= 0.0f) || !std::isfinite(extent))
+    {
+        return;
+    }
+    const Transform convexInTriangles = inverse(triangleInConvex);
+    m_toConvex = toMat3(triangleInConvex.q);
+    m_origin = convexInTriangles.p;
+    m_reference = transformPoint(convexInTriangles, m_reference);
+    m_tolerance = kRelativeRounding * (1.0f + maxAbs(triangleInConvex.p) + maxAbs(m_origin) + extent);
+    m_margin = speculativeMarginMeters + radius;
+    m_type = convex.type;
+}
+
 void reduceManifolds(std::span<const TriangleContactManifold> candidates, ContactManifold& out)
 {
     out = ContactManifold{};
@@ -1018,7 +1104,58 @@ void reduceManifolds(std::span<const TriangleContactManifold> candidates, Contac
     Vec3 tangent1;
     Vec3 tangent2;
     orthonormalBasis(normal, tangent1, tangent2);
-    // Candidates are numbered in order: manifold by manifold, point by point.
+    // Candidates are numbered in order: manifold by manifold, point by point. chooseContactSubset visits
+    // them five times, so when they fit they are projected once into a buffer on the stack.
+    struct Candidate
+    {
+        PlanarPoint planar;
+        float separation;
+        const ContactPoint* point;
+        std::uint32_t triangleIndex;
+    };
+    constexpr int kBufferedCandidates = 64;
+    Candidate buffered[kBufferedCandidates];
+    int bufferedCount = 0;
+    for (const TriangleContactManifold& c : candidates)
+    {
+        if (!merged(c.manifold))
+        {
+            continue;
+        }
+        for (int i = 0; i < c.manifold.pointCount && bufferedCount <= kBufferedCandidates; ++i)
+        {
+            if (bufferedCount < kBufferedCandidates)
+            {
+                const ContactPoint& p = c.manifold.points[i];
+                buffered[bufferedCount] = {PlanarPoint{dot(tangent1, p.pointA), dot(tangent2, p.pointA)},
+                                           separationAlong(c.manifold, p), &p, c.triangleIndex};
+            }
+            ++bufferedCount;
+        }
+    }
+    int chosen[kMaxManifoldPoints];
+    int chosenCount = 0;
+    if (bufferedCount <= kBufferedCandidates)
+    {
+        const auto forEachBuffered = [&](auto&& fn)
+        {
+            for (int i = 0; i < bufferedCount; ++i)
+            {
+                fn(i, buffered[i].planar, buffered[i].separation);
+            }
+        };
+        chosenCount = chooseContactSubset(forEachBuffered, SubsetTies::Rounding, chosen);
+        out.normal = normal;
+        for (int k = 0; k < chosenCount; ++k)
+        {
+            const Candidate& x = buffered[chosen[k]];
+            out.points[k] = {x.point->pointA, x.point->pointB, x.separation,
+                             combineTriangleFeatureId(x.triangleIndex, x.point->featureId)};
+        }
+        out.pointCount = chosenCount;
+        return;
+    }
+    // Too many to buffer: projected on every visit.
     const auto forEach = [&](auto&& fn)
     {
         int index = 0;
@@ -1036,8 +1173,7 @@ void reduceManifolds(std::span<const TriangleContactManifold> candidates, Contac
             }
         }
     };
-    int chosen[kMaxManifoldPoints];
-    const int chosenCount = chooseContactSubset(forEach, SubsetTies::Rounding, chosen);
+    chosenCount = chooseContactSubset(forEach, SubsetTies::Rounding, chosen);
     out.normal = normal;
     for (int k = 0; k < chosenCount; ++k)
     {

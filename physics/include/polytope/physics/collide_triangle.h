@@ -72,7 +72,10 @@
 #include "polytope/physics/raycast.h"
 #include "polytope/physics/shapes.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 namespace polytope::physics
@@ -96,6 +99,81 @@ inline constexpr std::uint8_t kAllTriangleEdgesActive = 7;
 ContactManifold collideConvexTriangle(const Shape& convex, std::span<const ConvexHull> hulls,
                                       const Transform& triangleInConvex, const Triangle& triangle,
                                       std::uint8_t activeEdges, float speculativeMarginMeters);
+
+/// A cheap, conservative first test of collideConvexTriangle's plane rule, for a caller visiting many
+/// triangles with one shape and one transform (a mesh or heightfield query): `apart(triangle)` is true only
+/// when collideConvexTriangle(convex, hulls, triangleInConvex, triangle, any edges, margin) would certainly
+/// give no points, because the shape lies behind the triangle's plane or entirely above it by more than the
+/// margin. It works in the triangle's frame with the unnormalised face normal, and its limits are widened by
+/// a bound on the rounding difference to collideConvexTriangle's own tests (in the shape's frame), so a
+/// triangle near a limit is left to collideConvexTriangle, which decides it exactly as without this test.
+class TrianglePlaneCull
+{
+  public:
+    TrianglePlaneCull(const Shape& convex, std::span<const ConvexHull> hulls,
+                      const Transform& triangleInConvex, float speculativeMarginMeters);
+
+    bool apart(const Triangle& triangle) const
+    {
+        const Vec3 n = cross(triangle.b - triangle.a, triangle.c - triangle.a);
+        const float n2 = lengthSquared(n);
+        const Vec3 toOrigin = m_origin - triangle.a;
+        const float tolerance = m_tolerance + kRelativeRounding * (maxAbs(triangle.a) + maxAbs(toOrigin));
+        const float limit = m_margin + tolerance;
+        // Heights times |n|: the one-sided rule's reference point, and the lowest point of the shape's core
+        // (its radius is in m_margin).
+        const float reference = dot(m_reference - triangle.a, n);
+        const float lowest = dot(toOrigin, n) + coreSupport(m_toConvex * n);
+        // reference < -tolerance |n| or lowest > limit |n|, without a square root.
+        return (reference < 0.0f && reference * reference > tolerance * tolerance * n2) ||
+               (lowest > 0.0f && lowest * lowest > limit * limit * n2);
+    }
+
+  private:
+    /// A bound on the relative rounding of either path's heights (about 80 float epsilons).
+    static constexpr float kRelativeRounding = 1e-5f;
+
+    static float maxAbs(const Vec3& v)
+    {
+        return std::max(std::fabs(v.x), std::max(std::fabs(v.y), std::fabs(v.z)));
+    }
+
+    /// min over the points x of the shape's core (its frame) of dot(x, m).
+    float coreSupport(const Vec3& m) const
+    {
+        switch (m_type)
+        {
+        case ShapeType::Capsule:
+            return -m_halfExtents.y * std::fabs(m.y);
+        case ShapeType::Box:
+            return -(m_halfExtents.x * std::fabs(m.x) + m_halfExtents.y * std::fabs(m.y) +
+                     m_halfExtents.z * std::fabs(m.z));
+        case ShapeType::Hull:
+        {
+            float low = dot(m_vertices[0], m);
+            for (std::size_t i = 1; i < m_vertices.size(); ++i)
+            {
+                low = std::min(low, dot(m_vertices[i], m));
+            }
+            return low;
+        }
+        default: // a sphere's core is its centre
+            return 0.0f;
+        }
+    }
+
+    ShapeType m_type = ShapeType::Sphere;
+    Vec3 m_halfExtents{};               ///< box; a capsule's half height in y
+    std::span<const Vec3> m_vertices;   ///< hull, not empty
+    Mat3 m_toConvex = Mat3::identity(); ///< rotation from the triangles' frame to the shape's
+    Vec3 m_origin{};                    ///< the shape's origin in the triangles' frame
+    Vec3 m_reference{};                 ///< the point of the one-sided rule (origin, or the hull's centroid)
+    /// The rounding bound's part from the transform and the shape; infinite (never apart, with m_margin
+    /// NaN) when the test cannot be made: not a convex shape, input not finite, a negative margin.
+    float m_tolerance = std::numeric_limits<float>::infinity();
+    float m_margin =
+        std::numeric_limits<float>::quiet_NaN(); ///< the margin plus a sphere's or capsule's radius
+};
 
 /// One triangle's manifold (collideConvexTriangle) and the triangle's index in its mesh or heightfield.
 struct TriangleContactManifold
