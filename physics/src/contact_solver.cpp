@@ -58,9 +58,32 @@ inline Quat shortestArc(const Vec3& from, const Vec3& to)
     return normalize(Quat{axis.x, axis.y, axis.z, w});
 }
 
-} // namespace
+/// The products of freeRotationStep with a general body-axis inertia.
+struct FullInertia
+{
+    const Mat3& inertia;
+    Vec3 times(const Vec3& v) const { return inertia * v; }
+    Mat3 skewTimes(const Vec3& v) const { return skew(v) * inertia; } ///< [v]x I
+};
 
-Quat freeRotationStep(const SolverBodyMotion& m, Vec3& angularVelocity, float h)
+/// The same products with a diagonal inertia (principal axes along the body's: boxes, capsules, cylinders,
+/// symmetric hulls), without the terms the zeros make vanish: the results are the general products' but for
+/// the sign of a zero.
+struct DiagonalInertia
+{
+    Vec3 d;
+    Vec3 times(const Vec3& v) const { return {d.x * v.x, d.y * v.y, d.z * v.z}; }
+    Mat3 skewTimes(const Vec3& v) const
+    {
+        // Column j of [v]x scaled by d_j.
+        return {Vec3{0.0f * d.x, v.z * d.x, -v.y * d.x}, Vec3{-v.z * d.y, 0.0f * d.y, v.x * d.y},
+                Vec3{v.y * d.z, -v.x * d.z, 0.0f * d.z}};
+    }
+};
+
+/// freeRotationStep with the inertia's products given by `inertia` (DiagonalInertia or FullInertia).
+template <class Inertia>
+Quat freeRotationStepWith(const SolverBodyMotion& m, const Inertia& inertia, Vec3& angularVelocity, float h)
 {
     // Torque-free rotation in body axes (Euler's equations): I dw/dt = -w x I w. The implicit midpoint
     // rule, I (w1 - w0) + h (wm x I wm) = 0 with wm = (w0 + w1) / 2, keeps every quadratic invariant of
@@ -71,7 +94,7 @@ Quat freeRotationStep(const SolverBodyMotion& m, Vec3& angularVelocity, float h)
     // the Jacobian is I + h/2 ([wm]x I - [I wm]x).
     const Mat3 r = toMat3(m.rotation);
     const Vec3 w0 = withLength(mulTransposed(r, angularVelocity), length(angularVelocity));
-    const Vec3 momentum0 = m.inertiaLocal * w0;
+    const Vec3 momentum0 = inertia.times(w0);
     Vec3 w1 = w0;
     // Newton's error falls quadratically from the first correction, which is about h |w| of |w| (the
     // gyroscopic term, at most |w| x |w| in size): one iteration leaves about (h |w|)^3 / 2 of |w|, two
@@ -82,16 +105,16 @@ Quat freeRotationStep(const SolverBodyMotion& m, Vec3& angularVelocity, float h)
     for (int iteration = 0; iteration < iterations; ++iteration)
     {
         const Vec3 wm = (w0 + w1) * 0.5f;
-        const Vec3 momentumMid = m.inertiaLocal * wm;
-        const Vec3 residual = m.inertiaLocal * w1 - momentum0 + cross(wm, momentumMid) * h;
-        const Mat3 jacobian = m.inertiaLocal + (skew(wm) * m.inertiaLocal - skew(momentumMid)) * (0.5f * h);
+        const Vec3 momentumMid = inertia.times(wm);
+        const Vec3 residual = inertia.times(w1) - momentum0 + cross(wm, momentumMid) * h;
+        const Mat3 jacobian = m.inertiaLocal + (inertia.skewTimes(wm) - skew(momentumMid)) * (0.5f * h);
         w1 -= inverse(jacobian) * residual;
     }
     // The rule keeps the energy exactly, float arithmetic only to rounding, and that rounding has a bias
     // (a drift of ~0.03% a minute at 240 substeps a second): scale w1 back onto the energy it started
     // with, measured in double. The scale differs from 1 by a few ulps.
     const double energy0 = dot(toDouble(w0), toDouble(momentum0));
-    const double energy1 = dot(toDouble(w1), toDouble(m.inertiaLocal * w1));
+    const double energy1 = dot(toDouble(w1), toDouble(inertia.times(w1)));
     if (energy1 > 0.0)
     {
         w1 *= static_cast<float>(std::sqrt(energy0 / energy1));
@@ -102,13 +125,26 @@ Quat freeRotationStep(const SolverBodyMotion& m, Vec3& angularVelocity, float h)
     const Vec3 midWorld = r * ((w0 + w1) * 0.5f);
     const Quat turned = integrateRotation(m.rotation, midWorld, h);
     const Vec3 momentumWorld = r * momentum0;
-    const Vec3 predicted = rotate(turned, m.inertiaLocal * w1);
+    const Vec3 predicted = rotate(turned, inertia.times(w1));
     const Quat correction = shortestArc(predicted, momentumWorld);
     const Quat next = normalize(correction * turned);
     // Rotations keep lengths, but float rotations (r, rotate) do so only to rounding, with a bias that
     // a million substeps would turn into a steady energy drift: keep |w| across each change of frame.
     angularVelocity = withLength(rotate(next, w1), length(w1));
     return next;
+}
+
+} // namespace
+
+Quat freeRotationStep(const SolverBodyMotion& m, Vec3& angularVelocity, float h)
+{
+    const Mat3& i = m.inertiaLocal;
+    if (i.c0.y == 0.0f && i.c0.z == 0.0f && i.c1.x == 0.0f && i.c1.z == 0.0f && i.c2.x == 0.0f &&
+        i.c2.y == 0.0f)
+    {
+        return freeRotationStepWith(m, DiagonalInertia{{i.c0.x, i.c1.y, i.c2.z}}, angularVelocity, h);
+    }
+    return freeRotationStepWith(m, FullInertia{i}, angularVelocity, h);
 }
 
 Softness makeSoftness(float hertz, float dampingRatio, float h)
