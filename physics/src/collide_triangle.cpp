@@ -554,7 +554,12 @@ ContactManifold triangleFaceContact(const HullView& hull, const LocalTriangle& t
         float separation;
         std::uint32_t featureId;
     };
-    Candidate candidates[kMaxClipVertices];
+    union CandidateBuffer // left uninitialised (Vec3 zeroes itself): only [0, candidateCount) is read
+    {
+        Candidate candidates[kMaxClipVertices];
+        CandidateBuffer() {}
+    } buffer;
+    Candidate* const candidates = buffer.candidates;
     int candidateCount = 0;
     const auto clipFace = [&](int face)
     {
