@@ -1075,6 +1075,7 @@ TrianglePlaneCull::TrianglePlaneCull(const Shape& convex, std::span<const Convex
     const Transform convexInTriangles = inverse(triangleInConvex);
     m_toConvex = toMat3(triangleInConvex.q);
     m_origin = convexInTriangles.p;
+    m_axis = m_toConvex.row(1);
     m_reference = transformPoint(convexInTriangles, m_reference);
     m_tolerance = kRelativeRounding * (1.0f + maxAbs(triangleInConvex.p) + maxAbs(m_origin) + extent);
     m_margin = speculativeMarginMeters + radius;

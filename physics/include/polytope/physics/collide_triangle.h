@@ -104,9 +104,11 @@ ContactManifold collideConvexTriangle(const Shape& convex, std::span<const Conve
 /// triangles with one shape and one transform (a mesh or heightfield query): `apart(triangle)` is true only
 /// when collideConvexTriangle(convex, hulls, triangleInConvex, triangle, any edges, margin) would certainly
 /// give no points, because the shape lies behind the triangle's plane or entirely above it by more than the
-/// margin. It works in the triangle's frame with the unnormalised face normal, and its limits are widened by
-/// a bound on the rounding difference to collideConvexTriangle's own tests (in the shape's frame), so a
-/// triangle near a limit is left to collideConvexTriangle, which decides it exactly as without this test.
+/// margin, or (a sphere or capsule, whose contacts are at true distances) beyond one of its side planes by
+/// more than the margin. It works in the triangle's frame with the unnormalised face normal, and its limits
+/// are widened by a bound on the rounding difference to collideConvexTriangle's own tests (in the shape's
+/// frame), so a triangle near a limit is left to collideConvexTriangle, which decides it exactly as without
+/// this test.
 class TrianglePlaneCull
 {
   public:
@@ -125,8 +127,32 @@ class TrianglePlaneCull
         const float reference = dot(m_reference - triangle.a, n);
         const float lowest = dot(toOrigin, n) + coreSupport(m_toConvex * n);
         // reference < -tolerance |n| or lowest > limit |n|, without a square root.
-        return (reference < 0.0f && reference * reference > tolerance * tolerance * n2) ||
-               (lowest > 0.0f && lowest * lowest > limit * limit * n2);
+        if ((reference < 0.0f && reference * reference > tolerance * tolerance * n2) ||
+            (lowest > 0.0f && lowest * lowest > limit * limit * n2))
+        {
+            return true;
+        }
+        if (m_type != ShapeType::Sphere && m_type != ShapeType::Capsule)
+        {
+            return false;
+        }
+        // A sphere or capsule takes the true distance of its core to the triangle (closest points), which is
+        // at least the core's distance beyond any of the triangle's side planes (out across edge j: the
+        // unnormalised cross(edge j, n)).
+        const float sideLimit =
+            limit + kRelativeRounding * (maxAbs(triangle.b - triangle.a) + maxAbs(triangle.c - triangle.a));
+        const Vec3* const corners[3] = {&triangle.a, &triangle.b, &triangle.c};
+        for (int j = 0; j < 3; ++j)
+        {
+            const Vec3& from = *corners[j];
+            const Vec3 out = cross(*corners[j == 2 ? 0 : j + 1] - from, n);
+            const float beyond = dot(m_origin - from, out) - m_halfExtents.y * std::fabs(dot(m_axis, out));
+            if (beyond > 0.0f && beyond * beyond > sideLimit * sideLimit * lengthSquared(out))
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
   private:
@@ -167,6 +193,7 @@ class TrianglePlaneCull
     std::span<const Vec3> m_vertices;   ///< hull, not empty
     Mat3 m_toConvex = Mat3::identity(); ///< rotation from the triangles' frame to the shape's
     Vec3 m_origin{};                    ///< the shape's origin in the triangles' frame
+    Vec3 m_axis{};                      ///< a capsule's axis (local y) in the triangles' frame
     Vec3 m_reference{};                 ///< the point of the one-sided rule (origin, or the hull's centroid)
     /// The rounding bound's part from the transform and the shape; infinite (never apart, with m_margin
     /// NaN) when the test cannot be made: not a convex shape, input not finite, a negative margin.
