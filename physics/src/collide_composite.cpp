@@ -41,13 +41,15 @@ ContactManifold toParent(const ContactManifold& m, const Transform& childInParen
     return out;
 }
 
-/// `m` as toParent(m, Transform::identity()) gives it, without the rotations: those add zeros, which turn a
-/// -0 into +0 (and orthonormalBasis of a normal depends on a zero's sign), so zeros are added here too.
+/// `m` exactly as toParent(m, Transform::identity()) gives it, without the points' rotations. The identity's
+/// arithmetic changes nothing but the sign of a zero, and orthonormalBasis of a normal reads that sign: the
+/// normal is still rotated (its zeros' signs follow the rotation's rule), and the points get the
+/// translation's +0, which turns any -0 into +0 as transformPoint's last sum does.
 ContactManifold atIdentity(const ContactManifold& m)
 {
     const Vec3 zero{};
     ContactManifold out = m;
-    out.normal = m.normal + zero;
+    out.normal = rotate(Quat::identity(), m.normal);
     for (int i = 0; i < m.pointCount; ++i)
     {
         out.points[i].pointA = m.points[i].pointA + zero;
