@@ -17,4 +17,5 @@ polytope_ensure_packages "${POLYTOPE_PACKAGES[@]}"
 echo "== building ($preset)"
 polytope_build "$preset"
 echo "== testing ($preset)"
-ctest --preset "$preset" --timeout 600
+# As many tests at a time as there are cores: each test is one process, and no two share a port or a file.
+ctest --preset "$preset" --timeout 600 -j "$(nproc)"

@@ -116,10 +116,6 @@ inline WideVec3 fieldVec3(const float* block, int f)
 }
 
 /// Lane `lane` of field f (scalar access for packing).
-inline float& laneOf(float* block, int f, int lane)
-{
-    return block[static_cast<std::ptrdiff_t>(f) * W + lane];
-}
 inline float laneOf(const float* block, int f, int lane)
 {
     return block[static_cast<std::ptrdiff_t>(f) * W + lane];
