@@ -267,8 +267,8 @@ World::World(const WorldConfig& config)
         m_broadphase.reservePairBuffers(m_tasks->threadCount(), m_config.maxContacts);
         // The staged solver's most stages: at the most substeps, per substep two integrations, the contacts'
         // warm-start, solve and relax passes (each a stage per colour and an overflow stage) and the
-        // joints'; restitution.
-        // Joint passes: warm start, solve, the limited joints' extra solves, relax.
+        // joints' (warm start, solve, the limited joints' extra solves, relax: a stage per joint colour);
+        // restitution.
         const std::size_t passStages = kGraphColorCount + 1;
         const std::size_t relaxPasses = static_cast<std::size_t>(m_config.relaxIterations);
         const std::size_t jointPasses = 1 + static_cast<std::size_t>(m_config.limitIterations) + relaxPasses;

@@ -531,30 +531,6 @@ void World::prepareJoints(int level, float h, float substepsInverse)
     }
 }
 
-template <class Fn> void World::forEachJointByColor(Fn&& fn)
-{
-    for (std::uint32_t color = 0; color <= kJointColorCount; ++color)
-    {
-        const std::uint32_t first = m_jointColorStart[color];
-        const std::uint32_t count = m_jointColorStart[color + 1] - first;
-        const auto run = [&](std::uint32_t b, std::uint32_t e, int)
-        {
-            for (std::uint32_t k = first + b; k < first + e; ++k)
-            {
-                fn(m_jointConstraints[m_jointOrder[k]]);
-            }
-        };
-        if (color < kJointColorCount)
-        {
-            forRange(count, kJointGrain, run); // one colour's joints share no moving body
-        }
-        else if (count > 0)
-        {
-            run(0, count, 0); // the rest, in order
-        }
-    }
-}
-
 std::uint32_t World::jointStageColors()
 {
     return kJointColorCount + 1;
@@ -572,7 +548,7 @@ std::uint32_t World::jointStageBlocks(std::uint32_t color) const
 
 void World::runJointStageBlock(JointPass pass, std::uint32_t color, std::uint32_t block, float inverseH)
 {
-    // The blocks of forEachJointByColor's chunks; the rest (color == kJointColorCount) whole, in order.
+    // kJointGrain joints of a colour; the rest (color == kJointColorCount) whole, in order.
     const std::uint32_t end = m_jointColorStart[color + 1];
     const bool colored = color < kJointColorCount;
     const std::uint32_t first = m_jointColorStart[color] + (colored ? block * kJointGrain : 0);
@@ -603,13 +579,28 @@ void World::runJointStageBlock(JointPass pass, std::uint32_t color, std::uint32_
     }
 }
 
+void World::runJointPass(JointPass pass, float inverseH)
+{
+    // Colour by colour, each colour's blocks on the pool's threads (they share no moving body), then the
+    // joints that fit no colour, in order: the staged solver's stages, one parallelFor each.
+    for (std::uint32_t color = 0; color < jointStageColors(); ++color)
+    {
+        forRange(jointStageBlocks(color), 1,
+                 [&](std::uint32_t begin, std::uint32_t end, int)
+                 {
+                     for (std::uint32_t block = begin; block < end; ++block)
+                     {
+                         runJointStageBlock(pass, color, block, inverseH);
+                     }
+                 });
+    }
+}
+
 void World::warmStartJoints(std::uint32_t begin, std::uint32_t end)
 {
     if (begin != end)
     {
-        const std::span<SolverBody> bodies(m_solverBodies);
-        const std::span<const SolverBodyMotion> motions(m_solverMotions);
-        forEachJointByColor([&](JointConstraint& c) { warmStartJoint(c, bodies, motions); });
+        runJointPass(JointPass::WarmStart, 0.0f);
     }
 }
 
@@ -617,22 +608,13 @@ void World::solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, 
 {
     if (begin != end)
     {
-        const std::span<SolverBody> bodies(m_solverBodies);
-        const std::span<const SolverBodyMotion> motions(m_solverMotions);
-        forEachJointByColor([&](JointConstraint& c) { solveJoint(c, bodies, motions, inverseH, useBias); });
+        runJointPass(useBias ? JointPass::Solve : JointPass::Relax, inverseH);
         // Limits are inequalities that a chain of joints passes along: one Gauss-Seidel pass leaves a limb
         // struck hard past its limit (the joints solved after it move its bodies again), so the limited
         // joints get more passes, in the same colour order.
         for (int pass = 1; useBias && m_levelHasLimitedJoints && pass < m_config.limitIterations; ++pass)
         {
-            forEachJointByColor(
-                [&](JointConstraint& c)
-                {
-                    if ((c.flags & (kJointLimit | kJointCone)) != 0)
-                    {
-                        solveJoint(c, bodies, motions, inverseH, useBias);
-                    }
-                });
+            runJointPass(JointPass::SolveLimited, inverseH);
         }
     }
 }

@@ -990,9 +990,6 @@ class World
     void wakeJointedIslands();
     /// The solver's joints of level `level`: m_jointConstraints[m_jointLevelStart[level] ..), coloured.
     void prepareJoints(int level, float h, float substepsInverse);
-    /// fn(JointConstraint&) over the prepared level's joints, colour by colour (each on the pool's threads),
-    /// then the joints that fit no colour, in order.
-    template <class Fn> void forEachJointByColor(Fn&& fn);
     void warmStartJoints(std::uint32_t begin, std::uint32_t end);
     /// One solve (useBias) or relax pass over the level's joints; a solve pass then goes over the joints
     /// with limits WorldConfig::limitIterations - 1 more times.
@@ -1010,6 +1007,9 @@ class World
     std::uint32_t jointStageBlocks(std::uint32_t color) const;
     /// `pass` over block `block` of joint colour `color`.
     void runJointStageBlock(JointPass pass, std::uint32_t color, std::uint32_t block, float inverseH);
+    /// `pass` over the prepared level's joints, colour by colour (each colour's blocks on the pool's
+    /// threads), then the joints that fit no colour, in order.
+    void runJointPass(JointPass pass, float inverseH);
     /// Joint colours, the rest included (jointStageBlocks' colours).
     static std::uint32_t jointStageColors();
     /// For solver bodies [begin, end) that turn gyroscopically and have joints: the world inverse inertia at
