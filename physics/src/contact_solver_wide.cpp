@@ -23,7 +23,7 @@
 //   (readContactImpulses) for the next step's warm start.
 #include "polytope/physics/constraint_graph.h"
 
-#include "simd.h"
+#include "simd_wide.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -36,7 +36,7 @@ namespace
 {
 
 using simd::FloatW;
-constexpr int W = simd::kLanes;
+using namespace wide;
 
 // Constraint fields (each W floats).
 constexpr int kNormal = 0;
@@ -79,41 +79,6 @@ constexpr int kTangentMass2 = 44;
 constexpr int kPointFields = 45;
 constexpr int kBundleFields = kConstraintFields + kMaxManifoldPoints * kPointFields;
 constexpr std::size_t kBundleFloats = static_cast<std::size_t>(kBundleFields) * W;
-constexpr std::size_t kAlignFloats = 8; ///< 32 bytes: bundles start on an AVX register boundary
-
-struct WideVec3
-{
-    FloatW x, y, z;
-};
-inline WideVec3 operator+(const WideVec3& a, const WideVec3& b)
-{
-    return {a.x + b.x, a.y + b.y, a.z + b.z};
-}
-inline WideVec3 operator-(const WideVec3& a, const WideVec3& b)
-{
-    return {a.x - b.x, a.y - b.y, a.z - b.z};
-}
-inline WideVec3 operator*(const WideVec3& a, FloatW s)
-{
-    return {a.x * s, a.y * s, a.z * s};
-}
-inline FloatW dot(const WideVec3& a, const WideVec3& b)
-{
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
-
-inline FloatW field(const float* block, int f)
-{
-    return simd::load(block + static_cast<std::ptrdiff_t>(f) * W);
-}
-inline void setField(float* block, int f, FloatW v)
-{
-    simd::store(block + static_cast<std::ptrdiff_t>(f) * W, v);
-}
-inline WideVec3 fieldVec3(const float* block, int f)
-{
-    return {field(block, f), field(block, f + 1), field(block, f + 2)};
-}
 
 /// Lane `lane` of field f (scalar access for packing).
 inline float laneOf(const float* block, int f, int lane)
@@ -131,133 +96,6 @@ inline const float* pointBlock(const float* q, int i)
     return q + static_cast<std::ptrdiff_t>(kConstraintFields + i * kPointFields) * W;
 }
 
-/// A SolverBody per lane: velocities and the step's displacement.
-struct WideBody
-{
-    WideVec3 v, w, dp, dq;
-};
-
-static_assert(sizeof(SolverBody) == 12 * sizeof(float), "the gather reads a SolverBody as 12 floats");
-
-#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
-
-/// Rows of 4 bodies transposed: out[k] holds float k of each body.
-inline void gather4(const SolverBody* bodies, const std::uint32_t* index, __m128 out[12])
-{
-    const float* p0 = &bodies[index[0]].linearVelocity.x;
-    const float* p1 = &bodies[index[1]].linearVelocity.x;
-    const float* p2 = &bodies[index[2]].linearVelocity.x;
-    const float* p3 = &bodies[index[3]].linearVelocity.x;
-    for (int row = 0; row < 3; ++row)
-    {
-        __m128 a = _mm_loadu_ps(p0 + 4 * row);
-        __m128 b = _mm_loadu_ps(p1 + 4 * row);
-        __m128 c = _mm_loadu_ps(p2 + 4 * row);
-        __m128 d = _mm_loadu_ps(p3 + 4 * row);
-        _MM_TRANSPOSE4_PS(a, b, c, d);
-        out[4 * row] = a;
-        out[4 * row + 1] = b;
-        out[4 * row + 2] = c;
-        out[4 * row + 3] = d;
-    }
-}
-
-/// The inverse of gather4 for the first 8 floats (velocities, and deltaPosition's x and y unchanged).
-/// Lanes of the static dummy (index 0: static bodies and empty lanes) are not written back: the dummy
-/// never changes, and bundles of one colour run on several threads at once.
-inline void scatter4(SolverBody* bodies, const std::uint32_t* index, const __m128 in[8])
-{
-    SolverBody discard;
-    const auto target = [&](std::uint32_t i)
-    { return i == 0 ? &discard.linearVelocity.x : &bodies[i].linearVelocity.x; };
-    float* p[4] = {target(index[0]), target(index[1]), target(index[2]), target(index[3])};
-    for (int row = 0; row < 2; ++row)
-    {
-        __m128 a = in[4 * row];
-        __m128 b = in[4 * row + 1];
-        __m128 c = in[4 * row + 2];
-        __m128 d = in[4 * row + 3];
-        _MM_TRANSPOSE4_PS(a, b, c, d);
-        _mm_storeu_ps(p[0] + 4 * row, a);
-        _mm_storeu_ps(p[1] + 4 * row, b);
-        _mm_storeu_ps(p[2] + 4 * row, c);
-        _mm_storeu_ps(p[3] + 4 * row, d);
-    }
-}
-
-#endif
-
-inline void gatherBodies(const SolverBody* bodies, const std::uint32_t* index, WideBody& out)
-{
-    FloatW c[12];
-#if defined(POLYTOPE_SIMD_AVX2)
-    __m128 lo[12];
-    __m128 hi[12];
-    gather4(bodies, index, lo);
-    gather4(bodies, index + 4, hi);
-    for (int k = 0; k < 12; ++k)
-    {
-        c[k].v = _mm256_set_m128(hi[k], lo[k]);
-    }
-#elif defined(POLYTOPE_SIMD_SSE2)
-    __m128 rows[12];
-    gather4(bodies, index, rows);
-    for (int k = 0; k < 12; ++k)
-    {
-        c[k].v = rows[k];
-    }
-#else
-    for (int lane = 0; lane < W; ++lane)
-    {
-        const float* p = &bodies[index[lane]].linearVelocity.x;
-        for (int k = 0; k < 12; ++k)
-        {
-            c[k].v[lane] = p[k];
-        }
-    }
-#endif
-    out.v = {c[0], c[1], c[2]};
-    out.w = {c[3], c[4], c[5]};
-    out.dp = {c[6], c[7], c[8]};
-    out.dq = {c[9], c[10], c[11]};
-}
-
-inline void scatterVelocities(SolverBody* bodies, const std::uint32_t* index, const WideBody& in)
-{
-    const FloatW c[8] = {in.v.x, in.v.y, in.v.z, in.w.x, in.w.y, in.w.z, in.dp.x, in.dp.y};
-#if defined(POLYTOPE_SIMD_AVX2)
-    __m128 lo[8];
-    __m128 hi[8];
-    for (int k = 0; k < 8; ++k)
-    {
-        lo[k] = _mm256_castps256_ps128(c[k].v);
-        hi[k] = _mm256_extractf128_ps(c[k].v, 1);
-    }
-    scatter4(bodies, index, lo);
-    scatter4(bodies, index + 4, hi);
-#elif defined(POLYTOPE_SIMD_SSE2)
-    __m128 rows[8];
-    for (int k = 0; k < 8; ++k)
-    {
-        rows[k] = c[k].v;
-    }
-    scatter4(bodies, index, rows);
-#else
-    for (int lane = 0; lane < W; ++lane)
-    {
-        if (index[lane] == 0)
-        {
-            continue; // the static dummy (see scatter4)
-        }
-        float* p = &bodies[index[lane]].linearVelocity.x;
-        for (int k = 0; k < 6; ++k)
-        {
-            p[k] = c[k].v[lane];
-        }
-    }
-#endif
-}
-
 /// Velocity of B's anchor relative to A's along a direction (contact_solver.cpp's relativeSpeed).
 inline FloatW relativeSpeed(const WideBody& a, const WideBody& b, const WideVec3& dir, const WideVec3& armA,
                             const WideVec3& armB)
@@ -273,18 +111,6 @@ inline void applyNormalImpulse(WideBody& a, WideBody& b, const WideVec3& normalS
     a.w = a.w - fieldVec3(p, kNormalTurnA) * applied;
     b.v = b.v + normalShiftB * applied;
     b.w = b.w + fieldVec3(p, kNormalTurnB) * applied;
-}
-
-const float* alignedBase(const std::vector<float>& values)
-{
-    const auto address = reinterpret_cast<std::uintptr_t>(values.data());
-    const std::size_t misalignment = (address / sizeof(float)) % kAlignFloats;
-    return values.data() + (misalignment == 0 ? 0 : kAlignFloats - misalignment);
-}
-
-float* alignedBase(std::vector<float>& values)
-{
-    return const_cast<float*>(alignedBase(static_cast<const std::vector<float>&>(values)));
 }
 
 void warmStartBundle(const float* q, const std::uint32_t* bodyIndex, int pointCount, SolverBody* bodies)
@@ -444,31 +270,6 @@ void restituteBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, S
     }
     scatterVelocities(bodies, bodyIndex, a);
     scatterVelocities(bodies, bodyIndex + W, b);
-}
-
-inline void setFieldVec3(float* block, int f, const WideVec3& v)
-{
-    setField(block, f, v.x);
-    setField(block, f + 1, v.y);
-    setField(block, f + 2, v.z);
-}
-inline WideVec3 mulPerElem(const WideVec3& a, const WideVec3& b)
-{
-    return {a.x * b.x, a.y * b.y, a.z * b.z};
-}
-inline WideVec3 cross(const WideVec3& a, const WideVec3& b)
-{
-    return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
-
-/// A Mat3 per lane, by columns (math.h's Mat3 * Vec3: c0 v.x + c1 v.y + c2 v.z).
-struct WideMat3
-{
-    WideVec3 c0, c1, c2;
-};
-inline WideVec3 operator*(const WideMat3& m, const WideVec3& v)
-{
-    return m.c0 * v.x + m.c1 * v.y + m.c2 * v.z;
 }
 
 /// contact_solver.cpp's effectiveMass per lane: 1 / k where k > 0, else 0.

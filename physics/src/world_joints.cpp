@@ -223,6 +223,15 @@ void World::reserveJointBuffers()
     if (m_jointColorStart.size() < kJointColorCount + 2)
     {
         m_jointColorStart.resize(kJointColorCount + 2);
+        m_jointBallEnd.resize(kJointColorCount + 1);
+        m_ballBundleStart.resize(kJointColorCount + 2);
+    }
+    // Each colour leaves at most one bundle part full.
+    const std::size_t bundles =
+        m_jointConstraints.capacity() / static_cast<std::size_t>(jointSolverLanes()) + kJointColorCount;
+    if (m_ballBundles.lanes.capacity() < bundles * static_cast<std::size_t>(jointSolverLanes()))
+    {
+        reserveBallBundles(m_ballBundles, bundles);
     }
     const std::size_t words = kJointColorCount * ((static_cast<std::size_t>(m_config.maxBodies) + 64) / 64);
     if (m_jointColorBits.size() < words)
@@ -514,21 +523,65 @@ void World::prepareJoints(int level, float h, float substepsInverse)
         ++counts[color];
         m_jointColors[k] = static_cast<std::uint8_t>(color);
     }
-    // Group by colour, each in order (a counting sort).
+    // Group by colour, each colour's plain ball joints first (the wide solver's, joint_solver.h's
+    // BallJointBundles), then its other joints, each part in order (a counting sort). The joints beyond the
+    // colours stay in order, all scalar.
+    const auto wide = [&](std::uint32_t k, std::uint32_t color)
+    {
+        const JointConstraint& c = m_jointConstraints[begin + k];
+        // A bundle keeps its bodies' inverse inertias for the step: not for a body whose inertia turns with
+        // it (refreshJointedInertia updates those every substep).
+        return color < kJointColorCount && c.type == JointType::Ball &&
+               (c.flags & (kJointLimit | kJointCone)) == 0 && !m_solverMotions[c.bodyA].gyroscopic &&
+               !m_solverMotions[c.bodyB].gyroscopic;
+    };
+    std::uint32_t ballCounts[kJointColorCount + 1] = {};
+    for (std::uint32_t k = 0; k < n; ++k)
+    {
+        ballCounts[m_jointColors[k]] += wide(k, m_jointColors[k]) ? 1u : 0u;
+    }
     std::uint32_t cursor[kJointColorCount + 1];
+    std::uint32_t ballCursor[kJointColorCount + 1];
     std::uint32_t start = 0;
+    std::uint32_t bundles = 0;
+    const std::uint32_t lanes = static_cast<std::uint32_t>(jointSolverLanes());
     for (std::uint32_t color = 0; color <= kJointColorCount; ++color)
     {
         m_jointColorStart[color] = start;
-        cursor[color] = start;
+        ballCursor[color] = start;
+        cursor[color] = start + ballCounts[color];
+        m_jointBallEnd[color] = start + ballCounts[color];
+        m_ballBundleStart[color] = bundles;
+        bundles += (ballCounts[color] + lanes - 1) / lanes;
         start += counts[color];
     }
     m_jointColorStart[kJointColorCount + 1] = start;
+    m_ballBundleStart[kJointColorCount + 1] = bundles;
     m_jointOrder.resize(n);
     for (std::uint32_t k = 0; k < n; ++k)
     {
-        m_jointOrder[cursor[m_jointColors[k]]++] = begin + k;
+        const std::uint32_t color = m_jointColors[k];
+        m_jointOrder[(wide(k, color) ? ballCursor : cursor)[color]++] = begin + k;
     }
+    // Each colour's ball joints, W to a bundle in order; the last bundle of a colour may be part full.
+    resetBallBundles(m_ballBundles, bundles);
+    for (std::uint32_t color = 0; color < kJointColorCount; ++color)
+    {
+        for (std::uint32_t i = m_jointColorStart[color]; i < m_jointBallEnd[color]; ++i)
+        {
+            const std::uint32_t slot = i - m_jointColorStart[color];
+            m_ballBundles.lanes[(m_ballBundleStart[color] + slot / lanes) * lanes + slot % lanes] =
+                m_jointOrder[i];
+        }
+    }
+    forRange(bundles, kJointGrain / lanes,
+             [&](std::uint32_t first, std::uint32_t last, int)
+             {
+                 for (std::uint32_t bundle = first; bundle < last; ++bundle)
+                 {
+                     packBallBundle(m_ballBundles, bundle, m_jointConstraints);
+                 }
+             });
 }
 
 std::uint32_t World::jointStageColors()
@@ -538,23 +591,55 @@ std::uint32_t World::jointStageColors()
 
 std::uint32_t World::jointStageBlocks(std::uint32_t color) const
 {
+    // A colour: its ball bundles, kJointGrain joints' worth a block, then its other joints, kJointGrain a
+    // block. The joints beyond the colours: one block.
     const std::uint32_t count = m_jointColorStart[color + 1] - m_jointColorStart[color];
     if (count == 0)
     {
         return 0;
     }
-    return color < kJointColorCount ? (count + kJointGrain - 1) / kJointGrain : 1;
+    if (color == kJointColorCount)
+    {
+        return 1;
+    }
+    const std::uint32_t bundleGrain = kJointGrain / static_cast<std::uint32_t>(jointSolverLanes());
+    const std::uint32_t bundles = m_ballBundleStart[color + 1] - m_ballBundleStart[color];
+    const std::uint32_t others = m_jointColorStart[color + 1] - m_jointBallEnd[color];
+    return (bundles + bundleGrain - 1) / bundleGrain + (others + kJointGrain - 1) / kJointGrain;
 }
 
 void World::runJointStageBlock(JointPass pass, std::uint32_t color, std::uint32_t block, float inverseH)
 {
-    // kJointGrain joints of a colour; the rest (color == kJointColorCount) whole, in order.
-    const std::uint32_t end = m_jointColorStart[color + 1];
-    const bool colored = color < kJointColorCount;
-    const std::uint32_t first = m_jointColorStart[color] + (colored ? block * kJointGrain : 0);
-    const std::uint32_t last = colored ? std::min(first + kJointGrain, end) : end;
     const std::span<SolverBody> bodies(m_solverBodies);
     const std::span<const SolverBodyMotion> motions(m_solverMotions);
+    const bool colored = color < kJointColorCount;
+    std::uint32_t first = m_jointColorStart[color];
+    std::uint32_t last = m_jointColorStart[color + 1];
+    if (colored)
+    {
+        const std::uint32_t bundleGrain = kJointGrain / static_cast<std::uint32_t>(jointSolverLanes());
+        const std::uint32_t bundles = m_ballBundleStart[color + 1] - m_ballBundleStart[color];
+        const std::uint32_t ballBlocks = (bundles + bundleGrain - 1) / bundleGrain;
+        if (block < ballBlocks)
+        {
+            const std::uint32_t begin = m_ballBundleStart[color] + block * bundleGrain;
+            const std::uint32_t end = std::min(begin + bundleGrain, m_ballBundleStart[color + 1]);
+            for (std::uint32_t bundle = begin; bundle < end && pass != JointPass::SolveLimited; ++bundle)
+            {
+                if (pass == JointPass::WarmStart)
+                {
+                    warmStartBallBundle(m_ballBundles, bundle, bodies, motions);
+                }
+                else
+                {
+                    solveBallBundle(m_ballBundles, bundle, bodies, motions, pass == JointPass::Solve);
+                }
+            }
+            return;
+        }
+        first = m_jointBallEnd[color] + (block - ballBlocks) * kJointGrain;
+        last = std::min(first + kJointGrain, last);
+    }
     for (std::uint32_t k = first; k < last; ++k)
     {
         JointConstraint& c = m_jointConstraints[m_jointOrder[k]];
@@ -622,6 +707,10 @@ void World::solveJoints(std::uint32_t begin, std::uint32_t end, float inverseH, 
 void World::storeJointImpulses(std::uint32_t begin, std::uint32_t end, int substeps, float dt)
 {
     const float inverseDt = 1.0f / dt;
+    for (std::uint32_t bundle = 0; begin != end && bundle < m_ballBundles.count; ++bundle)
+    {
+        unpackBallBundle(m_ballBundles, bundle, m_jointConstraints);
+    }
     for (std::uint32_t k = begin; k < end; ++k)
     {
         Joint& joint = m_joints[m_jointSlots[k]];

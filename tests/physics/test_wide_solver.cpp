@@ -3,6 +3,7 @@
 // the constraints in the same (colour) order.
 #include "polytope/physics/constraint_graph.h"
 #include "polytope/physics/contact_solver.h"
+#include "polytope/physics/joint_solver.h"
 
 #include "random_shapes.h"
 
@@ -181,4 +182,159 @@ TEST_CASE("the wide solver gives the scalar solver's bits in colour order", "[so
                              &randomProblem(seed, 200, constraintCount).bodies[1].linearVelocity,
                              sizeof(Vec3)));
     }
+}
+
+TEST_CASE("the wide ball joint solver gives the scalar solver's bits", "[solver][wide][joints]")
+{
+    const auto W = static_cast<std::uint32_t>(jointSolverLanes());
+    INFO("lanes " << W);
+    std::mt19937 rng(11);
+    const int bodyCount = 150;
+    const float h = 1.0f / 240.0f;
+    // Bodies: the static dummy, then moving bodies with full (rotated) inverse inertias; body 5 has no mass
+    // (a kinematic body: its joints' point block is singular and gets a zero effective mass).
+    std::vector<SolverBody> bodies(1);
+    std::vector<SolverBodyMass> masses(1);
+    std::vector<SolverBodyMotion> motions(1);
+    for (int i = 1; i <= bodyCount; ++i)
+    {
+        bodies.push_back(
+            {randomVec(rng, 3.0f), randomVec(rng, 2.0f), randomVec(rng, 0.01f), randomVec(rng, 0.01f)});
+        SolverBodyMass m;
+        if (i != 5)
+        {
+            const float inverseMass = uniform(rng, 0.05f, 2.0f);
+            m.inverseMass = {inverseMass, inverseMass, inverseMass};
+            const Mat3 r = toMat3(randomRotation(rng));
+            m.inverseInertia = r *
+                               Mat3::diagonal({uniform(rng, 0.1f, 5.0f), uniform(rng, 0.1f, 5.0f),
+                                               uniform(rng, 0.1f, 5.0f)}) *
+                               transpose(r);
+        }
+        masses.push_back(m);
+        SolverBodyMotion motion;
+        motion.center = randomVec(rng, 10.0f);
+        motion.rotation = randomRotation(rng);
+        motions.push_back(motion);
+    }
+    // Ball joints between random pairs (every fifth to the dummy), some with their own spring, coloured
+    // greedily so that no two in a colour share a moving body; the rest are left out.
+    std::vector<JointConstraint> joints;
+    std::vector<std::vector<std::uint32_t>> colors(8);
+    std::vector<std::vector<bool>> used(colors.size(), std::vector<bool>(bodies.size(), false));
+    std::uniform_int_distribution<std::uint32_t> pick(1, bodyCount);
+    for (int k = 0; k < 500; ++k)
+    {
+        JointConstraint c;
+        c.bodyA = k % 5 == 0 ? 0u : pick(rng);
+        do
+        {
+            c.bodyB = pick(rng);
+        } while (c.bodyB == c.bodyA);
+        c.massA = &masses[c.bodyA];
+        c.massB = &masses[c.bodyB];
+        c.localAnchorA = randomVec(rng, c.bodyA == 0 ? 10.0f : 0.6f);
+        c.localAnchorB = randomVec(rng, 0.6f);
+        const bool soft = k % 4 == 1;
+        c.flags = soft ? kJointSoft : 0;
+        c.lockSoftness =
+            soft ? makeSoftness(uniform(rng, 2.0f, 20.0f), 0.7f, h) : makeSoftness(60.0f, 2.0f, h);
+        c.impulses.linear = randomVec(rng, 0.5f);
+        for (std::size_t color = 0; color < colors.size(); ++color)
+        {
+            if ((c.bodyA == 0 || !used[color][c.bodyA]) && !used[color][c.bodyB])
+            {
+                used[color][c.bodyA] = c.bodyA != 0;
+                used[color][c.bodyB] = true;
+                colors[color].push_back(static_cast<std::uint32_t>(joints.size()));
+                joints.push_back(c);
+                break;
+            }
+        }
+    }
+    // The wide side: each colour's joints W to a bundle, in order.
+    std::vector<std::uint32_t> bundleStart{0};
+    for (const auto& color : colors)
+    {
+        bundleStart.push_back(bundleStart.back() + static_cast<std::uint32_t>((color.size() + W - 1) / W));
+    }
+    BallJointBundles bundles;
+    reserveBallBundles(bundles, bundleStart.back());
+    resetBallBundles(bundles, bundleStart.back());
+    for (std::size_t color = 0; color < colors.size(); ++color)
+    {
+        for (std::size_t i = 0; i < colors[color].size(); ++i)
+        {
+            bundles.lanes[(bundleStart[color] + i / W) * W + i % W] = colors[color][i];
+        }
+    }
+    std::vector<JointConstraint> wideJoints = joints;
+    for (std::uint32_t b = 0; b < bundles.count; ++b)
+    {
+        packBallBundle(bundles, b, wideJoints);
+    }
+    const std::vector<SolverBody> initial = bodies;
+    std::vector<SolverBody> wideBodies = bodies;
+    for (int substep = 0; substep < 3; ++substep)
+    {
+        for (std::uint32_t b = 0; b < bundles.count; ++b)
+        {
+            warmStartBallBundle(bundles, b, wideBodies, motions);
+        }
+        for (std::uint32_t b = 0; b < bundles.count; ++b)
+        {
+            solveBallBundle(bundles, b, wideBodies, motions, true);
+        }
+        for (const auto& color : colors)
+        {
+            for (const std::uint32_t k : color)
+            {
+                warmStartJoint(joints[k], bodies, motions);
+            }
+        }
+        for (const auto& color : colors)
+        {
+            for (const std::uint32_t k : color)
+            {
+                solveJoint(joints[k], bodies, motions, 1.0f / h, true);
+            }
+        }
+        // The poses move between the solve and the relax pass, as integratePositions moves them.
+        for (std::size_t i = 1; i < motions.size(); ++i)
+        {
+            motions[i].center = motions[i].center + wideBodies[i].linearVelocity * h;
+            motions[i].rotation = normalize(motions[i].rotation * Quat{0.01f, -0.02f, 0.015f, 1.0f});
+        }
+        for (std::uint32_t b = 0; b < bundles.count; ++b)
+        {
+            solveBallBundle(bundles, b, wideBodies, motions, false);
+        }
+        for (const auto& color : colors)
+        {
+            for (const std::uint32_t k : color)
+            {
+                solveJoint(joints[k], bodies, motions, 1.0f / h, false);
+            }
+        }
+    }
+    for (std::uint32_t b = 0; b < bundles.count; ++b)
+    {
+        unpackBallBundle(bundles, b, wideJoints);
+    }
+    INFO(joints.size() << " joints in " << bundles.count << " bundles");
+    REQUIRE(joints.size() > 400);
+    for (std::size_t i = 0; i < bodies.size(); ++i)
+    {
+        INFO("body " << i);
+        REQUIRE(sameBits(&wideBodies[i].linearVelocity, &bodies[i].linearVelocity, sizeof(Vec3)));
+        REQUIRE(sameBits(&wideBodies[i].angularVelocity, &bodies[i].angularVelocity, sizeof(Vec3)));
+    }
+    for (std::size_t k = 0; k < joints.size(); ++k)
+    {
+        INFO("joint " << k);
+        REQUIRE(sameBits(&wideJoints[k].impulses.linear, &joints[k].impulses.linear, sizeof(Vec3)));
+    }
+    // The dummy was never written, and the solve did something.
+    CHECK(sameBits(&wideBodies[0], &bodies[0], sizeof(SolverBody)));
+    CHECK_FALSE(sameBits(&wideBodies[1].linearVelocity, &initial[1].linearVelocity, sizeof(Vec3)));
 }

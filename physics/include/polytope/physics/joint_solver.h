@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace polytope::physics
 {
@@ -103,6 +104,46 @@ void warmStartJoint(JointConstraint& c, std::span<SolverBody> bodies,
 /// `useBias`, rigid without). `inverseH`: 1 / substep seconds.
 void solveJoint(JointConstraint& c, std::span<SolverBody> bodies, std::span<const SolverBodyMotion> motions,
                 float inverseH, bool useBias);
+
+/// Ball joints packed W to a bundle, one per SIMD lane, for the wide joint solver (joint_solver_wide.cpp):
+/// a colour's plain ball joints (no limit) share no moving body, so W of them are solved at once with the
+/// very operations warmStartJoint and solveJoint do for one, giving the same bits. Storage is reserved with
+/// the joints' (World::reserveJointBuffers): a step does not allocate.
+struct BallJointBundles
+{
+    std::vector<float> values;         ///< structure-of-arrays floats of every bundle (aligned within)
+    std::vector<std::uint32_t> bodies; ///< per bundle: W A indices then W B indices (0: none)
+    std::vector<std::uint32_t> lanes;  ///< per bundle: W JointConstraint indices (kEmptyBallLane)
+    std::uint32_t count = 0;
+};
+
+/// A lane of a BallJointBundles bundle that holds no joint.
+inline constexpr std::uint32_t kEmptyBallLane = 0xffffffffu;
+
+/// W: the lanes of a ball joint bundle (8 with AVX2, else 4).
+int jointSolverLanes();
+
+/// Reserves storage for `bundles` bundles.
+void reserveBallBundles(BallJointBundles& b, std::size_t bundles);
+
+/// Sets the bundle count to `count` (within the reservation), with every lane empty.
+void resetBallBundles(BallJointBundles& b, std::uint32_t count);
+
+/// Fills bundle `bundle` from the constraints its lanes name (set in b.lanes by the caller): anchors,
+/// masses, impulse, and the locked rows' softness in the solve and relax passes. Empty lanes get zeros.
+void packBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<const JointConstraint> constraints);
+
+/// warmStartJoint for the bundle's lanes.
+void warmStartBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies,
+                         std::span<const SolverBodyMotion> motions);
+
+/// solveJoint for the bundle's lanes.
+void solveBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies,
+                     std::span<const SolverBodyMotion> motions, bool useBias);
+
+/// Writes the bundle's accumulated impulses back to its lanes' constraints.
+void unpackBallBundle(const BallJointBundles& b, std::uint32_t bundle,
+                      std::span<JointConstraint> constraints);
 
 /// The joint's free coordinate and swing at the frames' world poses: Hinge angle, Slider position, Distance
 /// length, ConeTwist twist (position); ConeTwist swing.

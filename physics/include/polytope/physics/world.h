@@ -1187,6 +1187,9 @@ class World
     bool m_levelHasLimitedJoints = false;         ///< some joint of the level has a limit or a cone
     std::vector<std::uint8_t> m_jointColors;      ///< per joint of the level: its colour
     std::vector<std::uint32_t> m_jointColorStart; ///< colour c: m_jointOrder[start[c] .. start[c + 1])
+    std::vector<std::uint32_t> m_jointBallEnd;    ///< colour c's ball joints: m_jointOrder[start[c] .. this)
+    std::vector<std::uint32_t> m_ballBundleStart; ///< colour c's bundles: [start[c], start[c + 1])
+    BallJointBundles m_ballBundles;               ///< the level's plain ball joints, W to a bundle
     std::vector<std::uint64_t> m_jointColorBits;  ///< per colour: bitset of the solver bodies in it
 };
 

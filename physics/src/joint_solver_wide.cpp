@@ -1,0 +1,343 @@
+// The wide joint solver: plain ball joints (the point block, no limit), W at a time (joint_solver.h's
+// BallJointBundles).
+//
+// Rationale. A grid or chain of ball joints spends its step in warmStartJoint and solveJoint: per joint a
+// few quaternion rotations, a 3x3 effective mass and its inverse, and a dozen dependent products, on two
+// bodies. The joints of one colour (World::prepareJoints) share no moving body, so W of them are
+// independent and run in the W lanes of one SIMD register, as the contacts do (contact_solver_wide.cpp).
+// - A bundle is structure-of-arrays (simd_wide.h): the anchors, both bodies' inverse masses and world
+//   inverse inertias for the step, the point block's effective mass (worked out at each warm start), the
+//   accumulated impulse, and the locked rows' softness in the solve and the relax pass (the joint's own
+//   spring in both, or the world's correction then rigid, as joint_solver.cpp's lockScales chooses).
+// - Bodies' velocities are gathered and scattered as the contacts' are; their centres and rotations (the
+//   substep's poses, SolverBodyMotion's first 7 floats) are gathered the same way.
+// - Each lane performs joint_solver.cpp's operations for a Ball joint in the same order, with the same
+//   zero terms (skew matrices, the inverse's determinant test), so a lane's result is the scalar solver's
+//   bits and the bundles change no simulation.
+// - Empty lanes name the static dummy (index 0) on both sides and hold zeros: zero masses give a zero
+//   effective mass, so they apply exactly 0 and are not written back.
+#include "polytope/physics/joint_solver.h"
+
+#include "simd_wide.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace polytope::physics
+{
+namespace
+{
+
+using simd::FloatW;
+using namespace wide;
+
+// Bundle fields (each W floats).
+constexpr int kAnchorA = 0;
+constexpr int kAnchorB = 3;
+constexpr int kInverseMassA = 6;
+constexpr int kInverseMassB = 9;
+constexpr int kInertiaA = 12; ///< world inverse inertia of A by columns: 9 fields
+constexpr int kInertiaB = 21;
+constexpr int kPointMass = 30; ///< the point block's effective mass by columns: 9 fields
+constexpr int kImpulse = 39;
+constexpr int kSolveScales = 42; ///< biasRate, massScale, impulseScale of the solve pass
+constexpr int kRelaxScales = 45; ///< those of the relax pass
+constexpr int kBallFields = 48;
+constexpr std::size_t kBallBundleFloats = static_cast<std::size_t>(kBallFields) * W;
+
+struct WideQuat
+{
+    FloatW x, y, z, w;
+};
+
+inline WideMat3 fieldMat3(const float* block, int f)
+{
+    return {fieldVec3(block, f), fieldVec3(block, f + 3), fieldVec3(block, f + 6)};
+}
+inline void setFieldMat3(float* block, int f, const WideMat3& m)
+{
+    setFieldVec3(block, f, m.c0);
+    setFieldVec3(block, f + 3, m.c1);
+    setFieldVec3(block, f + 6, m.c2);
+}
+
+// math.h's operations on Mat3 and Quat, lane by lane, in its order.
+inline WideMat3 operator*(const WideMat3& a, const WideMat3& b)
+{
+    return {a * b.c0, a * b.c1, a * b.c2};
+}
+inline WideMat3 operator-(const WideMat3& a, const WideMat3& b)
+{
+    return {a.c0 - b.c0, a.c1 - b.c1, a.c2 - b.c2};
+}
+inline WideMat3 skew(const WideVec3& v)
+{
+    const FloatW z = simd::zero();
+    return {WideVec3{z, v.z, -v.y}, WideVec3{-v.z, z, v.x}, WideVec3{v.y, -v.x, z}};
+}
+inline WideMat3 diagonal(const WideVec3& d)
+{
+    const FloatW z = simd::zero();
+    return {WideVec3{d.x, z, z}, WideVec3{z, d.y, z}, WideVec3{z, z, d.z}};
+}
+/// math.h's inverse: zero where the determinant is zero or not finite.
+inline WideMat3 inverse(const WideMat3& m)
+{
+    const FloatW zero = simd::zero();
+    const FloatW det = dot(m.c0, cross(m.c1, m.c2));
+    const FloatW inv = simd::splat(1.0f) / det;
+    const WideVec3 r0 = cross(m.c1, m.c2) * inv;
+    const WideVec3 r1 = cross(m.c2, m.c0) * inv;
+    const WideVec3 r2 = cross(m.c0, m.c1) * inv;
+    // det - det is 0 only for a finite det.
+    const FloatW singular =
+        simd::either(simd::equal(det, zero), simd::equal(simd::equal(det - det, zero), zero));
+    const auto keep = [&](FloatW value) { return simd::select(singular, zero, value); };
+    return {WideVec3{keep(r0.x), keep(r1.x), keep(r2.x)}, WideVec3{keep(r0.y), keep(r1.y), keep(r2.y)},
+            WideVec3{keep(r0.z), keep(r1.z), keep(r2.z)}};
+}
+inline WideVec3 rotate(const WideQuat& q, const WideVec3& v)
+{
+    const WideVec3 u{q.x, q.y, q.z};
+    const WideVec3 t = cross(u, v) * simd::splat(2.0f);
+    return v + t * q.w + cross(u, t);
+}
+
+/// The centres and rotations of W bodies: SolverBodyMotion's first 7 floats, transposed.
+struct WidePose
+{
+    WideVec3 center;
+    WideQuat rotation;
+};
+
+static_assert(offsetof(SolverBodyMotion, center) == 0 && offsetof(SolverBodyMotion, rotation) == 12,
+              "the pose gather reads a SolverBodyMotion's centre and rotation as its first 7 floats");
+
+inline void gatherPoses(const SolverBodyMotion* motions, const std::uint32_t* index, WidePose& out)
+{
+    FloatW c[8];
+#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
+    // Rows [cx cy cz qx] and [qx qy qz qw] of 4 bodies at a time, transposed.
+    const auto four = [&](const std::uint32_t* at, __m128 rows[8])
+    {
+        const float* p[4];
+        for (int k = 0; k < 4; ++k)
+        {
+            p[k] = &motions[at[k]].center.x;
+        }
+        for (int row = 0; row < 2; ++row)
+        {
+            __m128 a = _mm_loadu_ps(p[0] + 3 * row);
+            __m128 b = _mm_loadu_ps(p[1] + 3 * row);
+            __m128 d = _mm_loadu_ps(p[2] + 3 * row);
+            __m128 e = _mm_loadu_ps(p[3] + 3 * row);
+            _MM_TRANSPOSE4_PS(a, b, d, e);
+            rows[4 * row] = a;
+            rows[4 * row + 1] = b;
+            rows[4 * row + 2] = d;
+            rows[4 * row + 3] = e;
+        }
+    };
+#if defined(POLYTOPE_SIMD_AVX2)
+    __m128 lo[8];
+    __m128 hi[8];
+    four(index, lo);
+    four(index + 4, hi);
+    for (int k = 0; k < 8; ++k)
+    {
+        c[k].v = _mm256_set_m128(hi[k], lo[k]);
+    }
+#else
+    __m128 rows[8];
+    four(index, rows);
+    for (int k = 0; k < 8; ++k)
+    {
+        c[k].v = rows[k];
+    }
+#endif
+#else
+    for (int lane = 0; lane < W; ++lane)
+    {
+        const float* p = &motions[index[lane]].center.x;
+        for (int k = 0; k < 4; ++k)
+        {
+            c[k].v[lane] = p[k];
+            c[4 + k].v[lane] = p[3 + k];
+        }
+    }
+#endif
+    out.center = {c[0], c[1], c[2]};
+    out.rotation = {c[4], c[5], c[6], c[7]};
+}
+
+/// A bundle's joints at the substep's poses: arms (anchor minus centre, world) and B's anchor minus A's.
+struct WideJointPose
+{
+    WideVec3 rA, rB, d;
+};
+
+inline WideJointPose poseOf(const float* q, const std::uint32_t* bodyIndex, const SolverBodyMotion* motions)
+{
+    WidePose a;
+    WidePose b;
+    gatherPoses(motions, bodyIndex, a);
+    gatherPoses(motions, bodyIndex + W, b);
+    WideJointPose p;
+    p.rA = rotate(a.rotation, fieldVec3(q, kAnchorA));
+    p.rB = rotate(b.rotation, fieldVec3(q, kAnchorB));
+    p.d = (b.center + p.rB) - (a.center + p.rA);
+    return p;
+}
+
+/// joint_solver.cpp's applyPointImpulse.
+inline void applyPointImpulse(const float* q, WideBody& a, WideBody& b, const WideJointPose& p,
+                              const WideVec3& impulse)
+{
+    a.v = a.v - mulPerElem(fieldVec3(q, kInverseMassA), impulse);
+    a.w = a.w - fieldMat3(q, kInertiaA) * cross(p.rA, impulse);
+    b.v = b.v + mulPerElem(fieldVec3(q, kInverseMassB), impulse);
+    b.w = b.w + fieldMat3(q, kInertiaB) * cross(p.rB, impulse);
+}
+
+float* bundleAt(BallJointBundles& b, std::uint32_t bundle)
+{
+    return alignedBase(b.values) + bundle * kBallBundleFloats;
+}
+const float* bundleAt(const BallJointBundles& b, std::uint32_t bundle)
+{
+    return alignedBase(b.values) + bundle * kBallBundleFloats;
+}
+
+} // namespace
+
+int jointSolverLanes()
+{
+    return W;
+}
+
+void reserveBallBundles(BallJointBundles& b, std::size_t bundles)
+{
+    b.values.reserve(bundles * kBallBundleFloats + kAlignFloats);
+    b.bodies.reserve(bundles * 2 * W);
+    b.lanes.reserve(bundles * W);
+}
+
+void resetBallBundles(BallJointBundles& b, std::uint32_t count)
+{
+    b.count = count;
+    b.values.resize(count * kBallBundleFloats + kAlignFloats);
+    b.bodies.assign(static_cast<std::size_t>(count) * 2 * W, 0u);
+    b.lanes.assign(static_cast<std::size_t>(count) * W, kEmptyBallLane);
+}
+
+void packBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<const JointConstraint> constraints)
+{
+    float* q = bundleAt(b, bundle);
+    std::uint32_t* bodyIndex = b.bodies.data() + static_cast<std::size_t>(bundle) * 2 * W;
+    const std::uint32_t* lanes = b.lanes.data() + static_cast<std::size_t>(bundle) * W;
+    for (int f = 0; f < kBallFields; ++f)
+    {
+        for (int lane = 0; lane < W; ++lane)
+        {
+            q[f * W + lane] = 0.0f;
+        }
+    }
+    const auto set = [&](int f, int lane, const Vec3& v)
+    {
+        q[f * W + lane] = v.x;
+        q[(f + 1) * W + lane] = v.y;
+        q[(f + 2) * W + lane] = v.z;
+    };
+    for (int lane = 0; lane < W; ++lane)
+    {
+        bodyIndex[lane] = 0;
+        bodyIndex[W + lane] = 0;
+        if (lanes[lane] == kEmptyBallLane)
+        {
+            continue;
+        }
+        const JointConstraint& c = constraints[lanes[lane]];
+        bodyIndex[lane] = c.bodyA;
+        bodyIndex[W + lane] = c.bodyB;
+        set(kAnchorA, lane, c.localAnchorA);
+        set(kAnchorB, lane, c.localAnchorB);
+        set(kInverseMassA, lane, c.massA->inverseMass);
+        set(kInverseMassB, lane, c.massB->inverseMass);
+        set(kInertiaA, lane, c.massA->inverseInertia.c0);
+        set(kInertiaA + 3, lane, c.massA->inverseInertia.c1);
+        set(kInertiaA + 6, lane, c.massA->inverseInertia.c2);
+        set(kInertiaB, lane, c.massB->inverseInertia.c0);
+        set(kInertiaB + 3, lane, c.massB->inverseInertia.c1);
+        set(kInertiaB + 6, lane, c.massB->inverseInertia.c2);
+        set(kImpulse, lane, c.impulses.linear);
+        // joint_solver.cpp's lockScales: the solve pass always uses the lock softness, the relax pass only
+        // for a joint with its own spring (else rigid: no bias, full mass, no leak).
+        const Softness& s = c.lockSoftness;
+        set(kSolveScales, lane, Vec3{s.biasRate, s.massScale, s.impulseScale});
+        set(kRelaxScales, lane,
+            (c.flags & kJointSoft) != 0 ? Vec3{s.biasRate, s.massScale, s.impulseScale}
+                                        : Vec3{0.0f, 1.0f, 0.0f});
+    }
+}
+
+void warmStartBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies,
+                         std::span<const SolverBodyMotion> motions)
+{
+    float* q = bundleAt(b, bundle);
+    const std::uint32_t* bodyIndex = b.bodies.data() + static_cast<std::size_t>(bundle) * 2 * W;
+    const WideJointPose p = poseOf(q, bodyIndex, motions.data());
+    // jointPointMass: the inverse of M_A^-1 + M_B^-1 - [rA]x I_A^-1 [rA]x - [rB]x I_B^-1 [rB]x.
+    const WideMat3 sA = skew(p.rA);
+    const WideMat3 sB = skew(p.rB);
+    const WideMat3 k = diagonal(fieldVec3(q, kInverseMassA) + fieldVec3(q, kInverseMassB)) -
+                       sA * fieldMat3(q, kInertiaA) * sA - sB * fieldMat3(q, kInertiaB) * sB;
+    setFieldMat3(q, kPointMass, inverse(k));
+    WideBody a;
+    WideBody bb;
+    gatherBodies(bodies.data(), bodyIndex, a);
+    gatherBodies(bodies.data(), bodyIndex + W, bb);
+    applyPointImpulse(q, a, bb, p, fieldVec3(q, kImpulse));
+    scatterVelocities(bodies.data(), bodyIndex, a);
+    scatterVelocities(bodies.data(), bodyIndex + W, bb);
+}
+
+void solveBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies,
+                     std::span<const SolverBodyMotion> motions, bool useBias)
+{
+    float* q = bundleAt(b, bundle);
+    const std::uint32_t* bodyIndex = b.bodies.data() + static_cast<std::size_t>(bundle) * 2 * W;
+    const WideJointPose p = poseOf(q, bodyIndex, motions.data());
+    WideBody a;
+    WideBody bb;
+    gatherBodies(bodies.data(), bodyIndex, a);
+    gatherBodies(bodies.data(), bodyIndex + W, bb);
+    // joint_solver.cpp's solvePoint.
+    const int scales = useBias ? kSolveScales : kRelaxScales;
+    const FloatW biasRate = field(q, scales);
+    const FloatW massScale = field(q, scales + 1);
+    const FloatW impulseScale = field(q, scales + 2);
+    const WideVec3 cdot = (bb.v + cross(bb.w, p.rB)) - (a.v + cross(a.w, p.rA));
+    const WideVec3 accumulated = fieldVec3(q, kImpulse);
+    const WideVec3 impulse =
+        (fieldMat3(q, kPointMass) * (cdot + p.d * biasRate)) * -massScale - accumulated * impulseScale;
+    setFieldVec3(q, kImpulse, accumulated + impulse);
+    applyPointImpulse(q, a, bb, p, impulse);
+    scatterVelocities(bodies.data(), bodyIndex, a);
+    scatterVelocities(bodies.data(), bodyIndex + W, bb);
+}
+
+void unpackBallBundle(const BallJointBundles& b, std::uint32_t bundle, std::span<JointConstraint> constraints)
+{
+    const float* q = bundleAt(b, bundle);
+    const std::uint32_t* lanes = b.lanes.data() + static_cast<std::size_t>(bundle) * W;
+    for (int lane = 0; lane < W; ++lane)
+    {
+        if (lanes[lane] != kEmptyBallLane)
+        {
+            constraints[lanes[lane]].impulses.linear = {q[kImpulse * W + lane], q[(kImpulse + 1) * W + lane],
+                                                        q[(kImpulse + 2) * W + lane]};
+        }
+    }
+}
+
+} // namespace polytope::physics
