@@ -69,6 +69,8 @@ BroadphaseTree::BroadphaseTree(const BroadphaseConfig& config) : m_config(saniti
         m_freeList = i;
     }
     m_moved.reserve(static_cast<std::size_t>(m_config.initialProxyCapacity));
+    m_deferred.reserve(static_cast<std::size_t>(m_config.initialProxyCapacity));
+    m_rebuildScratch.reserve(static_cast<std::size_t>(m_config.initialProxyCapacity));
 }
 
 std::int32_t BroadphaseTree::allocateNode()
@@ -162,6 +164,45 @@ bool BroadphaseTree::moveProxy(std::int32_t proxyId, const Aabb& box)
     insertLeaf(proxyId);
     markMoved(proxyId);
     return true;
+}
+
+bool BroadphaseTree::deferMove(std::int32_t proxyId, const Aabb& box)
+{
+    assert(isProxy(proxyId) && isValidBox(box));
+    if (!isProxy(proxyId) || !isValidBox(box) || sameBox(m_nodes[proxyId].box, box))
+    {
+        return false;
+    }
+    m_nodes[proxyId].box = box;
+    m_deferred.push_back(proxyId); // twice at worst: re-inserted twice
+    markMoved(proxyId);
+    return true;
+}
+
+void BroadphaseTree::commitMoves()
+{
+    if (m_deferred.empty())
+    {
+        return;
+    }
+    if (static_cast<std::int32_t>(m_deferred.size()) * kRebuildShare >= m_proxyCount)
+    {
+        rebuild();
+    }
+    else
+    {
+        // The ancestors of a proxy not yet re-inserted may not contain its new box meanwhile: removeLeaf
+        // refits from the children, so nothing reads the stale ancestors.
+        for (const std::int32_t proxy : m_deferred)
+        {
+            if (isProxy(proxy))
+            {
+                removeLeaf(proxy);
+                insertLeaf(proxy);
+            }
+        }
+    }
+    m_deferred.clear();
 }
 
 bool BroadphaseTree::touchProxy(std::int32_t proxyId)

@@ -921,11 +921,12 @@ bool World::fatBoxStale(std::uint32_t index, float dt, float beyond, bool force,
     return force || !m_fatBoxPolicy.keeps(m_fatBoxes[index], needed, wanted);
 }
 
-void World::storeFatBox(std::uint32_t index, const Aabb& wanted)
+void World::storeFatBox(std::uint32_t index, const Aabb& wanted, bool deferred)
 {
     Body& body = m_bodies[index];
     m_fatBoxes[index] = wanted;
-    if (treeOf(index).moveProxy(body.proxy, wanted))
+    BroadphaseTree& tree = treeOf(index);
+    if (deferred ? tree.deferMove(body.proxy, wanted) : tree.moveProxy(body.proxy, wanted))
     {
         body.proxyMoved = true;
     }
@@ -2494,9 +2495,11 @@ void World::finalizeBodies(float dt, StepStatus& status)
     {
         if (m_fatBoxStale[s] != 0)
         {
-            storeFatBox(m_solverSlots[s], m_wantedBoxes[s]);
+            storeFatBox(m_solverSlots[s], m_wantedBoxes[s], true);
         }
     }
+    m_broadphase.commitMoves();
+    m_staticTree.commitMoves();
 }
 
 bool World::finalizeBody(std::uint32_t s, float dt, std::uint8_t& boxStale, Aabb& wantedBox)
@@ -2692,9 +2695,11 @@ StepStatus World::step(float dt)
     {
         if (m_fatBoxStale[i] != 0)
         {
-            storeFatBox(i, m_wantedBoxes[i]);
+            storeFatBox(i, m_wantedBoxes[i], true);
         }
     }
+    m_broadphase.commitMoves();
+    m_staticTree.commitMoves();
     m_stats.profile.boxes = millisecondsSince(mark);
     if (m_filtersChanged)
     {

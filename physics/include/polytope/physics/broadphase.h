@@ -144,6 +144,17 @@ class BroadphaseTree
     /// ignored (returns false).
     bool moveProxy(std::int32_t proxyId, const Aabb& box);
 
+    /// moveProxy for many proxies: stores `box` and marks the proxy moved at once (returns whether the box
+    /// changed), but restructures the tree only in commitMoves. Until then the tree must not be queried or
+    /// changed in any other way.
+    bool deferMove(std::int32_t proxyId, const Aabb& box);
+    /// Re-inserts the proxies deferMove changed, one by one, or, when they are at least a
+    /// 1 / kRebuildShare share of the tree (a world of swinging or falling bodies), rebuilds the whole tree
+    /// over the new boxes at once (rebuild): cheaper than as many re-insertions, and a better tree.
+    void commitMoves();
+    /// See commitMoves.
+    static constexpr std::int32_t kRebuildShare = 4;
+
     /// Marks a live proxy as moved without changing its box, so the next findNewPairs reports all its
     /// pairs (e.g. after its collision filter changed). Returns false when `proxyId` names no live proxy.
     bool touchProxy(std::int32_t proxyId);
@@ -430,6 +441,7 @@ class BroadphaseTree
     BroadphaseConfig m_config;
     std::vector<Node> m_nodes;                  ///< the pool; leaves' indices are proxy ids
     std::vector<std::int32_t> m_moved;          ///< proxies moved since the last findNewPairs, no repeats
+    std::vector<std::int32_t> m_deferred;       ///< proxies deferMove changed since the last commitMoves
     std::vector<std::int32_t> m_rebuildScratch; ///< rebuild's proxies
     std::vector<std::vector<BroadphasePair>> m_threadPairs; ///< findNewPairs' finds per pool thread
     std::int32_t m_root = kNullProxy;

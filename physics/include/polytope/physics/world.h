@@ -906,7 +906,8 @@ class World
     /// Whether the stored box of `index` fails to cover its coming step of dt (or `force`); then `wanted` is
     /// the box to store. `beyond` as for sweptBox. Reads only: safe on any thread.
     bool fatBoxStale(std::uint32_t index, float dt, float beyond, bool force, Aabb& wanted) const;
-    void storeFatBox(std::uint32_t index, const Aabb& wanted); ///< changes the broadphase tree
+    /// Changes the broadphase tree now, or when `deferred` at the tree's commitMoves (many boxes at once).
+    void storeFatBox(std::uint32_t index, const Aabb& wanted, bool deferred = false);
     /// finalizeBodies for solver body s: its pose, velocities, tight box, rest time, and whether its fat
     /// box must be replaced (by wantedBox). Touches only that body: safe on any thread. False when the
     /// state was not finite (then reset to rest at the last good pose).
