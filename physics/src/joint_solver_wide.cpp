@@ -10,7 +10,10 @@
 //   accumulated impulse, and the locked rows' softness in the solve and the relax pass (the joint's own
 //   spring in both, or the world's correction then rigid, as joint_solver.cpp's lockScales chooses).
 // - Bodies' velocities are gathered and scattered as the contacts' are; their centres and rotations (the
-//   substep's poses, SolverBodyMotion's first 7 floats) are gathered the same way.
+//   substep's poses, SolverBodyMotion's first 7 floats) are gathered the same way. The warm start keeps the
+//   arms it works out for the solve pass that follows at the same poses; the relax pass, after the
+//   positions moved, works them out again. (Gathering the masses per pass too, instead of keeping them in
+//   the bundle, made joint_grid's solve 20% slower: the shuffles cost more than the loads they save.)
 // - Each lane performs joint_solver.cpp's operations for a Ball joint in the same order, with the same
 //   zero terms (skew matrices, the inverse's determinant test), so a lane's result is the scalar solver's
 //   bits and the bundles change no simulation.
@@ -42,7 +45,10 @@ constexpr int kPointMass = 30; ///< the point block's effective mass by columns:
 constexpr int kImpulse = 39;
 constexpr int kSolveScales = 42; ///< biasRate, massScale, impulseScale of the solve pass
 constexpr int kRelaxScales = 45; ///< those of the relax pass
-constexpr int kBallFields = 48;
+constexpr int kArmA = 48;        ///< the warm start's pose (WideJointPose) for the solve pass: 9 fields
+constexpr int kArmB = 51;
+constexpr int kSeparation = 54;
+constexpr int kBallFields = 57;
 constexpr std::size_t kBallBundleFloats = static_cast<std::size_t>(kBallFields) * W;
 
 struct WideQuat
@@ -292,6 +298,9 @@ void warmStartBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<So
     const WideMat3 k = diagonal(fieldVec3(q, kInverseMassA) + fieldVec3(q, kInverseMassB)) -
                        sA * fieldMat3(q, kInertiaA) * sA - sB * fieldMat3(q, kInertiaB) * sB;
     setFieldMat3(q, kPointMass, inverse(k));
+    setFieldVec3(q, kArmA, p.rA);
+    setFieldVec3(q, kArmB, p.rB);
+    setFieldVec3(q, kSeparation, p.d);
     WideBody a;
     WideBody bb;
     gatherBodies(bodies.data(), bodyIndex, a);
@@ -306,7 +315,10 @@ void solveBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<Solver
 {
     float* q = bundleAt(b, bundle);
     const std::uint32_t* bodyIndex = b.bodies.data() + static_cast<std::size_t>(bundle) * 2 * W;
-    const WideJointPose p = poseOf(q, bodyIndex, motions.data());
+    // The solve pass follows the warm start at the same poses (positions move after it): its arms hold.
+    const WideJointPose p =
+        useBias ? WideJointPose{fieldVec3(q, kArmA), fieldVec3(q, kArmB), fieldVec3(q, kSeparation)}
+                : poseOf(q, bodyIndex, motions.data());
     WideBody a;
     WideBody bb;
     gatherBodies(bodies.data(), bodyIndex, a);

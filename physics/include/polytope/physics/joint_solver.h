@@ -137,7 +137,8 @@ void packBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<const J
 void warmStartBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies,
                          std::span<const SolverBodyMotion> motions);
 
-/// solveJoint for the bundle's lanes.
+/// solveJoint for the bundle's lanes. With `useBias` (the solve pass) it reuses the arms the bundle's warm
+/// start found, so the poses must not have moved since (the soft step moves them after the solve pass).
 void solveBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies,
                      std::span<const SolverBodyMotion> motions, bool useBias);
 
