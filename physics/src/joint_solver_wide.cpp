@@ -10,10 +10,11 @@
 //   accumulated impulse, and the locked rows' softness in the solve and the relax pass (the joint's own
 //   spring in both, or the world's correction then rigid, as joint_solver.cpp's lockScales chooses).
 // - Bodies' velocities are gathered and scattered as the contacts' are; their centres and rotations (the
-//   substep's poses, SolverBodyMotion's first 7 floats) are gathered the same way. The warm start keeps the
-//   arms it works out for the solve pass that follows at the same poses; the relax pass, after the
-//   positions moved, works them out again. (Gathering the masses per pass too, instead of keeping them in
-//   the bundle, made joint_grid's solve 20% slower: the shuffles cost more than the loads they save.)
+//   substep's poses, SolverBodyMotion's first 7 floats) are gathered the same way, once a substep: the
+//   poses move only between the solve and the relax pass, so the arms the relax pass finds serve the next
+//   substep's warm start and solve pass as well (the pack finds the first substep's). (Gathering the masses
+//   per pass too, instead of keeping them in the bundle, made joint_grid's solve 20% slower: the shuffles
+//   cost more than the loads they save.)
 // - Each lane performs joint_solver.cpp's operations for a Ball joint in the same order, with the same
 //   zero terms (skew matrices, the inverse's determinant test), so a lane's result is the scalar solver's
 //   bits and the bundles change no simulation.
@@ -236,7 +237,8 @@ void resetBallBundles(BallJointBundles& b, std::uint32_t count)
     b.lanes.assign(static_cast<std::size_t>(count) * W, kEmptyBallLane);
 }
 
-void packBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<const JointConstraint> constraints)
+void packBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<const JointConstraint> constraints,
+                    std::span<const SolverBodyMotion> motions)
 {
     float* q = bundleAt(b, bundle);
     std::uint32_t* bodyIndex = b.bodies.data() + static_cast<std::size_t>(bundle) * 2 * W;
@@ -284,23 +286,26 @@ void packBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<const J
             (c.flags & kJointSoft) != 0 ? Vec3{s.biasRate, s.massScale, s.impulseScale}
                                         : Vec3{0.0f, 1.0f, 0.0f});
     }
+    // The arms at the poses the first warm start will see.
+    const WideJointPose p = poseOf(q, bodyIndex, motions.data());
+    setFieldVec3(q, kArmA, p.rA);
+    setFieldVec3(q, kArmB, p.rB);
+    setFieldVec3(q, kSeparation, p.d);
 }
 
-void warmStartBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies,
-                         std::span<const SolverBodyMotion> motions)
+void warmStartBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies)
 {
     float* q = bundleAt(b, bundle);
     const std::uint32_t* bodyIndex = b.bodies.data() + static_cast<std::size_t>(bundle) * 2 * W;
-    const WideJointPose p = poseOf(q, bodyIndex, motions.data());
+    // The arms at these poses: found by the pack (the first substep) or the last relax pass (the poses move
+    // only between a solve and a relax pass).
+    const WideJointPose p{fieldVec3(q, kArmA), fieldVec3(q, kArmB), fieldVec3(q, kSeparation)};
     // jointPointMass: the inverse of M_A^-1 + M_B^-1 - [rA]x I_A^-1 [rA]x - [rB]x I_B^-1 [rB]x.
     const WideMat3 sA = skew(p.rA);
     const WideMat3 sB = skew(p.rB);
     const WideMat3 k = diagonal(fieldVec3(q, kInverseMassA) + fieldVec3(q, kInverseMassB)) -
                        sA * fieldMat3(q, kInertiaA) * sA - sB * fieldMat3(q, kInertiaB) * sB;
     setFieldMat3(q, kPointMass, inverse(k));
-    setFieldVec3(q, kArmA, p.rA);
-    setFieldVec3(q, kArmB, p.rB);
-    setFieldVec3(q, kSeparation, p.d);
     WideBody a;
     WideBody bb;
     gatherBodies(bodies.data(), bodyIndex, a);
@@ -315,10 +320,20 @@ void solveBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<Solver
 {
     float* q = bundleAt(b, bundle);
     const std::uint32_t* bodyIndex = b.bodies.data() + static_cast<std::size_t>(bundle) * 2 * W;
-    // The solve pass follows the warm start at the same poses (positions move after it): its arms hold.
-    const WideJointPose p =
-        useBias ? WideJointPose{fieldVec3(q, kArmA), fieldVec3(q, kArmB), fieldVec3(q, kSeparation)}
-                : poseOf(q, bodyIndex, motions.data());
+    // The solve pass comes at the poses of the warm start before it; the relax pass after the positions
+    // moved, so it finds the arms again and keeps them for the next substep's warm start.
+    WideJointPose p;
+    if (useBias)
+    {
+        p = {fieldVec3(q, kArmA), fieldVec3(q, kArmB), fieldVec3(q, kSeparation)};
+    }
+    else
+    {
+        p = poseOf(q, bodyIndex, motions.data());
+        setFieldVec3(q, kArmA, p.rA);
+        setFieldVec3(q, kArmB, p.rB);
+        setFieldVec3(q, kSeparation, p.d);
+    }
     WideBody a;
     WideBody bb;
     gatherBodies(bodies.data(), bodyIndex, a);

@@ -2370,7 +2370,10 @@ void World::solveLevelStaged(int substeps, float h, std::uint32_t kinematicEnd, 
                 addStage({SolverStage::ContactColor, pass, static_cast<std::uint8_t>(color)}, blocks);
             }
         }
-        addStage({SolverStage::ContactOverflow, pass, 0}, 1);
+        if (!m_graph.overflow().empty())
+        {
+            addStage({SolverStage::ContactOverflow, pass, 0}, 1);
+        }
     };
     const auto addJointPass = [&](JointPass pass)
     {

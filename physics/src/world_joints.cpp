@@ -579,7 +579,7 @@ void World::prepareJoints(int level, float h, float substepsInverse)
              {
                  for (std::uint32_t bundle = first; bundle < last; ++bundle)
                  {
-                     packBallBundle(m_ballBundles, bundle, m_jointConstraints);
+                     packBallBundle(m_ballBundles, bundle, m_jointConstraints, m_solverMotions);
                  }
              });
 }
@@ -628,7 +628,7 @@ void World::runJointStageBlock(JointPass pass, std::uint32_t color, std::uint32_
             {
                 if (pass == JointPass::WarmStart)
                 {
-                    warmStartBallBundle(m_ballBundles, bundle, bodies, motions);
+                    warmStartBallBundle(m_ballBundles, bundle, bodies);
                 }
                 else
                 {

@@ -271,7 +271,7 @@ TEST_CASE("the wide ball joint solver gives the scalar solver's bits", "[solver]
     std::vector<JointConstraint> wideJoints = joints;
     for (std::uint32_t b = 0; b < bundles.count; ++b)
     {
-        packBallBundle(bundles, b, wideJoints);
+        packBallBundle(bundles, b, wideJoints, motions);
     }
     const std::vector<SolverBody> initial = bodies;
     std::vector<SolverBody> wideBodies = bodies;
@@ -279,7 +279,7 @@ TEST_CASE("the wide ball joint solver gives the scalar solver's bits", "[solver]
     {
         for (std::uint32_t b = 0; b < bundles.count; ++b)
         {
-            warmStartBallBundle(bundles, b, wideBodies, motions);
+            warmStartBallBundle(bundles, b, wideBodies);
         }
         for (std::uint32_t b = 0; b < bundles.count; ++b)
         {

@@ -130,15 +130,20 @@ void reserveBallBundles(BallJointBundles& b, std::size_t bundles);
 void resetBallBundles(BallJointBundles& b, std::uint32_t count);
 
 /// Fills bundle `bundle` from the constraints its lanes name (set in b.lanes by the caller): anchors,
-/// masses, impulse, and the locked rows' softness in the solve and relax passes. Empty lanes get zeros.
-void packBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<const JointConstraint> constraints);
+/// masses, impulse, and the locked rows' softness in the solve and relax passes, and the arms at the poses
+/// in `motions`. Empty lanes get zeros.
+void packBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<const JointConstraint> constraints,
+                    std::span<const SolverBodyMotion> motions);
+
+// The passes of a substep, as the soft step runs them: warm start, solve, (positions move), relax. A bundle
+// keeps the arms (anchors from the centres, world) its pack or last relax pass found, so the poses must move
+// only between a solve pass and the relax pass after it, as they do.
 
 /// warmStartJoint for the bundle's lanes.
-void warmStartBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies,
-                         std::span<const SolverBodyMotion> motions);
+void warmStartBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies);
 
-/// solveJoint for the bundle's lanes. With `useBias` (the solve pass) it reuses the arms the bundle's warm
-/// start found, so the poses must not have moved since (the soft step moves them after the solve pass).
+/// solveJoint for the bundle's lanes: the solve pass (`useBias`) at the arms kept, the relax pass at the
+/// poses in `motions` (and kept).
 void solveBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<SolverBody> bodies,
                      std::span<const SolverBodyMotion> motions, bool useBias);
 
