@@ -71,6 +71,7 @@ BroadphaseTree::BroadphaseTree(const BroadphaseConfig& config) : m_config(saniti
     m_moved.reserve(static_cast<std::size_t>(m_config.initialProxyCapacity));
     m_deferred.reserve(static_cast<std::size_t>(m_config.initialProxyCapacity));
     m_rebuildScratch.reserve(static_cast<std::size_t>(m_config.initialProxyCapacity));
+    m_pairStack.reserve(256);
 }
 
 std::int32_t BroadphaseTree::allocateNode()
@@ -529,7 +530,11 @@ void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* ta
     // Moved proxies per chunk of the parallel queries.
     constexpr std::uint32_t kQueryGrain = 64;
     const auto movedCount = static_cast<std::uint32_t>(m_moved.size());
-    if (tasks == nullptr || movedCount <= kQueryGrain)
+    if (static_cast<std::int32_t>(movedCount) * kRebuildShare >= m_proxyCount && m_proxyCount > 1)
+    {
+        selfPairs(out);
+    }
+    else if (tasks == nullptr || movedCount <= kQueryGrain)
     {
         for (const std::int32_t query : m_moved)
         {
@@ -569,6 +574,57 @@ void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* ta
     if (sorted)
     {
         std::sort(out.begin(), out.end());
+    }
+}
+
+void BroadphaseTree::selfPairs(std::vector<BroadphasePair>& out)
+{
+    if (m_root == kNullProxy)
+    {
+        return;
+    }
+    m_pairStack.clear();
+    m_pairStack.push_back({m_root, m_root});
+    while (!m_pairStack.empty())
+    {
+        const auto [a, b] = m_pairStack.back();
+        m_pairStack.pop_back();
+        const Node& first = m_nodes[a];
+        if (a == b)
+        {
+            // The pairs within a subtree: within each child, and across them.
+            if (!first.isLeaf())
+            {
+                m_pairStack.push_back({first.child1, first.child2});
+                m_pairStack.push_back({first.child2, first.child2});
+                m_pairStack.push_back({first.child1, first.child1});
+            }
+            continue;
+        }
+        const Node& second = m_nodes[b];
+        if (!first.box.overlaps(second.box))
+        {
+            continue;
+        }
+        if (first.isLeaf() && second.isLeaf())
+        {
+            if (first.inMovedSet || second.inMovedSet)
+            {
+                out.push_back(a < b ? BroadphasePair{a, b} : BroadphasePair{b, a});
+            }
+            continue;
+        }
+        // Down the taller side (the inner node when the other is a leaf).
+        if (second.isLeaf() || (!first.isLeaf() && first.height >= second.height))
+        {
+            m_pairStack.push_back({first.child2, b});
+            m_pairStack.push_back({first.child1, b});
+        }
+        else
+        {
+            m_pairStack.push_back({a, second.child2});
+            m_pairStack.push_back({a, second.child1});
+        }
     }
 }
 

@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace polytope::physics
@@ -233,9 +234,10 @@ class BroadphaseTree
     /// Allocates only when `out` needs more capacity than it has.
     void findNewPairs(std::vector<BroadphasePair>& out);
     /// The same, with the moved proxies' queries shared out on `tasks` (null: the caller alone); the result
-    /// is the same. The threads' finds go through buffers (see reservePairBuffers). With `sorted` false the
-    /// pairs are the same set in an order that depends on the threads, for a caller that sorts them its own
-    /// way (the World sorts by body slots).
+    /// is the same. When a 1 / kRebuildShare share of the proxies moved, one descent of the tree against
+    /// itself (on the calling thread) replaces the queries. The threads' finds go through buffers (see
+    /// reservePairBuffers). With `sorted` false the pairs are the same set in an order that depends on the
+    /// threads, for a caller that sorts them its own way (the World sorts by body slots).
     void findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks, bool sorted = true);
     /// Room for `pairs` finds in each of `threads` per-thread buffers, so that findNewPairs on a pool of at
     /// most that many threads allocates nothing.
@@ -435,14 +437,21 @@ class BroadphaseTree
     void refit(std::int32_t index);
     void replaceChild(std::int32_t parent, std::int32_t oldChild, std::int32_t newChild);
     void markMoved(std::int32_t proxyId);
+    /// Appends every pair of overlapping leaves, each once as (smaller id, larger), of which at least one is
+    /// in the moved set: one descent of the tree against itself, which finds the pairs of many moved
+    /// proxies in a fraction of the time of as many queries (findNewPairs uses it when a
+    /// 1 / kRebuildShare share of the proxies moved).
+    void selfPairs(std::vector<BroadphasePair>& out);
     /// rebuild's recursion over proxies [first, first + count) of m_rebuildScratch: returns the subtree.
     std::int32_t buildMedian(std::size_t first, std::size_t count);
 
     BroadphaseConfig m_config;
-    std::vector<Node> m_nodes;                  ///< the pool; leaves' indices are proxy ids
-    std::vector<std::int32_t> m_moved;          ///< proxies moved since the last findNewPairs, no repeats
-    std::vector<std::int32_t> m_deferred;       ///< proxies deferMove changed since the last commitMoves
-    std::vector<std::int32_t> m_rebuildScratch; ///< rebuild's proxies
+    std::vector<Node> m_nodes;            ///< the pool; leaves' indices are proxy ids
+    std::vector<std::int32_t> m_moved;    ///< proxies moved since the last findNewPairs, no repeats
+    std::vector<std::int32_t> m_deferred; ///< proxies deferMove changed since the last commitMoves
+    /// selfPairs' stack of node pairs to visit (a node with itself: the pairs within its subtree).
+    std::vector<std::pair<std::int32_t, std::int32_t>> m_pairStack;
+    std::vector<std::int32_t> m_rebuildScratch;             ///< rebuild's proxies
     std::vector<std::vector<BroadphasePair>> m_threadPairs; ///< findNewPairs' finds per pool thread
     std::int32_t m_root = kNullProxy;
     std::int32_t m_freeList = kNullProxy; ///< LIFO, threaded through Node::parent
