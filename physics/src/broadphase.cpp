@@ -663,7 +663,7 @@ void BroadphaseTree::rebuild()
     {
         if (m_nodes[i].height == 0)
         {
-            m_rebuildScratch.push_back(i);
+            m_rebuildScratch.push_back({m_nodes[i].box.min + m_nodes[i].box.max, i});
         }
     }
     for (std::int32_t i = nodeCapacity() - 1; i >= 0; --i)
@@ -679,30 +679,31 @@ void BroadphaseTree::rebuild()
 
 std::int32_t BroadphaseTree::buildMedian(std::size_t first, std::size_t count)
 {
-    std::int32_t* const ids = m_rebuildScratch.data() + first;
+    RebuildEntry* const entries = m_rebuildScratch.data() + first;
     if (count == 1)
     {
-        return ids[0];
+        return entries[0].id;
     }
-    Vec3 lo = m_nodes[ids[0]].box.center();
+    // The spread of the doubled centres is exactly twice the centres' (scaling by 2 is exact), so the axis
+    // is the one the centres spread most along.
+    Vec3 lo = entries[0].doubledCenter;
     Vec3 hi = lo;
     for (std::size_t k = 1; k < count; ++k)
     {
-        const Vec3 c = m_nodes[ids[k]].box.center();
-        lo = minPerElem(lo, c);
-        hi = maxPerElem(hi, c);
+        lo = minPerElem(lo, entries[k].doubledCenter);
+        hi = maxPerElem(hi, entries[k].doubledCenter);
     }
     const Vec3 spread = hi - lo;
     const int axis = spread.x >= spread.y && spread.x >= spread.z ? 0 : (spread.y >= spread.z ? 1 : 2);
     // Halves of sizes count / 2 and count - count / 2: their heights differ by at most one, so the tree is
     // balanced the way the incremental updates keep it.
     const std::size_t half = count / 2;
-    std::nth_element(ids, ids + half, ids + count,
-                     [&](std::int32_t a, std::int32_t b)
+    std::nth_element(entries, entries + half, entries + count,
+                     [axis](const RebuildEntry& a, const RebuildEntry& b)
                      {
-                         const float ca = m_nodes[a].box.min[axis] + m_nodes[a].box.max[axis];
-                         const float cb = m_nodes[b].box.min[axis] + m_nodes[b].box.max[axis];
-                         return ca < cb || (ca == cb && a < b);
+                         const float ca = a.doubledCenter[axis];
+                         const float cb = b.doubledCenter[axis];
+                         return ca < cb || (ca == cb && a.id < b.id);
                      });
     const std::int32_t left = buildMedian(first, half);
     const std::int32_t right = buildMedian(first + half, count - half);

@@ -451,7 +451,14 @@ class BroadphaseTree
     std::vector<std::int32_t> m_deferred; ///< proxies deferMove changed since the last commitMoves
     /// selfPairs' stack of node pairs to visit (a node with itself: the pairs within its subtree).
     std::vector<std::pair<std::int32_t, std::int32_t>> m_pairStack;
-    std::vector<std::int32_t> m_rebuildScratch;             ///< rebuild's proxies
+    /// A proxy for rebuild: its box's min + max (twice its centre), kept beside its id so that the median
+    /// splits read neither the nodes nor a scaled copy.
+    struct RebuildEntry
+    {
+        Vec3 doubledCenter;
+        std::int32_t id;
+    };
+    std::vector<RebuildEntry> m_rebuildScratch;             ///< rebuild's proxies
     std::vector<std::vector<BroadphasePair>> m_threadPairs; ///< findNewPairs' finds per pool thread
     std::int32_t m_root = kNullProxy;
     std::int32_t m_freeList = kNullProxy; ///< LIFO, threaded through Node::parent
