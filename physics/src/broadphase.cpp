@@ -72,6 +72,7 @@ BroadphaseTree::BroadphaseTree(const BroadphaseConfig& config) : m_config(saniti
     m_deferred.reserve(static_cast<std::size_t>(m_config.initialProxyCapacity));
     m_rebuildScratch.reserve(static_cast<std::size_t>(m_config.initialProxyCapacity));
     m_pairStack.reserve(256);
+    m_pairFrontier.reserve(256);
 }
 
 std::int32_t BroadphaseTree::allocateNode()
@@ -502,6 +503,11 @@ void BroadphaseTree::reservePairBuffers(int threads, std::size_t pairs)
     {
         buffer.reserve(pairs);
     }
+    m_threadStacks.resize(static_cast<std::size_t>(std::max(threads, 1)));
+    for (std::vector<NodePair>& stack : m_threadStacks)
+    {
+        stack.reserve(256);
+    }
 }
 
 void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks, bool sorted)
@@ -532,7 +538,7 @@ void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* ta
     const auto movedCount = static_cast<std::uint32_t>(m_moved.size());
     if (static_cast<std::int32_t>(movedCount) * kRebuildShare >= m_proxyCount && m_proxyCount > 1)
     {
-        selfPairs(out);
+        selfPairs(out, tasks);
     }
     else if (tasks == nullptr || movedCount <= kQueryGrain)
     {
@@ -577,7 +583,49 @@ void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* ta
     }
 }
 
-void BroadphaseTree::selfPairs(std::vector<BroadphasePair>& out)
+void BroadphaseTree::selfPairStep(std::vector<NodePair>& stack, std::vector<BroadphasePair>& out) const
+{
+    const auto [a, b] = stack.back();
+    stack.pop_back();
+    const Node& first = m_nodes[a];
+    if (a == b)
+    {
+        // The pairs within a subtree: within each child, and across them.
+        if (!first.isLeaf())
+        {
+            stack.push_back({first.child1, first.child2});
+            stack.push_back({first.child2, first.child2});
+            stack.push_back({first.child1, first.child1});
+        }
+        return;
+    }
+    const Node& second = m_nodes[b];
+    if (!first.box.overlaps(second.box))
+    {
+        return;
+    }
+    if (first.isLeaf() && second.isLeaf())
+    {
+        if (first.inMovedSet || second.inMovedSet)
+        {
+            out.push_back(a < b ? BroadphasePair{a, b} : BroadphasePair{b, a});
+        }
+        return;
+    }
+    // Down the taller side (the inner node when the other is a leaf).
+    if (second.isLeaf() || (!first.isLeaf() && first.height >= second.height))
+    {
+        stack.push_back({first.child2, b});
+        stack.push_back({first.child1, b});
+    }
+    else
+    {
+        stack.push_back({a, second.child2});
+        stack.push_back({a, second.child1});
+    }
+}
+
+void BroadphaseTree::selfPairs(std::vector<BroadphasePair>& out, TaskPool* tasks)
 {
     if (m_root == kNullProxy)
     {
@@ -585,46 +633,59 @@ void BroadphaseTree::selfPairs(std::vector<BroadphasePair>& out)
     }
     m_pairStack.clear();
     m_pairStack.push_back({m_root, m_root});
-    while (!m_pairStack.empty())
+    const int threads = tasks == nullptr ? 1 : tasks->threadCount();
+    if (threads <= 1)
     {
-        const auto [a, b] = m_pairStack.back();
-        m_pairStack.pop_back();
-        const Node& first = m_nodes[a];
-        if (a == b)
+        while (!m_pairStack.empty())
         {
-            // The pairs within a subtree: within each child, and across them.
-            if (!first.isLeaf())
-            {
-                m_pairStack.push_back({first.child1, first.child2});
-                m_pairStack.push_back({first.child2, first.child2});
-                m_pairStack.push_back({first.child1, first.child1});
-            }
-            continue;
+            selfPairStep(m_pairStack, out);
         }
-        const Node& second = m_nodes[b];
-        if (!first.box.overlaps(second.box))
+        return;
+    }
+    // On a pool: split the descent breadth first, on this thread, into enough node pairs to share out;
+    // then each thread descends its share with its own stack into its own buffer.
+    constexpr std::size_t kSharedPairs = 64;
+    while (!m_pairStack.empty() && m_pairStack.size() < kSharedPairs)
+    {
+        m_pairFrontier.swap(m_pairStack);
+        m_pairStack.clear();
+        for (const NodePair& pair : m_pairFrontier)
         {
-            continue;
+            m_pairStack.push_back(pair);
+            selfPairStep(m_pairStack, out); // pops `pair`, pushes the pairs below it
         }
-        if (first.isLeaf() && second.isLeaf())
-        {
-            if (first.inMovedSet || second.inMovedSet)
-            {
-                out.push_back(a < b ? BroadphasePair{a, b} : BroadphasePair{b, a});
-            }
-            continue;
-        }
-        // Down the taller side (the inner node when the other is a leaf).
-        if (second.isLeaf() || (!first.isLeaf() && first.height >= second.height))
-        {
-            m_pairStack.push_back({first.child2, b});
-            m_pairStack.push_back({first.child1, b});
-        }
-        else
-        {
-            m_pairStack.push_back({a, second.child2});
-            m_pairStack.push_back({a, second.child1});
-        }
+    }
+    if (m_threadPairs.size() < static_cast<std::size_t>(threads))
+    {
+        m_threadPairs.resize(static_cast<std::size_t>(threads));
+    }
+    if (m_threadStacks.size() < static_cast<std::size_t>(threads))
+    {
+        m_threadStacks.resize(static_cast<std::size_t>(threads));
+    }
+    for (std::vector<BroadphasePair>& buffer : m_threadPairs)
+    {
+        buffer.clear();
+    }
+    tasks->parallelFor(static_cast<std::uint32_t>(m_pairStack.size()), 1,
+                       [&](std::uint32_t begin, std::uint32_t end, int thread)
+                       {
+                           std::vector<NodePair>& stack = m_threadStacks[static_cast<std::size_t>(thread)];
+                           std::vector<BroadphasePair>& into =
+                               m_threadPairs[static_cast<std::size_t>(thread)];
+                           for (std::uint32_t k = begin; k < end; ++k)
+                           {
+                               stack.clear();
+                               stack.push_back(m_pairStack[k]);
+                               while (!stack.empty())
+                               {
+                                   selfPairStep(stack, into);
+                               }
+                           }
+                       });
+    for (const std::vector<BroadphasePair>& buffer : m_threadPairs)
+    {
+        out.insert(out.end(), buffer.begin(), buffer.end());
     }
 }
 

@@ -826,9 +826,11 @@ TEST_CASE("broadphase deferred moves: re-inserted or rebuilt, the pairs equal br
     }
     std::vector<BroadphasePair> pairs;
     tree.findNewPairs(pairs);
+    TaskPool pool(2);
+    int round = 0;
     // A few moved proxies are re-inserted one by one, a quarter or more rebuild the tree: both leave a valid
     // tree with the brute-force pairs, and the moved set names exactly the proxies whose box changed.
-    for (const int movedCount : {5, 40, 74, 75, 150, 300})
+    for (const int movedCount : {5, 40, 74, 75, 150, 300, 290, 100})
     {
         CAPTURE(movedCount);
         std::set<std::int32_t> moved;
@@ -851,7 +853,10 @@ TEST_CASE("broadphase deferred moves: re-inserted or rebuilt, the pairs equal br
         REQUIRE(tree.validate());
         REQUIRE(tree.proxyCount() == 300);
         REQUIRE(tree.movedProxyCount() == static_cast<std::int32_t>(moved.size()));
-        tree.findNewPairs(pairs);
+        // Every other round on two threads (the descent against itself is then shared out).
+        const bool pooled = ++round % 2 == 0;
+        CAPTURE(pooled);
+        tree.findNewPairs(pairs, pooled ? &pool : nullptr);
         REQUIRE(pairs == bruteForcePairs(reference, &moved));
         tree.findAllPairs(pairs);
         REQUIRE(pairs == bruteForcePairs(reference, nullptr));

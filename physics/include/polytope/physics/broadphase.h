@@ -235,7 +235,7 @@ class BroadphaseTree
     void findNewPairs(std::vector<BroadphasePair>& out);
     /// The same, with the moved proxies' queries shared out on `tasks` (null: the caller alone); the result
     /// is the same. When a 1 / kRebuildShare share of the proxies moved, one descent of the tree against
-    /// itself (on the calling thread) replaces the queries. The threads' finds go through buffers (see
+    /// itself (split over `tasks`) replaces the queries. The threads' finds go through buffers (see
     /// reservePairBuffers). With `sorted` false the pairs are the same set in an order that depends on the
     /// threads, for a caller that sorts them its own way (the World sorts by body slots).
     void findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks, bool sorted = true);
@@ -437,11 +437,18 @@ class BroadphaseTree
     void refit(std::int32_t index);
     void replaceChild(std::int32_t parent, std::int32_t oldChild, std::int32_t newChild);
     void markMoved(std::int32_t proxyId);
+    /// Two nodes whose leaves' pairs selfPairs is to find (a node with itself: the pairs within its subtree).
+    using NodePair = std::pair<std::int32_t, std::int32_t>;
     /// Appends every pair of overlapping leaves, each once as (smaller id, larger), of which at least one is
     /// in the moved set: one descent of the tree against itself, which finds the pairs of many moved
     /// proxies in a fraction of the time of as many queries (findNewPairs uses it when a
     /// 1 / kRebuildShare share of the proxies moved).
-    void selfPairs(std::vector<BroadphasePair>& out);
+    /// On `tasks` (null: the caller alone) the descent is split into node pairs shared out to the threads,
+    /// whose finds are appended in thread order (the set is the same; callers sort).
+    void selfPairs(std::vector<BroadphasePair>& out, TaskPool* tasks);
+    /// One node pair of selfPairs' descent: pops it from `stack`, pushes the pairs below it, and appends a
+    /// pair of overlapping leaves (one moved) to `out`.
+    void selfPairStep(std::vector<NodePair>& stack, std::vector<BroadphasePair>& out) const;
     /// rebuild's recursion over proxies [first, first + count) of m_rebuildScratch: returns the subtree.
     std::int32_t buildMedian(std::size_t first, std::size_t count);
 
@@ -449,8 +456,9 @@ class BroadphaseTree
     std::vector<Node> m_nodes;            ///< the pool; leaves' indices are proxy ids
     std::vector<std::int32_t> m_moved;    ///< proxies moved since the last findNewPairs, no repeats
     std::vector<std::int32_t> m_deferred; ///< proxies deferMove changed since the last commitMoves
-    /// selfPairs' stack of node pairs to visit (a node with itself: the pairs within its subtree).
-    std::vector<std::pair<std::int32_t, std::int32_t>> m_pairStack;
+    std::vector<NodePair> m_pairStack;    ///< selfPairs' node pairs to visit
+    std::vector<NodePair> m_pairFrontier; ///< selfPairs' split: the level being expanded
+    std::vector<std::vector<NodePair>> m_threadStacks; ///< selfPairs' stack per pool thread
     /// A proxy for rebuild: its box's min + max (twice its centre), kept beside its id so that the median
     /// splits read neither the nodes nor a scaled copy.
     struct RebuildEntry
