@@ -81,6 +81,65 @@ inline WideVec3 operator*(const WideMat3& m, const WideVec3& v)
     return m.c0 * v.x + m.c1 * v.y + m.c2 * v.z;
 }
 
+/// A Quat per lane.
+struct WideQuat
+{
+    FloatW x, y, z, w;
+};
+
+inline WideMat3 fieldMat3(const float* block, int f)
+{
+    return {fieldVec3(block, f), fieldVec3(block, f + 3), fieldVec3(block, f + 6)};
+}
+inline void setFieldMat3(float* block, int f, const WideMat3& m)
+{
+    setFieldVec3(block, f, m.c0);
+    setFieldVec3(block, f + 3, m.c1);
+    setFieldVec3(block, f + 6, m.c2);
+}
+
+// math.h's Mat3 and Quat operations, lane by lane, in its order.
+inline WideMat3 operator*(const WideMat3& a, const WideMat3& b)
+{
+    return {a * b.c0, a * b.c1, a * b.c2};
+}
+inline WideMat3 operator-(const WideMat3& a, const WideMat3& b)
+{
+    return {a.c0 - b.c0, a.c1 - b.c1, a.c2 - b.c2};
+}
+inline WideMat3 skew(const WideVec3& v)
+{
+    const FloatW z = simd::zero();
+    return {WideVec3{z, v.z, -v.y}, WideVec3{-v.z, z, v.x}, WideVec3{v.y, -v.x, z}};
+}
+inline WideMat3 diagonal(const WideVec3& d)
+{
+    const FloatW z = simd::zero();
+    return {WideVec3{d.x, z, z}, WideVec3{z, d.y, z}, WideVec3{z, z, d.z}};
+}
+/// math.h's inverse: zero where the determinant is zero or not finite.
+inline WideMat3 inverse(const WideMat3& m)
+{
+    const FloatW zero = simd::zero();
+    const FloatW det = dot(m.c0, cross(m.c1, m.c2));
+    const FloatW inv = simd::splat(1.0f) / det;
+    const WideVec3 r0 = cross(m.c1, m.c2) * inv;
+    const WideVec3 r1 = cross(m.c2, m.c0) * inv;
+    const WideVec3 r2 = cross(m.c0, m.c1) * inv;
+    // det - det is 0 only for a finite det.
+    const FloatW singular =
+        simd::either(simd::equal(det, zero), simd::equal(simd::equal(det - det, zero), zero));
+    const auto keep = [&](FloatW value) { return simd::select(singular, zero, value); };
+    return {WideVec3{keep(r0.x), keep(r1.x), keep(r2.x)}, WideVec3{keep(r0.y), keep(r1.y), keep(r2.y)},
+            WideVec3{keep(r0.z), keep(r1.z), keep(r2.z)}};
+}
+inline WideVec3 rotate(const WideQuat& q, const WideVec3& v)
+{
+    const WideVec3 u{q.x, q.y, q.z};
+    const WideVec3 t = cross(u, v) * simd::splat(2.0f);
+    return v + t * q.w + cross(u, t);
+}
+
 /// A SolverBody per lane: velocities and the step's displacement.
 struct WideBody
 {
