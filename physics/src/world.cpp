@@ -2326,7 +2326,7 @@ void World::solveLevelPassByPass(int substeps, float h, std::uint32_t kinematicE
             [&](std::uint32_t begin, std::uint32_t end)
             {
                 integratePositions(bodies, m_solverMotions, begin, end, h);
-                if (jointBegin != jointEnd)
+                if (jointBegin != jointEnd && m_levelTurnsJointedInertia)
                 {
                     refreshJointedInertia(begin, end);
                 }
@@ -2421,7 +2421,7 @@ void World::solveLevelStaged(int substeps, float h, std::uint32_t kinematicEnd, 
         else
         {
             integratePositions(bodies, m_solverMotions, begin, end, h);
-            if (joints)
+            if (joints && m_levelTurnsJointedInertia)
             {
                 refreshJointedInertia(begin, end);
             }

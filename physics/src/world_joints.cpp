@@ -495,10 +495,13 @@ void World::prepareJoints(int level, float h, float substepsInverse)
     const std::uint32_t n = end - begin;
     m_jointColors.resize(n);
     m_levelHasLimitedJoints = false;
+    m_levelTurnsJointedInertia = false;
     for (std::uint32_t k = 0; k < n; ++k)
     {
         const JointConstraint& c = m_jointConstraints[begin + k];
         m_levelHasLimitedJoints = m_levelHasLimitedJoints || (c.flags & (kJointLimit | kJointCone)) != 0;
+        m_levelTurnsJointedInertia = m_levelTurnsJointedInertia || m_solverMotions[c.bodyA].gyroscopic ||
+                                     m_solverMotions[c.bodyB].gyroscopic;
         std::uint32_t color = 0;
         for (; color < kJointColorCount; ++color)
         {

@@ -1186,6 +1186,8 @@ class World
     std::uint32_t m_jointLevelStart[kMaxSubstepLevels + 1] = {};
     std::vector<std::uint32_t> m_jointOrder;      ///< the level's joints grouped by colour (indices)
     bool m_levelHasLimitedJoints = false;         ///< some joint of the level has a limit or a cone
+    bool m_levelTurnsJointedInertia = false;      ///< some joint of the level has a gyroscopic body, whose
+                                                  ///< inertia refreshJointedInertia turns each substep
     std::vector<std::uint8_t> m_jointColors;      ///< per joint of the level: its colour
     std::vector<std::uint32_t> m_jointColorStart; ///< colour c: m_jointOrder[start[c] .. start[c + 1])
     std::vector<std::uint32_t> m_jointBallEnd;    ///< colour c's ball joints: m_jointOrder[start[c] .. this)
