@@ -510,6 +510,33 @@ void BroadphaseTree::reservePairBuffers(int threads, std::size_t pairs)
     }
 }
 
+template <class Fn>
+void BroadphaseTree::findOnThreads(TaskPool& tasks, std::uint32_t count, std::uint32_t grain,
+                                   std::vector<BroadphasePair>& out, Fn&& fn)
+{
+    const auto threads = static_cast<std::size_t>(tasks.threadCount());
+    if (m_threadPairs.size() < threads)
+    {
+        m_threadPairs.resize(threads);
+    }
+    for (std::vector<BroadphasePair>& buffer : m_threadPairs)
+    {
+        buffer.clear();
+    }
+    tasks.parallelFor(count, grain,
+                      [&](std::uint32_t begin, std::uint32_t end, int thread)
+                      {
+                          for (std::uint32_t k = begin; k < end; ++k)
+                          {
+                              fn(k, m_threadPairs[static_cast<std::size_t>(thread)], thread);
+                          }
+                      });
+    for (const std::vector<BroadphasePair>& buffer : m_threadPairs)
+    {
+        out.insert(out.end(), buffer.begin(), buffer.end());
+    }
+}
+
 void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* tasks, bool sorted)
 {
     out.clear();
@@ -551,26 +578,9 @@ void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* ta
     {
         // The queries only read the tree; each thread keeps its finds apart, and the sort below puts them
         // in the one order whatever thread found what.
-        if (m_threadPairs.size() < static_cast<std::size_t>(tasks->threadCount()))
-        {
-            m_threadPairs.resize(static_cast<std::size_t>(tasks->threadCount()));
-        }
-        for (std::vector<BroadphasePair>& buffer : m_threadPairs)
-        {
-            buffer.clear();
-        }
-        tasks->parallelFor(movedCount, kQueryGrain,
-                           [&](std::uint32_t begin, std::uint32_t end, int thread)
-                           {
-                               for (std::uint32_t k = begin; k < end; ++k)
-                               {
-                                   findFor(m_moved[k], m_threadPairs[static_cast<std::size_t>(thread)]);
-                               }
-                           });
-        for (const std::vector<BroadphasePair>& buffer : m_threadPairs)
-        {
-            out.insert(out.end(), buffer.begin(), buffer.end());
-        }
+        findOnThreads(*tasks, movedCount, kQueryGrain, out,
+                      [&](std::uint32_t k, std::vector<BroadphasePair>& into, int)
+                      { findFor(m_moved[k], into); });
     }
     for (const std::int32_t index : m_moved)
     {
@@ -625,6 +635,14 @@ void BroadphaseTree::selfPairStep(std::vector<NodePair>& stack, std::vector<Broa
     }
 }
 
+void BroadphaseTree::descend(std::vector<NodePair>& stack, std::vector<BroadphasePair>& out) const
+{
+    while (!stack.empty())
+    {
+        selfPairStep(stack, out);
+    }
+}
+
 void BroadphaseTree::selfPairs(std::vector<BroadphasePair>& out, TaskPool* tasks)
 {
     if (m_root == kNullProxy)
@@ -636,10 +654,7 @@ void BroadphaseTree::selfPairs(std::vector<BroadphasePair>& out, TaskPool* tasks
     const int threads = tasks == nullptr ? 1 : tasks->threadCount();
     if (threads <= 1)
     {
-        while (!m_pairStack.empty())
-        {
-            selfPairStep(m_pairStack, out);
-        }
+        descend(m_pairStack, out);
         return;
     }
     // On a pool: split the descent breadth first, on this thread, into enough node pairs to share out;
@@ -655,38 +670,18 @@ void BroadphaseTree::selfPairs(std::vector<BroadphasePair>& out, TaskPool* tasks
             selfPairStep(m_pairStack, out); // pops `pair`, pushes the pairs below it
         }
     }
-    if (m_threadPairs.size() < static_cast<std::size_t>(threads))
-    {
-        m_threadPairs.resize(static_cast<std::size_t>(threads));
-    }
     if (m_threadStacks.size() < static_cast<std::size_t>(threads))
     {
         m_threadStacks.resize(static_cast<std::size_t>(threads));
     }
-    for (std::vector<BroadphasePair>& buffer : m_threadPairs)
-    {
-        buffer.clear();
-    }
-    tasks->parallelFor(static_cast<std::uint32_t>(m_pairStack.size()), 1,
-                       [&](std::uint32_t begin, std::uint32_t end, int thread)
-                       {
-                           std::vector<NodePair>& stack = m_threadStacks[static_cast<std::size_t>(thread)];
-                           std::vector<BroadphasePair>& into =
-                               m_threadPairs[static_cast<std::size_t>(thread)];
-                           for (std::uint32_t k = begin; k < end; ++k)
-                           {
-                               stack.clear();
-                               stack.push_back(m_pairStack[k]);
-                               while (!stack.empty())
-                               {
-                                   selfPairStep(stack, into);
-                               }
-                           }
-                       });
-    for (const std::vector<BroadphasePair>& buffer : m_threadPairs)
-    {
-        out.insert(out.end(), buffer.begin(), buffer.end());
-    }
+    findOnThreads(*tasks, static_cast<std::uint32_t>(m_pairStack.size()), 1, out,
+                  [&](std::uint32_t k, std::vector<BroadphasePair>& into, int thread)
+                  {
+                      std::vector<NodePair>& stack = m_threadStacks[static_cast<std::size_t>(thread)];
+                      stack.clear();
+                      stack.push_back(m_pairStack[k]);
+                      descend(stack, into);
+                  });
 }
 
 void BroadphaseTree::findAllPairs(std::vector<BroadphasePair>& out) const

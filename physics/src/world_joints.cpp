@@ -31,6 +31,15 @@ constexpr std::uint32_t kStaticSolverIndex = 0;
 constexpr std::uint32_t kJointColorCount = 16;
 /// Joints per chunk of a colour's parallel loop.
 constexpr std::uint32_t kJointGrain = 128;
+/// Bit of World::m_jointColors marking a joint for the wide ball-joint solver (colours fit in the rest).
+constexpr std::uint32_t kWideJointBit = 0x80;
+static_assert(kJointColorCount < kWideJointBit);
+
+/// Ball bundles per block of a joint colour's stage: kJointGrain joints' worth.
+std::uint32_t ballBundleGrain()
+{
+    return kJointGrain / static_cast<std::uint32_t>(jointSolverLanes());
+}
 /// Joint stiffness is capped at this fraction of the substep rate, as contacts are: a hanging chain of 8 or
 /// more links solved at half the substep rate oscillates and grows (measured), at a quarter it is stable.
 constexpr float kJointHertzCap = 0.25f;
@@ -492,6 +501,7 @@ void World::prepareJoints(int level, float h, float substepsInverse)
     const std::size_t words = (m_solverBodies.size() + 63) / 64;
     std::fill_n(m_jointColorBits.begin(), kJointColorCount * words, 0ull);
     std::uint32_t counts[kJointColorCount + 1] = {};
+    std::uint32_t ballCounts[kJointColorCount + 1] = {};
     const std::uint32_t n = end - begin;
     m_jointColors.resize(n);
     m_levelHasLimitedJoints = false;
@@ -524,25 +534,18 @@ void World::prepareJoints(int level, float h, float substepsInverse)
             }
         }
         ++counts[color];
-        m_jointColors[k] = static_cast<std::uint8_t>(color);
+        // A colour's plain ball joints go to the wide solver. A bundle keeps its bodies' inverse inertias for
+        // the step: not for a body whose inertia turns with it (refreshJointedInertia updates those every
+        // substep).
+        const bool wide = color < kJointColorCount && c.type == JointType::Ball &&
+                          (c.flags & (kJointLimit | kJointCone)) == 0 &&
+                          !m_solverMotions[c.bodyA].gyroscopic && !m_solverMotions[c.bodyB].gyroscopic;
+        ballCounts[color] += wide ? 1u : 0u;
+        m_jointColors[k] = static_cast<std::uint8_t>(color | (wide ? kWideJointBit : 0u));
     }
     // Group by colour, each colour's plain ball joints first (the wide solver's, joint_solver.h's
     // BallJointBundles), then its other joints, each part in order (a counting sort). The joints beyond the
     // colours stay in order, all scalar.
-    const auto wide = [&](std::uint32_t k, std::uint32_t color)
-    {
-        const JointConstraint& c = m_jointConstraints[begin + k];
-        // A bundle keeps its bodies' inverse inertias for the step: not for a body whose inertia turns with
-        // it (refreshJointedInertia updates those every substep).
-        return color < kJointColorCount && c.type == JointType::Ball &&
-               (c.flags & (kJointLimit | kJointCone)) == 0 && !m_solverMotions[c.bodyA].gyroscopic &&
-               !m_solverMotions[c.bodyB].gyroscopic;
-    };
-    std::uint32_t ballCounts[kJointColorCount + 1] = {};
-    for (std::uint32_t k = 0; k < n; ++k)
-    {
-        ballCounts[m_jointColors[k]] += wide(k, m_jointColors[k]) ? 1u : 0u;
-    }
     std::uint32_t cursor[kJointColorCount + 1];
     std::uint32_t ballCursor[kJointColorCount + 1];
     std::uint32_t start = 0;
@@ -563,8 +566,8 @@ void World::prepareJoints(int level, float h, float substepsInverse)
     m_jointOrder.resize(n);
     for (std::uint32_t k = 0; k < n; ++k)
     {
-        const std::uint32_t color = m_jointColors[k];
-        m_jointOrder[(wide(k, color) ? ballCursor : cursor)[color]++] = begin + k;
+        const std::uint32_t color = m_jointColors[k] & ~kWideJointBit;
+        m_jointOrder[((m_jointColors[k] & kWideJointBit) != 0 ? ballCursor : cursor)[color]++] = begin + k;
     }
     // Each colour's ball joints, W to a bundle in order; the last bundle of a colour may be part full.
     resetBallBundles(m_ballBundles, bundles);
@@ -577,7 +580,7 @@ void World::prepareJoints(int level, float h, float substepsInverse)
                 m_jointOrder[i];
         }
     }
-    forRange(bundles, kJointGrain / lanes,
+    forRange(bundles, ballBundleGrain(),
              [&](std::uint32_t first, std::uint32_t last, int)
              {
                  for (std::uint32_t bundle = first; bundle < last; ++bundle)
@@ -590,6 +593,12 @@ void World::prepareJoints(int level, float h, float substepsInverse)
 std::uint32_t World::jointStageColors()
 {
     return kJointColorCount + 1;
+}
+
+std::uint32_t World::ballStageBlocks(std::uint32_t color) const
+{
+    const std::uint32_t bundles = m_ballBundleStart[color + 1] - m_ballBundleStart[color];
+    return (bundles + ballBundleGrain() - 1) / ballBundleGrain();
 }
 
 std::uint32_t World::jointStageBlocks(std::uint32_t color) const
@@ -605,29 +614,28 @@ std::uint32_t World::jointStageBlocks(std::uint32_t color) const
     {
         return 1;
     }
-    const std::uint32_t bundleGrain = kJointGrain / static_cast<std::uint32_t>(jointSolverLanes());
-    const std::uint32_t bundles = m_ballBundleStart[color + 1] - m_ballBundleStart[color];
     const std::uint32_t others = m_jointColorStart[color + 1] - m_jointBallEnd[color];
-    return (bundles + bundleGrain - 1) / bundleGrain + (others + kJointGrain - 1) / kJointGrain;
+    return ballStageBlocks(color) + (others + kJointGrain - 1) / kJointGrain;
 }
 
 void World::runJointStageBlock(JointPass pass, std::uint32_t color, std::uint32_t block, float inverseH)
 {
     const std::span<SolverBody> bodies(m_solverBodies);
     const std::span<const SolverBodyMotion> motions(m_solverMotions);
-    const bool colored = color < kJointColorCount;
     std::uint32_t first = m_jointColorStart[color];
     std::uint32_t last = m_jointColorStart[color + 1];
-    if (colored)
+    if (color < kJointColorCount)
     {
-        const std::uint32_t bundleGrain = kJointGrain / static_cast<std::uint32_t>(jointSolverLanes());
-        const std::uint32_t bundles = m_ballBundleStart[color + 1] - m_ballBundleStart[color];
-        const std::uint32_t ballBlocks = (bundles + bundleGrain - 1) / bundleGrain;
+        const std::uint32_t ballBlocks = ballStageBlocks(color);
         if (block < ballBlocks)
         {
-            const std::uint32_t begin = m_ballBundleStart[color] + block * bundleGrain;
-            const std::uint32_t end = std::min(begin + bundleGrain, m_ballBundleStart[color + 1]);
-            for (std::uint32_t bundle = begin; bundle < end && pass != JointPass::SolveLimited; ++bundle)
+            if (pass == JointPass::SolveLimited)
+            {
+                return; // plain ball joints have no limit
+            }
+            const std::uint32_t begin = m_ballBundleStart[color] + block * ballBundleGrain();
+            const std::uint32_t end = std::min(begin + ballBundleGrain(), m_ballBundleStart[color + 1]);
+            for (std::uint32_t bundle = begin; bundle < end; ++bundle)
             {
                 if (pass == JointPass::WarmStart)
                 {

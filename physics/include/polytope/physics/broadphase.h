@@ -446,6 +446,13 @@ class BroadphaseTree
     /// On `tasks` (null: the caller alone) the descent is split into node pairs shared out to the threads,
     /// whose finds are appended in thread order (the set is the same; callers sort).
     void selfPairs(std::vector<BroadphasePair>& out, TaskPool* tasks);
+    /// fn(k, into, thread) for k in [0, count) on `tasks`, each thread finding into its own buffer
+    /// (m_threadPairs); the buffers are then appended to `out` in thread order.
+    template <class Fn>
+    void findOnThreads(TaskPool& tasks, std::uint32_t count, std::uint32_t grain,
+                       std::vector<BroadphasePair>& out, Fn&& fn);
+    /// selfPairStep until `stack` is empty.
+    void descend(std::vector<NodePair>& stack, std::vector<BroadphasePair>& out) const;
     /// One node pair of selfPairs' descent: pops it from `stack`, pushes the pairs below it, and appends a
     /// pair of overlapping leaves (one moved) to `out`.
     void selfPairStep(std::vector<NodePair>& stack, std::vector<BroadphasePair>& out) const;

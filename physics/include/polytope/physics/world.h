@@ -1006,6 +1006,8 @@ class World
     /// Blocks of the prepared level's joint colour `color` (0 .. the colour count; the last is the rest,
     /// which is one block, run in order).
     std::uint32_t jointStageBlocks(std::uint32_t color) const;
+    /// Blocks of joint colour `color` (< the colours) that hold its ball bundles.
+    std::uint32_t ballStageBlocks(std::uint32_t color) const;
     /// `pass` over block `block` of joint colour `color`.
     void runJointStageBlock(JointPass pass, std::uint32_t color, std::uint32_t block, float inverseH);
     /// `pass` over the prepared level's joints, colour by colour (each colour's blocks on the pool's
@@ -1184,11 +1186,11 @@ class World
     std::vector<std::uint32_t> m_jointSlots;         ///< per solved joint: its slot
     std::vector<JointConstraint> m_jointConstraints; ///< per solved joint
     std::uint32_t m_jointLevelStart[kMaxSubstepLevels + 1] = {};
-    std::vector<std::uint32_t> m_jointOrder;      ///< the level's joints grouped by colour (indices)
-    bool m_levelHasLimitedJoints = false;         ///< some joint of the level has a limit or a cone
-    bool m_levelTurnsJointedInertia = false;      ///< some joint of the level has a gyroscopic body, whose
-                                                  ///< inertia refreshJointedInertia turns each substep
-    std::vector<std::uint8_t> m_jointColors;      ///< per joint of the level: its colour
+    std::vector<std::uint32_t> m_jointOrder; ///< the level's joints grouped by colour (indices)
+    bool m_levelHasLimitedJoints = false;    ///< some joint of the level has a limit or a cone
+    bool m_levelTurnsJointedInertia = false; ///< some joint of the level has a gyroscopic body, whose
+                                             ///< inertia refreshJointedInertia turns each substep
+    std::vector<std::uint8_t> m_jointColors; ///< per joint of the level: its colour, and whether it is wide
     std::vector<std::uint32_t> m_jointColorStart; ///< colour c: m_jointOrder[start[c] .. start[c + 1])
     std::vector<std::uint32_t> m_jointBallEnd;    ///< colour c's ball joints: m_jointOrder[start[c] .. this)
     std::vector<std::uint32_t> m_ballBundleStart; ///< colour c's bundles: [start[c], start[c + 1])
