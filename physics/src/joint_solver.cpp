@@ -489,13 +489,17 @@ void solveDistance(JointConstraint& c, Velocities& v, const Pose& p, float inver
 
 Mat3 jointPointMass(const JointConstraint& c, const Vec3& rA, const Vec3& rB)
 {
-    // K = M_A^-1 + M_B^-1 - [rA]x I_A^-1 [rA]x - [rB]x I_B^-1 [rB]x: the anchor velocity change per unit
-    // impulse; its inverse is the block's effective mass.
-    const Mat3 sA = skew(rA);
-    const Mat3 sB = skew(rB);
-    const Mat3 k = Mat3::diagonal(c.massA->inverseMass + c.massB->inverseMass) -
-                   sA * c.massA->inverseInertia * sA - sB * c.massB->inverseInertia * sB;
-    return inverse(k);
+    // K = M_A^-1 + M_B^-1 + [rA]x^T I_A^-1 [rA]x + [rB]x^T I_B^-1 [rB]x: the anchor velocity change per
+    // unit impulse; its inverse is the block's effective mass. K is symmetric (the world inverse inertias
+    // are kept exactly so: mirroredUpper), so only its 6 upper entries are worked out, each arm term from
+    // the two nonzero entries of each column of [r]x, and it is inverted by cofactors. The wide solver
+    // (joint_solver_wide.cpp) does these operations in this order.
+    const SymmetricBlock a = armInertia(rA, c.massA->inverseInertia);
+    const SymmetricBlock b = armInertia(rB, c.massB->inverseInertia);
+    const Vec3 m = c.massA->inverseMass + c.massB->inverseMass;
+    const SymmetricBlock k{m.x + a.xx + b.xx, a.xy + b.xy, a.xz + b.xz,
+                           m.y + a.yy + b.yy, a.yz + b.yz, m.z + a.zz + b.zz};
+    return inverseSymmetric(k);
 }
 
 void warmStartJoint(JointConstraint& c, std::span<SolverBody> bodies,

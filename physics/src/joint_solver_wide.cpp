@@ -8,16 +8,19 @@
 // - A bundle is structure-of-arrays (simd_wide.h): the anchors, both bodies' inverse masses and world
 //   inverse inertias for the step, the point block's effective mass (worked out at each warm start), the
 //   accumulated impulse, and the locked rows' softness in the solve and the relax pass (the joint's own
-//   spring in both, or the world's correction then rigid, as joint_solver.cpp's lockScales chooses).
+//   spring in both, or the world's correction then rigid, as joint_solver.cpp's lockScales chooses): 48
+//   fields. The inertias and the effective mass are symmetric (the World mirrors world inertias:
+//   mirroredUpper), so a bundle keeps their 6 upper entries: a grid's bundles outgrow the 2 MiB L2 cache
+//   of the development machine, and the passes stream them from L3 32 times a step.
 // - Bodies' velocities are gathered and scattered as the contacts' are; their centres and rotations (the
 //   substep's poses, SolverBodyMotion's first 7 floats) are gathered the same way, once a substep: the
 //   poses move only between the solve and the relax pass, so the arms the relax pass finds serve the next
 //   substep's warm start and solve pass as well (the pack finds the first substep's). (Gathering the masses
 //   per pass too, instead of keeping them in the bundle, made joint_grid's solve 20% slower: the shuffles
 //   cost more than the loads they save.)
-// - Each lane performs joint_solver.cpp's operations for a Ball joint in the same order, with the same
-//   zero terms (skew matrices, the inverse's determinant test), so a lane's result is the scalar solver's
-//   bits and the bundles change no simulation.
+// - Each lane performs joint_solver.cpp's operations for a Ball joint in the same order (the arm terms of
+//   K, the symmetric inverse and its determinant test), so a lane's result is the scalar solver's bits and
+//   the bundles change no simulation.
 // - Empty lanes name the static dummy (index 0) on both sides and hold zeros: zero masses give a zero
 //   effective mass, so they apply exactly 0 and are not written back.
 #include "polytope/physics/joint_solver.h"
@@ -40,16 +43,16 @@ constexpr int kAnchorA = 0;
 constexpr int kAnchorB = 3;
 constexpr int kInverseMassA = 6;
 constexpr int kInverseMassB = 9;
-constexpr int kInertiaA = 12; ///< world inverse inertia of A by columns: 9 fields
-constexpr int kInertiaB = 21;
-constexpr int kPointMass = 30; ///< the point block's effective mass by columns: 9 fields
-constexpr int kImpulse = 39;
-constexpr int kSolveScales = 42; ///< biasRate, massScale, impulseScale of the solve pass
-constexpr int kRelaxScales = 45; ///< those of the relax pass
-constexpr int kArmA = 48;        ///< the warm start's pose (WideJointPose) for the solve pass: 9 fields
-constexpr int kArmB = 51;
-constexpr int kSeparation = 54;
-constexpr int kBallFields = 57;
+constexpr int kInertiaA = 12; ///< world inverse inertia of A (symmetric): 6 fields
+constexpr int kInertiaB = 18;
+constexpr int kPointMass = 24; ///< the point block's effective mass (symmetric): 6 fields
+constexpr int kImpulse = 30;
+constexpr int kSolveScales = 33; ///< biasRate, massScale, impulseScale of the solve pass
+constexpr int kRelaxScales = 36; ///< those of the relax pass
+constexpr int kArmA = 39;        ///< the warm start's pose (WideJointPose) for the solve pass: 9 fields
+constexpr int kArmB = 42;
+constexpr int kSeparation = 45;
+constexpr int kBallFields = 48;
 constexpr std::size_t kBallBundleFloats = static_cast<std::size_t>(kBallFields) * W;
 
 /// The centres and rotations of W bodies: SolverBodyMotion's first 7 floats, transposed.
@@ -143,9 +146,9 @@ inline void applyPointImpulse(const float* q, WideBody& a, WideBody& b, const Wi
                               const WideVec3& impulse)
 {
     a.v = a.v - mulPerElem(fieldVec3(q, kInverseMassA), impulse);
-    a.w = a.w - fieldMat3(q, kInertiaA) * cross(p.rA, impulse);
+    a.w = a.w - fieldSymmetric(q, kInertiaA) * cross(p.rA, impulse);
     b.v = b.v + mulPerElem(fieldVec3(q, kInverseMassB), impulse);
-    b.w = b.w + fieldMat3(q, kInertiaB) * cross(p.rB, impulse);
+    b.w = b.w + fieldSymmetric(q, kInertiaB) * cross(p.rB, impulse);
 }
 
 float* bundleAt(BallJointBundles& b, std::uint32_t bundle)
@@ -213,12 +216,13 @@ void packBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<const J
         set(kAnchorB, lane, c.localAnchorB);
         set(kInverseMassA, lane, c.massA->inverseMass);
         set(kInverseMassB, lane, c.massB->inverseMass);
-        set(kInertiaA, lane, c.massA->inverseInertia.c0);
-        set(kInertiaA + 3, lane, c.massA->inverseInertia.c1);
-        set(kInertiaA + 6, lane, c.massA->inverseInertia.c2);
-        set(kInertiaB, lane, c.massB->inverseInertia.c0);
-        set(kInertiaB + 3, lane, c.massB->inverseInertia.c1);
-        set(kInertiaB + 6, lane, c.massB->inverseInertia.c2);
+        // The upper entries (the inertias are mirrored: mirroredUpper).
+        const Mat3& iA = c.massA->inverseInertia;
+        const Mat3& iB = c.massB->inverseInertia;
+        set(kInertiaA, lane, Vec3{iA.c0.x, iA.c1.x, iA.c2.x});
+        set(kInertiaA + 3, lane, Vec3{iA.c1.y, iA.c2.y, iA.c2.z});
+        set(kInertiaB, lane, Vec3{iB.c0.x, iB.c1.x, iB.c2.x});
+        set(kInertiaB + 3, lane, Vec3{iB.c1.y, iB.c2.y, iB.c2.z});
         set(kImpulse, lane, c.impulses.linear);
         // joint_solver.cpp's lockScales: the solve pass always uses the lock softness, the relax pass only
         // for a joint with its own spring (else rigid: no bias, full mass, no leak).
@@ -242,16 +246,17 @@ void warmStartBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<So
     // The arms at these poses: found by the pack (the first substep) or the last relax pass (the poses move
     // only between a solve and a relax pass).
     const WideJointPose p{fieldVec3(q, kArmA), fieldVec3(q, kArmB), fieldVec3(q, kSeparation)};
-    // jointPointMass: the inverse of M_A^-1 + M_B^-1 - [rA]x I_A^-1 [rA]x - [rB]x I_B^-1 [rB]x.
-    const WideMat3 sA = skew(p.rA);
-    const WideMat3 sB = skew(p.rB);
-    const WideMat3 k = diagonal(fieldVec3(q, kInverseMassA) + fieldVec3(q, kInverseMassB)) -
-                       sA * fieldMat3(q, kInertiaA) * sA - sB * fieldMat3(q, kInertiaB) * sB;
-    setFieldMat3(q, kPointMass, inverse(k));
+    // jointPointMass: the inverse of M_A^-1 + M_B^-1 + [rA]x^T I_A^-1 [rA]x + [rB]x^T I_B^-1 [rB]x.
+    const WideSymmetric a0 = armInertia(p.rA, fieldSymmetric(q, kInertiaA));
+    const WideSymmetric b0 = armInertia(p.rB, fieldSymmetric(q, kInertiaB));
+    const WideVec3 m = fieldVec3(q, kInverseMassA) + fieldVec3(q, kInverseMassB);
+    const WideSymmetric k{m.x + a0.xx + b0.xx, a0.xy + b0.xy, a0.xz + b0.xz,
+                          m.y + a0.yy + b0.yy, a0.yz + b0.yz, m.z + a0.zz + b0.zz};
+    setFieldSymmetric(q, kPointMass, inverseSymmetric(k));
     WideBody a;
     WideBody bb;
-    gatherBodies(bodies.data(), bodyIndex, a);
-    gatherBodies(bodies.data(), bodyIndex + W, bb);
+    gatherVelocities(bodies.data(), bodyIndex, a);
+    gatherVelocities(bodies.data(), bodyIndex + W, bb);
     applyPointImpulse(q, a, bb, p, fieldVec3(q, kImpulse));
     scatterVelocities(bodies.data(), bodyIndex, a);
     scatterVelocities(bodies.data(), bodyIndex + W, bb);
@@ -278,8 +283,8 @@ void solveBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<Solver
     }
     WideBody a;
     WideBody bb;
-    gatherBodies(bodies.data(), bodyIndex, a);
-    gatherBodies(bodies.data(), bodyIndex + W, bb);
+    gatherVelocities(bodies.data(), bodyIndex, a);
+    gatherVelocities(bodies.data(), bodyIndex + W, bb);
     // joint_solver.cpp's solvePoint.
     const int scales = useBias ? kSolveScales : kRelaxScales;
     const FloatW biasRate = field(q, scales);
@@ -288,7 +293,7 @@ void solveBallBundle(BallJointBundles& b, std::uint32_t bundle, std::span<Solver
     const WideVec3 cdot = (bb.v + cross(bb.w, p.rB)) - (a.v + cross(a.w, p.rA));
     const WideVec3 accumulated = fieldVec3(q, kImpulse);
     const WideVec3 impulse =
-        (fieldMat3(q, kPointMass) * (cdot + p.d * biasRate)) * -massScale - accumulated * impulseScale;
+        (fieldSymmetric(q, kPointMass) * (cdot + p.d * biasRate)) * -massScale - accumulated * impulseScale;
     setFieldVec3(q, kImpulse, accumulated + impulse);
     applyPointImpulse(q, a, bb, p, impulse);
     scatterVelocities(bodies.data(), bodyIndex, a);

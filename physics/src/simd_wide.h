@@ -87,52 +87,63 @@ struct WideQuat
     FloatW x, y, z, w;
 };
 
-inline WideMat3 fieldMat3(const float* block, int f)
+/// joint_solver.h's SymmetricBlock per lane.
+struct WideSymmetric
 {
-    return {fieldVec3(block, f), fieldVec3(block, f + 3), fieldVec3(block, f + 6)};
-}
-inline void setFieldMat3(float* block, int f, const WideMat3& m)
+    FloatW xx, xy, xz, yy, yz, zz;
+};
+inline WideSymmetric fieldSymmetric(const float* block, int f)
 {
-    setFieldVec3(block, f, m.c0);
-    setFieldVec3(block, f + 3, m.c1);
-    setFieldVec3(block, f + 6, m.c2);
+    return {field(block, f),     field(block, f + 1), field(block, f + 2),
+            field(block, f + 3), field(block, f + 4), field(block, f + 5)};
 }
-
-// math.h's Mat3 and Quat operations, lane by lane, in its order.
-inline WideMat3 operator*(const WideMat3& a, const WideMat3& b)
+inline void setFieldSymmetric(float* block, int f, const WideSymmetric& m)
 {
-    return {a * b.c0, a * b.c1, a * b.c2};
+    setField(block, f, m.xx);
+    setField(block, f + 1, m.xy);
+    setField(block, f + 2, m.xz);
+    setField(block, f + 3, m.yy);
+    setField(block, f + 4, m.yz);
+    setField(block, f + 5, m.zz);
 }
-inline WideMat3 operator-(const WideMat3& a, const WideMat3& b)
+/// The symmetric matrix times v, as math.h's Mat3 * Vec3 on the mirrored matrix.
+inline WideVec3 operator*(const WideSymmetric& m, const WideVec3& v)
 {
-    return {a.c0 - b.c0, a.c1 - b.c1, a.c2 - b.c2};
+    return {m.xx * v.x + m.xy * v.y + m.xz * v.z, m.xy * v.x + m.yy * v.y + m.yz * v.z,
+            m.xz * v.x + m.yz * v.y + m.zz * v.z};
 }
-inline WideMat3 skew(const WideVec3& v)
+/// joint_solver.h's armInertia.
+inline WideSymmetric armInertia(const WideVec3& r, const WideSymmetric& m)
 {
-    const FloatW z = simd::zero();
-    return {WideVec3{z, v.z, -v.y}, WideVec3{-v.z, z, v.x}, WideVec3{v.y, -v.x, z}};
+    const WideVec3 c0{m.xx, m.xy, m.xz};
+    const WideVec3 c1{m.xy, m.yy, m.yz};
+    const WideVec3 c2{m.xz, m.yz, m.zz};
+    const WideVec3 u0 = c1 * r.z - c2 * r.y;
+    const WideVec3 u1 = c2 * r.x - c0 * r.z;
+    const WideVec3 u2 = c0 * r.y - c1 * r.x;
+    return {r.z * u0.y - r.y * u0.z, r.z * u1.y - r.y * u1.z, r.z * u2.y - r.y * u2.z,
+            r.x * u1.z - r.z * u1.x, r.x * u2.z - r.z * u2.x, r.y * u2.x - r.x * u2.y};
 }
-inline WideMat3 diagonal(const WideVec3& d)
-{
-    const FloatW z = simd::zero();
-    return {WideVec3{d.x, z, z}, WideVec3{z, d.y, z}, WideVec3{z, z, d.z}};
-}
-/// math.h's inverse: zero where the determinant is zero or not finite.
-inline WideMat3 inverse(const WideMat3& m)
+/// joint_solver.h's inverseSymmetric: zero where the determinant is zero or not finite.
+inline WideSymmetric inverseSymmetric(const WideSymmetric& k)
 {
     const FloatW zero = simd::zero();
-    const FloatW det = dot(m.c0, cross(m.c1, m.c2));
+    const FloatW cxx = k.yy * k.zz - k.yz * k.yz;
+    const FloatW cxy = k.xz * k.yz - k.xy * k.zz;
+    const FloatW cxz = k.xy * k.yz - k.xz * k.yy;
+    const FloatW cyy = k.xx * k.zz - k.xz * k.xz;
+    const FloatW cyz = k.xy * k.xz - k.xx * k.yz;
+    const FloatW czz = k.xx * k.yy - k.xy * k.xy;
+    const FloatW det = k.xx * cxx + k.xy * cxy + k.xz * cxz;
     const FloatW inv = simd::splat(1.0f) / det;
-    const WideVec3 r0 = cross(m.c1, m.c2) * inv;
-    const WideVec3 r1 = cross(m.c2, m.c0) * inv;
-    const WideVec3 r2 = cross(m.c0, m.c1) * inv;
     // det - det is 0 only for a finite det.
     const FloatW singular =
         simd::either(simd::equal(det, zero), simd::equal(simd::equal(det - det, zero), zero));
-    const auto keep = [&](FloatW value) { return simd::select(singular, zero, value); };
-    return {WideVec3{keep(r0.x), keep(r1.x), keep(r2.x)}, WideVec3{keep(r0.y), keep(r1.y), keep(r2.y)},
-            WideVec3{keep(r0.z), keep(r1.z), keep(r2.z)}};
+    const auto keep = [&](FloatW value) { return simd::select(singular, zero, value * inv); };
+    return {keep(cxx), keep(cxy), keep(cxz), keep(cyy), keep(cyz), keep(czz)};
 }
+
+/// math.h's rotate, lane by lane, in its order.
 inline WideVec3 rotate(const WideQuat& q, const WideVec3& v)
 {
     const WideVec3 u{q.x, q.y, q.z};
@@ -150,14 +161,15 @@ static_assert(sizeof(SolverBody) == 12 * sizeof(float), "the gather reads a Solv
 
 #if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
 
-/// Rows of 4 bodies transposed: out[k] holds float k of each body.
-inline void gather4(const SolverBody* bodies, const std::uint32_t* index, __m128 out[12])
+/// Rows of 4 bodies transposed: out[k] holds float k of each body (the first 4 * Rows floats).
+template <int Rows = 3>
+inline void gather4(const SolverBody* bodies, const std::uint32_t* index, __m128 out[4 * Rows])
 {
     const float* p0 = &bodies[index[0]].linearVelocity.x;
     const float* p1 = &bodies[index[1]].linearVelocity.x;
     const float* p2 = &bodies[index[2]].linearVelocity.x;
     const float* p3 = &bodies[index[3]].linearVelocity.x;
-    for (int row = 0; row < 3; ++row)
+    for (int row = 0; row < Rows; ++row)
     {
         __m128 a = _mm_loadu_ps(p0 + 4 * row);
         __m128 b = _mm_loadu_ps(p1 + 4 * row);
@@ -229,6 +241,44 @@ inline void gatherBodies(const SolverBody* bodies, const std::uint32_t* index, W
     out.w = {c[3], c[4], c[5]};
     out.dp = {c[6], c[7], c[8]};
     out.dq = {c[9], c[10], c[11]};
+}
+
+/// gatherBodies without the displacements (the joints solve velocities at the poses they are given): the
+/// first 8 floats, which scatterVelocities writes back (dp.x and dp.y unchanged); dp.z and dq are zero.
+inline void gatherVelocities(const SolverBody* bodies, const std::uint32_t* index, WideBody& out)
+{
+    FloatW c[8];
+#if defined(POLYTOPE_SIMD_AVX2)
+    __m128 lo[8];
+    __m128 hi[8];
+    gather4<2>(bodies, index, lo);
+    gather4<2>(bodies, index + 4, hi);
+    for (int k = 0; k < 8; ++k)
+    {
+        c[k].v = _mm256_set_m128(hi[k], lo[k]);
+    }
+#elif defined(POLYTOPE_SIMD_SSE2)
+    __m128 rows[8];
+    gather4<2>(bodies, index, rows);
+    for (int k = 0; k < 8; ++k)
+    {
+        c[k].v = rows[k];
+    }
+#else
+    for (int lane = 0; lane < W; ++lane)
+    {
+        const float* p = &bodies[index[lane]].linearVelocity.x;
+        for (int k = 0; k < 8; ++k)
+        {
+            c[k].v[lane] = p[k];
+        }
+    }
+#endif
+    const FloatW z = simd::zero();
+    out.v = {c[0], c[1], c[2]};
+    out.w = {c[3], c[4], c[5]};
+    out.dp = {c[6], c[7], z};
+    out.dq = {z, z, z};
 }
 
 inline void scatterVelocities(SolverBody* bodies, const std::uint32_t* index, const WideBody& in)

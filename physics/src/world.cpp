@@ -870,9 +870,9 @@ Mat3 World::inverseInertiaWorld(std::uint32_t index) const
     if ((dofs & (kDofRotationX | kDofRotationY | kDofRotationZ)) ==
         (kDofRotationX | kDofRotationY | kDofRotationZ))
     {
-        return r * sim.inverseInertiaLocal * transpose(r);
+        return mirroredUpper(r * sim.inverseInertiaLocal * transpose(r));
     }
-    return restrictedInverse(r * sim.inertiaLocal * transpose(r), angularMaskOf(dofs));
+    return mirroredUpper(restrictedInverse(r * sim.inertiaLocal * transpose(r), angularMaskOf(dofs)));
 }
 
 // ---- Broadphase
@@ -2467,7 +2467,8 @@ void World::refreshJointedInertia(std::uint32_t begin, std::uint32_t end)
         if (motion.gyroscopic && m_bodies[slot].jointList != kNoJoint)
         {
             const Mat3 r = toMat3(motion.rotation);
-            m_solverMasses[s].inverseInertia = r * m_sims[slot].inverseInertiaLocal * transpose(r);
+            m_solverMasses[s].inverseInertia =
+                mirroredUpper(r * m_sims[slot].inverseInertiaLocal * transpose(r));
         }
     }
 }

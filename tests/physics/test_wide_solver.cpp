@@ -206,10 +206,12 @@ TEST_CASE("the wide ball joint solver gives the scalar solver's bits", "[solver]
             const float inverseMass = uniform(rng, 0.05f, 2.0f);
             m.inverseMass = {inverseMass, inverseMass, inverseMass};
             const Mat3 r = toMat3(randomRotation(rng));
-            m.inverseInertia = r *
-                               Mat3::diagonal({uniform(rng, 0.1f, 5.0f), uniform(rng, 0.1f, 5.0f),
-                                               uniform(rng, 0.1f, 5.0f)}) *
-                               transpose(r);
+            // Mirrored, as the World keeps world inertias.
+            m.inverseInertia =
+                mirroredUpper(r *
+                              Mat3::diagonal({uniform(rng, 0.1f, 5.0f), uniform(rng, 0.1f, 5.0f),
+                                              uniform(rng, 0.1f, 5.0f)}) *
+                              transpose(r));
         }
         masses.push_back(m);
         SolverBodyMotion motion;

@@ -70,7 +70,8 @@ static_assert(sizeof(SolverBody) == 48, "SolverBody is the solver's hot record: 
 struct SolverBodyMass
 {
     Vec3 inverseMass{};                 ///< 1/kg per world axis (0 on locked axes and for non-dynamic)
-    Mat3 inverseInertia = Mat3::zero(); ///< world frame, restricted to the free rotation axes
+    Mat3 inverseInertia = Mat3::zero(); ///< world frame, restricted to the free rotation axes; exactly
+                                        ///< symmetric (mirroredUpper)
 };
 
 /// Everything the integrators need about a body being solved.

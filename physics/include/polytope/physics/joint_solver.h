@@ -33,6 +33,7 @@
 #include "polytope/physics/contact_solver.h"
 #include "polytope/physics/joints.h"
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -91,6 +92,44 @@ struct JointConstraint
     float motorVelocity = 0.0f;   ///< Velocity
     float maxMotorImpulse = 0.0f; ///< per substep: maxForce * h
 };
+
+/// A symmetric 3x3 matrix by its 6 upper entries.
+struct SymmetricBlock
+{
+    float xx = 0.0f, xy = 0.0f, xz = 0.0f, yy = 0.0f, yz = 0.0f, zz = 0.0f;
+};
+
+/// [r]x^T I [r]x (that is -[r]x I [r]x) for an exactly symmetric I (mirroredUpper): the angular part of a
+/// point block's K, from the two nonzero entries of each column of [r]x.
+constexpr SymmetricBlock armInertia(const Vec3& r, const Mat3& inertia)
+{
+    const Vec3 u0 = inertia.c1 * r.z - inertia.c2 * r.y; // I (r x e0)
+    const Vec3 u1 = inertia.c2 * r.x - inertia.c0 * r.z; // I (r x e1)
+    const Vec3 u2 = inertia.c0 * r.y - inertia.c1 * r.x; // I (r x e2)
+    return {r.z * u0.y - r.y * u0.z, r.z * u1.y - r.y * u1.z, r.z * u2.y - r.y * u2.z,
+            r.x * u1.z - r.z * u1.x, r.x * u2.z - r.z * u2.x, r.y * u2.x - r.x * u2.y};
+}
+
+/// The inverse of a symmetric matrix by cofactors, mirrored into a Mat3; zero when the determinant is zero
+/// or not finite (as math.h's inverse).
+inline Mat3 inverseSymmetric(const SymmetricBlock& k)
+{
+    const float cxx = k.yy * k.zz - k.yz * k.yz;
+    const float cxy = k.xz * k.yz - k.xy * k.zz;
+    const float cxz = k.xy * k.yz - k.xz * k.yy;
+    const float cyy = k.xx * k.zz - k.xz * k.xz;
+    const float cyz = k.xy * k.xz - k.xx * k.yz;
+    const float czz = k.xx * k.yy - k.xy * k.xy;
+    const float det = k.xx * cxx + k.xy * cxy + k.xz * cxz;
+    if (det == 0.0f || !std::isfinite(det))
+    {
+        return Mat3::zero();
+    }
+    const float inv = 1.0f / det;
+    const Vec3 x{cxx * inv, cxy * inv, cxz * inv};
+    const Vec3 y{x.y, cyy * inv, cyz * inv};
+    return {x, y, Vec3{x.z, y.z, czz * inv}};
+}
 
 /// The inverse effective mass of a joint's point block at anchors rA, rB (world, from the centres of mass).
 Mat3 jointPointMass(const JointConstraint& c, const Vec3& rA, const Vec3& rB);

@@ -194,6 +194,14 @@ constexpr Mat3 skew(const Vec3& v)
     return {Vec3{0.0f, v.z, -v.y}, Vec3{-v.z, 0.0f, v.x}, Vec3{v.y, -v.x, 0.0f}};
 }
 
+/// `m` with its lower triangle replaced by its upper one: exactly symmetric. A product such as R I R^T is
+/// symmetric only to rounding; the solvers keep world inertias mirrored so that they can store and use
+/// their 6 upper entries (joint_solver_wide.cpp).
+constexpr Mat3 mirroredUpper(const Mat3& m)
+{
+    return {Vec3{m.c0.x, m.c1.x, m.c2.x}, Vec3{m.c1.x, m.c1.y, m.c2.y}, Vec3{m.c2.x, m.c2.y, m.c2.z}};
+}
+
 constexpr float determinant(const Mat3& m)
 {
     return dot(m.c0, cross(m.c1, m.c2));
