@@ -63,6 +63,7 @@ BroadphaseTree::BroadphaseTree(const BroadphaseConfig& config) : m_config(saniti
     // Thread the initial pool onto the free list, lowest index on top.
     const std::int32_t capacity = 2 * m_config.initialProxyCapacity;
     m_nodes.resize(static_cast<std::size_t>(capacity));
+    m_groups.resize(static_cast<std::size_t>(capacity), 0u);
     for (std::int32_t i = capacity - 1; i >= 0; --i)
     {
         m_nodes[i].parent = m_freeList;
@@ -86,6 +87,7 @@ std::int32_t BroadphaseTree::allocateNode()
         }
         const std::int32_t newSize = oldSize > kMaxNodes / 2 ? kMaxNodes : std::max(2 * oldSize, kMinGrowth);
         m_nodes.resize(static_cast<std::size_t>(newSize));
+        m_groups.resize(static_cast<std::size_t>(newSize), 0u);
         for (std::int32_t i = newSize - 1; i >= oldSize; --i)
         {
             m_nodes[i].parent = m_freeList;
@@ -98,6 +100,7 @@ std::int32_t BroadphaseTree::allocateNode()
     const bool inMovedSet = node.inMovedSet; // belongs to m_moved's bookkeeping, not to the node's life
     node = Node{};
     node.inMovedSet = inMovedSet;
+    m_groups[index] = 0;
     node.height = 0;
     ++m_nodeCount;
     return index;
@@ -111,6 +114,7 @@ void BroadphaseTree::freeNode(std::int32_t index)
     node.child2 = kNullProxy;
     node.height = -1;
     node.userData = 0;
+    m_groups[index] = 0;
     m_freeList = index;
     --m_nodeCount;
 }
@@ -125,7 +129,7 @@ void BroadphaseTree::markMoved(std::int32_t proxyId)
     }
 }
 
-std::int32_t BroadphaseTree::createProxy(const Aabb& box, std::uint64_t userData)
+std::int32_t BroadphaseTree::createProxy(const Aabb& box, std::uint64_t userData, std::uint32_t group)
 {
     // A proxy needs its leaf and, unless it is the first, one internal node.
     if (!isValidBox(box) || m_nodeCount > kMaxNodes - 2)
@@ -135,6 +139,7 @@ std::int32_t BroadphaseTree::createProxy(const Aabb& box, std::uint64_t userData
     const std::int32_t leaf = allocateNode();
     m_nodes[leaf].box = box;
     m_nodes[leaf].userData = userData;
+    m_groups[leaf] = group;
     insertLeaf(leaf);
     markMoved(leaf);
     ++m_proxyCount;
@@ -151,6 +156,20 @@ bool BroadphaseTree::destroyProxy(std::int32_t proxyId)
     removeLeaf(proxyId);
     freeNode(proxyId);
     --m_proxyCount;
+    return true;
+}
+
+bool BroadphaseTree::setProxyGroup(std::int32_t proxyId, std::uint32_t group)
+{
+    if (!isProxy(proxyId))
+    {
+        return false;
+    }
+    m_groups[proxyId] = group;
+    for (std::int32_t index = m_nodes[proxyId].parent; index != kNullProxy; index = m_nodes[index].parent)
+    {
+        m_groups[index] = groupOver(m_nodes[index].child1, m_nodes[index].child2);
+    }
     return true;
 }
 
@@ -310,6 +329,7 @@ void BroadphaseTree::insertLeaf(std::int32_t leaf)
     parent.child2 = leaf;
     parent.box = unionOf(m_nodes[sibling].box, m_nodes[leaf].box);
     parent.height = static_cast<std::int16_t>(m_nodes[sibling].height + 1);
+    m_groups[newParent] = groupOver(sibling, leaf);
     m_nodes[sibling].parent = newParent;
     m_nodes[leaf].parent = newParent;
     replaceChild(oldParent, sibling, newParent);
@@ -344,6 +364,7 @@ void BroadphaseTree::refit(std::int32_t index)
     const Node& second = m_nodes[node.child2];
     node.box = unionOf(first.box, second.box);
     node.height = static_cast<std::int16_t>(1 + std::max(first.height, second.height));
+    m_groups[index] = groupOver(node.child1, node.child2);
 }
 
 void BroadphaseTree::refitAndBalanceUpward(std::int32_t index)
@@ -546,19 +567,21 @@ void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* ta
         {
             return; // destroyed after it moved
         }
-        queryAabb(m_nodes[query].box,
-                  [&](std::int32_t other)
-                  {
-                      // Two moved proxies find each other twice: keep the find made by the smaller id's
-                      // query.
-                      const bool otherQueries = m_nodes[other].inMovedSet;
-                      if (other != query && !(otherQueries && other < query))
-                      {
-                          into.push_back(query < other ? BroadphasePair{query, other}
-                                                       : BroadphasePair{other, query});
-                      }
-                      return true;
-                  });
+        queryAabb(
+            m_nodes[query].box,
+            [&](std::int32_t other)
+            {
+                // Two moved proxies find each other twice: keep the find made by the smaller id's
+                // query.
+                const bool otherQueries = m_nodes[other].inMovedSet;
+                if (other != query && !(otherQueries && other < query))
+                {
+                    into.push_back(query < other ? BroadphasePair{query, other}
+                                                 : BroadphasePair{other, query});
+                }
+                return true;
+            },
+            m_groups[query]);
     };
     // Moved proxies per chunk of the parallel queries.
     constexpr std::uint32_t kQueryGrain = 64;
@@ -598,6 +621,12 @@ void BroadphaseTree::selfPairStep(std::vector<NodePair>& stack, std::vector<Broa
     const auto [a, b] = stack.back();
     stack.pop_back();
     const Node& first = m_nodes[a];
+    // Proxies that share a non-zero group never pair: a subtree all of one group is passed over, against
+    // itself or against another of the same group.
+    if (m_groups[a] != 0 && m_groups[a] == m_groups[b])
+    {
+        return;
+    }
     if (a == b)
     {
         // The pairs within a subtree: within each child, and across them.
@@ -694,15 +723,17 @@ void BroadphaseTree::findAllPairs(std::vector<BroadphasePair>& out) const
         {
             continue;
         }
-        queryAabb(m_nodes[query].box,
-                  [&](std::int32_t other)
-                  {
-                      if (other > query)
-                      {
-                          out.push_back({query, other});
-                      }
-                      return true;
-                  });
+        queryAabb(
+            m_nodes[query].box,
+            [&](std::int32_t other)
+            {
+                if (other > query)
+                {
+                    out.push_back({query, other});
+                }
+                return true;
+            },
+            m_groups[query]);
     }
     std::sort(out.begin(), out.end());
 }
@@ -769,6 +800,7 @@ std::int32_t BroadphaseTree::buildMedian(std::size_t first, std::size_t count)
     node.child2 = right;
     node.box = unionOf(m_nodes[left].box, m_nodes[right].box);
     node.height = static_cast<std::int16_t>(1 + std::max(m_nodes[left].height, m_nodes[right].height));
+    m_groups[index] = groupOver(left, right);
     m_nodes[left].parent = index;
     m_nodes[right].parent = index;
     return index;
@@ -820,6 +852,10 @@ bool BroadphaseTree::validate() const
 {
     const std::int32_t capacity = nodeCapacity();
     auto inRange = [&](std::int32_t i) { return i >= 0 && i < capacity; };
+    if (m_groups.size() != m_nodes.size())
+    {
+        return false;
+    }
     std::vector<std::uint8_t> seen(static_cast<std::size_t>(capacity), 0);
 
     std::int32_t reached = 0;
@@ -861,7 +897,8 @@ bool BroadphaseTree::validate() const
             if (first.parent != index || second.parent != index || first.height < 0 || second.height < 0 ||
                 node.height != 1 + std::max(first.height, second.height) ||
                 std::abs(first.height - second.height) > 1 ||
-                !sameBox(node.box, unionOf(first.box, second.box)))
+                !sameBox(node.box, unionOf(first.box, second.box)) ||
+                m_groups[index] != groupOver(node.child1, node.child2))
             {
                 return false;
             }
@@ -878,7 +915,7 @@ bool BroadphaseTree::validate() const
     std::int32_t freeCount = 0;
     for (std::int32_t index = m_freeList; index != kNullProxy; index = m_nodes[index].parent)
     {
-        if (!inRange(index) || seen[index] != 0 || m_nodes[index].height != -1)
+        if (!inRange(index) || seen[index] != 0 || m_nodes[index].height != -1 || m_groups[index] != 0)
         {
             return false;
         }
@@ -928,6 +965,7 @@ std::uint64_t BroadphaseTree::structureHash() const
             hash.add(node.box.min);
             hash.add(node.box.max);
             hash.add(node.userData);
+            hash.add(static_cast<std::int32_t>(m_groups[static_cast<std::size_t>(&node - m_nodes.data())]));
         }
     }
     for (const std::int32_t index : m_moved)

@@ -552,7 +552,7 @@ CreateBodyResult World::createBody(const BodyDesc& desc)
     {
         m_tightBoxes[index] = computeTightBox(index);
         m_fatBoxes[index] = m_fatBoxPolicy.fatBox(m_tightBoxes[index], predictedDisplacement(index, 0.0f));
-        body.proxy = treeOf(index).createProxy(m_fatBoxes[index], index);
+        body.proxy = treeOf(index).createProxy(m_fatBoxes[index], index, body.group);
         body.pendingPlaneTest = true;
         body.proxyMoved = true;
     }
@@ -1053,17 +1053,18 @@ bool World::collectPairCandidates()
                              continue; // destroyed after it moved
                          }
                          const auto a = static_cast<std::uint32_t>(m_broadphase.userData(proxy));
-                         m_staticTree.queryAabb(m_fatBoxes[a],
-                                                [&](std::int32_t other)
-                                                {
-                                                    const auto b = static_cast<std::uint32_t>(
-                                                        m_staticTree.userData(other));
-                                                    if (pairEligible(a, b))
-                                                    {
-                                                        keys.push_back(pairKey(a, b));
-                                                    }
-                                                    return true;
-                                                });
+                         m_staticTree.queryAabb(
+                             m_fatBoxes[a],
+                             [&](std::int32_t other)
+                             {
+                                 const auto b = static_cast<std::uint32_t>(m_staticTree.userData(other));
+                                 if (pairEligible(a, b))
+                                 {
+                                     keys.push_back(pairKey(a, b));
+                                 }
+                                 return true;
+                             },
+                             m_bodies[a].group);
                      }
                  });
     }
@@ -1074,16 +1075,18 @@ bool World::collectPairCandidates()
             continue;
         }
         const auto a = static_cast<std::uint32_t>(m_staticTree.userData(proxy));
-        m_broadphase.queryAabb(m_fatBoxes[a],
-                               [&](std::int32_t other)
-                               {
-                                   const auto b = static_cast<std::uint32_t>(m_broadphase.userData(other));
-                                   if (pairEligible(a, b))
-                                   {
-                                       m_newKeys.push_back(pairKey(a, b));
-                                   }
-                                   return true;
-                               });
+        m_broadphase.queryAabb(
+            m_fatBoxes[a],
+            [&](std::int32_t other)
+            {
+                const auto b = static_cast<std::uint32_t>(m_broadphase.userData(other));
+                if (pairEligible(a, b))
+                {
+                    m_newKeys.push_back(pairKey(a, b));
+                }
+                return true;
+            },
+            m_bodies[a].group);
     }
     m_staticTree.forgetMoved();
     m_broadphase.findNewPairs(m_pairScratch, m_tasks.get(), false);

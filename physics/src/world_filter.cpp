@@ -158,6 +158,10 @@ WorldStatus World::setBodyFilter(BodyId id, std::uint8_t layer, std::uint32_t gr
     }
     body.layer = layer;
     body.group = group;
+    if (body.proxy != kNullProxy)
+    {
+        treeOf(index).setProxyGroup(body.proxy, group);
+    }
     m_filtersChanged = true;
     requeryPairs(index);
     wakeIsland(index);

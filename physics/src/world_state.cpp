@@ -1138,7 +1138,7 @@ void World::rebuildBroadphase()
         body.proxy = kNullProxy;
         if (body.alive && m_shapes[i].type != ShapeType::Plane)
         {
-            body.proxy = treeOf(i).createProxy(m_fatBoxes[i], i);
+            body.proxy = treeOf(i).createProxy(m_fatBoxes[i], i, body.group);
         }
     }
     m_staticTree.rebuild(); // as a step rebuilds it after static bodies change

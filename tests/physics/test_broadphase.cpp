@@ -112,6 +112,7 @@ struct ReferenceProxy
     Aabb tight{};
     Aabb fat{};
     std::uint64_t userData = 0;
+    std::uint32_t group = 0; ///< 0: none; proxies sharing a non-zero group never pair
 };
 
 using Reference = std::map<std::int32_t, ReferenceProxy>; // ordered by id
@@ -122,10 +123,12 @@ std::vector<BroadphasePair> bruteForcePairs(const Reference& reference, const st
     std::vector<std::int32_t> ids;
     std::vector<Aabb> boxes;
     std::vector<char> isMoved;
+    std::vector<std::uint32_t> groups;
     for (const auto& [id, proxy] : reference)
     {
         ids.push_back(id);
         boxes.push_back(proxy.fat);
+        groups.push_back(proxy.group);
         isMoved.push_back(moved == nullptr || moved->count(id) != 0 ? 1 : 0);
     }
     std::vector<BroadphasePair> pairs;
@@ -133,7 +136,8 @@ std::vector<BroadphasePair> bruteForcePairs(const Reference& reference, const st
     {
         for (std::size_t b = a + 1; b < ids.size(); ++b)
         {
-            if ((isMoved[a] != 0 || isMoved[b] != 0) && boxesTouch(boxes[a], boxes[b]))
+            if ((isMoved[a] != 0 || isMoved[b] != 0) && boxesTouch(boxes[a], boxes[b]) &&
+                (groups[a] == 0 || groups[a] != groups[b]))
             {
                 pairs.push_back({ids[a], ids[b]});
             }
@@ -860,5 +864,119 @@ TEST_CASE("broadphase deferred moves: re-inserted or rebuilt, the pairs equal br
         REQUIRE(pairs == bruteForcePairs(reference, &moved));
         tree.findAllPairs(pairs);
         REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+    }
+}
+
+TEST_CASE("broadphase groups: proxies sharing a non-zero group never pair, on every path", "[broadphase]")
+{
+    // Groups mostly follow x (so whole subtrees share one and are passed over at inner nodes), with
+    // exceptions scattered through; group 0 pairs with everything.
+    std::mt19937 rng(77);
+    const float side = 30.0f;
+    std::uniform_int_distribution<int> anyGroup(0, 3);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    const auto groupAt = [&](const Aabb& box)
+    {
+        if (unit(rng) < 0.15f)
+        {
+            return static_cast<std::uint32_t>(anyGroup(rng));
+        }
+        return static_cast<std::uint32_t>(box.center().x < 0.0f ? 1 : (box.center().x < 10.0f ? 2 : 0));
+    };
+    BroadphaseTree tree(BroadphaseConfig{64});
+    Reference reference;
+    for (int i = 0; i < 300; ++i)
+    {
+        const Aabb box = randomBox(rng, side);
+        const std::uint32_t group = groupAt(box);
+        const std::int32_t id = tree.createProxy(box, static_cast<std::uint64_t>(i), group);
+        REQUIRE(id != kNullProxy);
+        REQUIRE(tree.proxyGroup(id) == group);
+        reference[id] = {box, box, static_cast<std::uint64_t>(i), group};
+    }
+    REQUIRE(tree.validate());
+    std::vector<BroadphasePair> pairs;
+    tree.findNewPairs(pairs);
+    REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+    tree.findAllPairs(pairs);
+    REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+    std::size_t ungrouped = 0;
+    {
+        Reference plain = reference;
+        for (auto& entry : plain)
+        {
+            entry.second.group = 0;
+        }
+        ungrouped = bruteForcePairs(plain, nullptr).size();
+    }
+    CHECK(pairs.size() < ungrouped); // the groups did take pairs away
+
+    TaskPool pool(2);
+    int round = 0;
+    // Few moves (one query per moved proxy), then many (the tree against itself), with regroupings: the
+    // pairs stay brute force's, and the tree's tags stay those of its leaves (validate).
+    for (const int movedCount : {5, 150, 20, 300})
+    {
+        CAPTURE(movedCount);
+        std::set<std::int32_t> moved;
+        std::vector<std::int32_t> ids;
+        for (const auto& entry : reference)
+        {
+            ids.push_back(entry.first);
+        }
+        std::shuffle(ids.begin(), ids.end(), rng);
+        for (int k = 0; k < movedCount; ++k)
+        {
+            const std::int32_t id = ids[static_cast<std::size_t>(k)];
+            const Aabb box = randomBox(rng, side);
+            REQUIRE(tree.deferMove(id, box));
+            reference[id].fat = box;
+            moved.insert(id);
+        }
+        tree.commitMoves();
+        // A few proxies change group; they are touched, as the World requeries them.
+        for (int k = 0; k < 10; ++k)
+        {
+            const std::int32_t id = ids[ids.size() - 1 - static_cast<std::size_t>(k)];
+            const std::uint32_t group = groupAt(reference[id].fat);
+            REQUIRE(tree.setProxyGroup(id, group));
+            REQUIRE(tree.touchProxy(id));
+            reference[id].group = group;
+            moved.insert(id);
+        }
+        REQUIRE(tree.validate());
+        const bool pooled = ++round % 2 == 0;
+        CAPTURE(pooled);
+        tree.findNewPairs(pairs, pooled ? &pool : nullptr);
+        REQUIRE(pairs == bruteForcePairs(reference, &moved));
+        tree.findAllPairs(pairs);
+        REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+    }
+    CHECK_FALSE(tree.setProxyGroup(kNullProxy, 1));
+
+    // A query that skips a group finds the overlapping proxies of every other group.
+    for (int q = 0; q < 50; ++q)
+    {
+        const Aabb box = randomBox(rng, side);
+        const auto skip = static_cast<std::uint32_t>(anyGroup(rng));
+        std::vector<std::int32_t> found;
+        tree.queryAabb(
+            box,
+            [&](std::int32_t id)
+            {
+                found.push_back(id);
+                return true;
+            },
+            skip);
+        std::sort(found.begin(), found.end());
+        std::vector<std::int32_t> expected;
+        for (const auto& [id, proxy] : reference)
+        {
+            if (boxesTouch(proxy.fat, box) && (skip == 0 || proxy.group != skip))
+            {
+                expected.push_back(id);
+            }
+        }
+        REQUIRE(found == expected);
     }
 }

@@ -132,8 +132,10 @@ class BroadphaseTree
     /// Adds a proxy that stores `box` (metres, world frame; normally a fat box) and returns its id (>= 0),
     /// stable until destroyProxy. The new proxy counts as moved for findNewPairs. Returns kNullProxy (tree
     /// unchanged) when the box is not finite or min > max on some axis, or when the node pool would exceed
-    /// 2^31 - 1 nodes.
-    std::int32_t createProxy(const Aabb& box, std::uint64_t userData);
+    /// 2^31 - 1 nodes. `group` (0: none): proxies sharing a non-zero group are never paired (findNewPairs)
+    /// and a query can skip a group (queryAabb): the World's collision groups, so that a ragdoll or a
+    /// jointed grid is not searched for pairs it would refuse.
+    std::int32_t createProxy(const Aabb& box, std::uint64_t userData, std::uint32_t group = 0);
 
     /// Removes a proxy; its id may be handed out again (the most recently freed id first). Returns false,
     /// changing nothing, when `proxyId` names no live proxy.
@@ -160,6 +162,12 @@ class BroadphaseTree
     /// pairs (e.g. after its collision filter changed). Returns false when `proxyId` names no live proxy.
     bool touchProxy(std::int32_t proxyId);
 
+    /// Moves a live proxy to another group (see createProxy); returns false when `proxyId` names no live
+    /// proxy. Pairs it may now make are found once it is marked moved (touchProxy).
+    bool setProxyGroup(std::int32_t proxyId, std::uint32_t group);
+    /// The group given at creation or by setProxyGroup. Precondition: isProxy(proxyId).
+    std::uint32_t proxyGroup(std::int32_t proxyId) const { return m_groups[proxyId]; }
+
     /// Whether `proxyId` names a live proxy.
     bool isProxy(std::int32_t proxyId) const
     {
@@ -172,9 +180,10 @@ class BroadphaseTree
     std::uint64_t userData(std::int32_t proxyId) const { return m_nodes[proxyId].userData; }
 
     /// Calls fn(std::int32_t proxyId) -> bool for every proxy whose fat box overlaps `box` (closed boxes:
-    /// touching counts). Returning false stops the query. The visiting order is deterministic but
-    /// otherwise unspecified.
-    template <class Fn> void queryAabb(const Aabb& box, Fn&& fn) const
+    /// touching counts), except those in group `skipGroup` when it is non-zero (whole subtrees of it are
+    /// passed over). Returning false stops the query. The visiting order is deterministic but otherwise
+    /// unspecified.
+    template <class Fn> void queryAabb(const Aabb& box, Fn&& fn, std::uint32_t skipGroup = 0) const
     {
         if (m_root == kNullProxy)
         {
@@ -184,14 +193,15 @@ class BroadphaseTree
         stack.push(m_root);
         while (!stack.empty())
         {
-            const Node& node = m_nodes[stack.pop()];
-            if (!node.box.overlaps(box))
+            const std::int32_t index = stack.pop();
+            const Node& node = m_nodes[index];
+            if (!node.box.overlaps(box) || (skipGroup != 0 && m_groups[index] == skipGroup))
             {
                 continue;
             }
             if (node.isLeaf())
             {
-                if (!fn(static_cast<std::int32_t>(&node - m_nodes.data())))
+                if (!fn(index))
                 {
                     return;
                 }
@@ -228,10 +238,10 @@ class BroadphaseTree
     }
 
     /// The incremental pair update: replaces `out` with every pair of overlapping fat boxes in which at
-    /// least one proxy moved (was created, re-inserted by moveProxy, or touched) since the last call, each
-    /// pair once, sorted by (proxyA, proxyB); then forgets the moved set. Pairs whose fat boxes overlapped
-    /// before and still do are reported again when one side moved: callers keep their own pair set.
-    /// Allocates only when `out` needs more capacity than it has.
+    /// least one proxy moved (was created, re-inserted by moveProxy, or touched) since the last call, and
+    /// which share no non-zero group, each pair once, sorted by (proxyA, proxyB); then forgets the moved set.
+    /// Pairs whose fat boxes overlapped before and still do are reported again when one side moved: callers
+    /// keep their own pair set. Allocates only when `out` needs more capacity than it has.
     void findNewPairs(std::vector<BroadphasePair>& out);
     /// The same, with the moved proxies' queries shared out on `tasks` (null: the caller alone); the result
     /// is the same. When a 1 / kRebuildShare share of the proxies moved, one descent of the tree against
@@ -243,7 +253,8 @@ class BroadphaseTree
     /// most that many threads allocates nothing.
     void reservePairBuffers(int threads, std::size_t pairs);
 
-    /// Replaces `out` with every pair of overlapping fat boxes, each once, sorted by (proxyA, proxyB).
+    /// Replaces `out` with every pair of overlapping fat boxes that share no non-zero group, each once,
+    /// sorted by (proxyA, proxyB).
     /// Leaves the moved set alone.
     void findAllPairs(std::vector<BroadphasePair>& out) const;
 
@@ -435,6 +446,11 @@ class BroadphaseTree
     std::int32_t liftChild(std::int32_t index, std::int32_t lifted);
     void rotateForArea(std::int32_t index);
     void refit(std::int32_t index);
+    /// The group tag of an inner node with these children (see m_groups).
+    std::uint32_t groupOver(std::int32_t child1, std::int32_t child2) const
+    {
+        return m_groups[child1] == m_groups[child2] ? m_groups[child1] : 0u;
+    }
     void replaceChild(std::int32_t parent, std::int32_t oldChild, std::int32_t newChild);
     void markMoved(std::int32_t proxyId);
     /// Two nodes whose leaves' pairs selfPairs is to find (a node with itself: the pairs within its subtree).
@@ -460,7 +476,10 @@ class BroadphaseTree
     std::int32_t buildMedian(std::size_t first, std::size_t count);
 
     BroadphaseConfig m_config;
-    std::vector<Node> m_nodes;            ///< the pool; leaves' indices are proxy ids
+    std::vector<Node> m_nodes; ///< the pool; leaves' indices are proxy ids
+    /// Per node of the pool (kept beside it: Node is full): a leaf's group; an inner node's, its children's
+    /// when they agree, else 0 (every proxy below shares it when non-zero: groupOver).
+    std::vector<std::uint32_t> m_groups;
     std::vector<std::int32_t> m_moved;    ///< proxies moved since the last findNewPairs, no repeats
     std::vector<std::int32_t> m_deferred; ///< proxies deferMove changed since the last commitMoves
     std::vector<NodePair> m_pairStack;    ///< selfPairs' node pairs to visit
