@@ -208,7 +208,14 @@ void BroadphaseTree::commitMoves()
     }
     if (static_cast<std::int32_t>(m_deferred.size()) * kRebuildShare >= m_proxyCount)
     {
-        rebuild();
+        // Most of the tree moved (a swinging grid, a falling pile): the boxes of the inner nodes are
+        // refitted over the same shape, unless that shape has grown loose since the last rebuild.
+        const double rootPerimeter = m_root == kNullProxy ? 0.0 : refitBelow(m_root).perimeter();
+        if (!(m_innerPerimeter <=
+              kLooseRefit * m_builtInnerPerimeter * (rootPerimeter / m_builtRootPerimeter)))
+        {
+            rebuild();
+        }
     }
     else
     {
@@ -762,6 +769,10 @@ void BroadphaseTree::rebuild()
     }
     m_root = buildMedian(0, m_rebuildScratch.size());
     m_nodes[m_root].parent = kNullProxy;
+    // The measure later refits are held to (commitMoves).
+    refitBelow(m_root);
+    m_builtInnerPerimeter = m_innerPerimeter;
+    m_builtRootPerimeter = m_nodes[m_root].box.perimeter();
 }
 
 std::int32_t BroadphaseTree::buildMedian(std::size_t first, std::size_t count)
@@ -804,6 +815,23 @@ std::int32_t BroadphaseTree::buildMedian(std::size_t first, std::size_t count)
     m_nodes[left].parent = index;
     m_nodes[right].parent = index;
     return index;
+}
+
+Aabb BroadphaseTree::refitBelow(std::int32_t index)
+{
+    if (index == m_root)
+    {
+        m_innerPerimeter = 0.0;
+    }
+    const Node& node = m_nodes[index];
+    if (node.isLeaf())
+    {
+        return node.box;
+    }
+    const Aabb box = unionOf(refitBelow(node.child1), refitBelow(node.child2));
+    m_nodes[index].box = box;
+    m_innerPerimeter += box.perimeter();
+    return box;
 }
 
 void BroadphaseTree::forgetMoved()

@@ -152,11 +152,16 @@ class BroadphaseTree
     /// changed in any other way.
     bool deferMove(std::int32_t proxyId, const Aabb& box);
     /// Re-inserts the proxies deferMove changed, one by one, or, when they are at least a
-    /// 1 / kRebuildShare share of the tree (a world of swinging or falling bodies), rebuilds the whole tree
-    /// over the new boxes at once (rebuild): cheaper than as many re-insertions, and a better tree.
+    /// 1 / kRebuildShare share of the tree (a world of swinging or falling bodies), refits the inner
+    /// nodes' boxes over the tree's shape, or rebuilds the whole tree over the new boxes at once (rebuild)
+    /// when a refit would leave it loose (kLooseRefit): both cheaper than as many re-insertions.
     void commitMoves();
     /// See commitMoves.
     static constexpr std::int32_t kRebuildShare = 4;
+    /// commitMoves with a 1 / kRebuildShare share moved refits the inner nodes' boxes over the tree's
+    /// shape instead of rebuilding it, while their summed perimeter, relative to the root's, stays within
+    /// this factor of the last rebuild's (the bodies kept their neighbours); past it, it rebuilds.
+    static constexpr double kLooseRefit = 1.25;
 
     /// Marks a live proxy as moved without changing its box, so the next findNewPairs reports all its
     /// pairs (e.g. after its collision filter changed). Returns false when `proxyId` names no live proxy.
@@ -446,6 +451,9 @@ class BroadphaseTree
     std::int32_t liftChild(std::int32_t index, std::int32_t lifted);
     void rotateForArea(std::int32_t index);
     void refit(std::int32_t index);
+    /// Sets the boxes of the inner nodes below `index` to their children's union, bottom up, and returns
+    /// its box; from the root, also sums the inner nodes' perimeters into m_innerPerimeter.
+    Aabb refitBelow(std::int32_t index);
     /// The group tag of an inner node with these children (see m_groups).
     std::uint32_t groupOver(std::int32_t child1, std::int32_t child2) const
     {
@@ -480,6 +488,9 @@ class BroadphaseTree
     /// Per node of the pool (kept beside it: Node is full): a leaf's group; an inner node's, its children's
     /// when they agree, else 0 (every proxy below shares it when non-zero: groupOver).
     std::vector<std::uint32_t> m_groups;
+    double m_innerPerimeter = 0.0;        ///< the inner nodes' summed perimeters at the last refitBelow(root)
+    double m_builtInnerPerimeter = 0.0;   ///< that sum after the last rebuild (0: none yet)
+    double m_builtRootPerimeter = 0.0;    ///< the root's perimeter then
     std::vector<std::int32_t> m_moved;    ///< proxies moved since the last findNewPairs, no repeats
     std::vector<std::int32_t> m_deferred; ///< proxies deferMove changed since the last commitMoves
     std::vector<NodePair> m_pairStack;    ///< selfPairs' node pairs to visit
