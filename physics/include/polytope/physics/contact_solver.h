@@ -74,8 +74,10 @@ struct SolverBodyMass
                                         ///< symmetric (mirroredUpper)
 };
 
-/// Everything the integrators need about a body being solved.
-struct SolverBodyMotion
+/// Everything the integrators need about a body being solved. Two cache lines each, aligned, so that the
+/// pose (centre and rotation, which the joints gather every substep) lies in one line: joint_grid's solve
+/// phase took 9% longer with the 124-byte records packed across lines.
+struct alignas(64) SolverBodyMotion
 {
     Vec3 center{};                      ///< centre of mass, world; advanced by integratePositions
     Quat rotation{};                    ///< advanced by integratePositions
@@ -90,6 +92,7 @@ struct SolverBodyMotion
     bool gyroscopic = false; ///< rotation turns w in body axes (freeRotationStep): non-isotropic inertia,
                              ///< all rotation axes free
 };
+static_assert(sizeof(SolverBodyMotion) == 128, "SolverBodyMotion: two cache lines");
 
 /// One point of a contact constraint. The angular parts of the Jacobians ("arms", r x direction) and
 /// their images under the inverse inertia ("turns") are computed once per step, so that a solver
