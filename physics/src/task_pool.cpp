@@ -150,8 +150,12 @@ void TaskPool::runStages(std::span<const std::uint32_t> blocks, TaskFunction fn)
     for (std::size_t s = 0; s < blocks.size(); ++s)
     {
         // Published to the workers by parallelFor's release of the job below.
-        m_stages[s].claimed.store(0, std::memory_order_relaxed);
         m_stages[s].done.store(0, std::memory_order_relaxed);
+        for (int t = 0; t < m_threadCount; ++t)
+        {
+            m_runNext[static_cast<std::size_t>(t) * m_stageCapacity + s].store(runStart(blocks[s], t),
+                                                                               std::memory_order_relaxed);
+        }
     }
     parallelFor(static_cast<std::uint32_t>(m_threadCount), 1,
                 [&](std::uint32_t, std::uint32_t, int thread) { runStageLoop(blocks, fn, thread); });
@@ -163,6 +167,8 @@ void TaskPool::reserveStages(std::size_t stages)
     {
         m_stageCapacity = stages;
         m_stages = std::make_unique<StageCounters[]>(m_stageCapacity);
+        m_runNext = std::make_unique<std::atomic<std::uint32_t>[]>(m_stageCapacity *
+                                                                   static_cast<std::size_t>(m_threadCount));
     }
 }
 
@@ -174,16 +180,24 @@ void TaskPool::runStageLoop(std::span<const std::uint32_t> blocks, const TaskFun
         StageCounters& stage = m_stages[s];
         const std::uint32_t count = blocks[s];
         std::uint32_t ran = 0;
-        for (;;)
+        // This thread's run first, then what is left of the others' (a thread that came late, or never).
+        for (int k = 0; k < m_threadCount; ++k)
         {
-            // Relaxed: what a block reads was made visible by the previous stage's done (acquire below).
-            const std::uint32_t block = stage.claimed.fetch_add(1, std::memory_order_relaxed);
-            if (block >= count)
+            const int owner = (thread + k) % m_threadCount;
+            std::atomic<std::uint32_t>& next =
+                m_runNext[static_cast<std::size_t>(owner) * m_stageCapacity + s];
+            const std::uint32_t end = runStart(count, owner + 1);
+            for (;;)
             {
-                break;
+                // Relaxed: what a block reads was made visible by the previous stage's done (acquire below).
+                const std::uint32_t block = next.fetch_add(1, std::memory_order_relaxed);
+                if (block >= end)
+                {
+                    break;
+                }
+                fn(static_cast<std::uint32_t>(s), block, thread);
+                ++ran;
             }
-            fn(static_cast<std::uint32_t>(s), block, thread);
-            ++ran;
         }
         if (ran > 0)
         {

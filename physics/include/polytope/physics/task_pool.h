@@ -111,12 +111,15 @@ class TaskPool
     /// Runs stages 0 .. blocks.size() - 1 one after another, stage s as blocks[s] blocks that may run at the
     /// same time: fn(s, block, thread) for each block of each stage, exactly once. Every write of a stage is
     /// visible to the next. It is one job of the pool, not one per stage (after Box2D v3's solver stages):
-    /// the threads that join it claim the blocks of the current stage from an atomic counter, and a thread
-    /// that finds none left waits, spinning, until the stage's last block is done, then goes on to the
-    /// next stage. A stage boundary costs a few hundred nanoseconds rather than a parallelFor's round trip.
-    /// No thread is waited for that has not claimed a block, so a worker that joins late (or never) only
-    /// leaves more blocks to the others. With one thread, when nested, or for an empty list, runs inline
-    /// on the caller. Allocates only when a longer list than any before comes (the per-stage counters).
+    /// a stage's blocks are split into one run per thread, in order; a thread claims the blocks of its own
+    /// run from the run's atomic counter, then those left in the others' runs from theirs, and, finding
+    /// none left, waits, spinning, until the stage's last block is done, then goes on to the next stage.
+    /// So a thread runs the same blocks in every stage unless another is late, and the data they touch
+    /// stays in its core's cache (Box2D v3 likewise starts each worker at its own share of a stage). A stage
+    /// boundary costs a few hundred nanoseconds rather than a parallelFor's round trip. No thread is waited
+    /// for that has not claimed a block, so a worker that joins late (or never) only leaves more blocks to
+    /// the others. With one thread, when nested, or for an empty list, runs inline on the caller. Allocates
+    /// only when a longer list than any before comes (the per-stage counters).
     ///
     /// fn must not throw.
     void runStages(std::span<const std::uint32_t> blocks, TaskFunction fn) noexcept;
@@ -126,6 +129,13 @@ class TaskPool
   private:
     /// Runs runStages' stages as one of the joining threads.
     void runStageLoop(std::span<const std::uint32_t> blocks, const TaskFunction& fn, int thread) noexcept;
+    /// The first block of thread `thread`'s run of a stage of `count` blocks (`m_threadCount`: the end).
+    std::uint32_t runStart(std::uint32_t count, int thread) const
+    {
+        return static_cast<std::uint32_t>(static_cast<std::uint64_t>(count) *
+                                          static_cast<std::uint64_t>(thread) /
+                                          static_cast<std::uint64_t>(m_threadCount));
+    }
     void workerLoop(int threadIndex, std::uint32_t firstGeneration) noexcept;
     /// Blocks (spins, then sleeps) until the job generation differs from `seen`; returns the new one.
     std::uint32_t waitForNextGeneration(std::uint32_t seen) noexcept;
@@ -164,13 +174,16 @@ class TaskPool
     std::uint32_t m_grain = 1;
     std::uint32_t m_chunkCount = 0;
 
-    /// runStages' counters of one stage, on their own cache line.
+    /// runStages' counter of one stage, on its own cache line.
     struct alignas(kCacheLine) StageCounters
     {
-        std::atomic<std::uint32_t> claimed{0}; ///< blocks handed out (may pass the count)
-        std::atomic<std::uint32_t> done{0};    ///< blocks finished
+        std::atomic<std::uint32_t> done{0}; ///< blocks finished
     };
     std::unique_ptr<StageCounters[]> m_stages;
+    /// runStages' claim counters: thread t's run of stage s at [t * m_stageCapacity + s], the next block
+    /// to hand out (may pass the run's end). A thread's counters are contiguous: others touch them only to
+    /// take what it left.
+    std::unique_ptr<std::atomic<std::uint32_t>[]> m_runNext;
     std::size_t m_stageCapacity = 0;
 
     int m_threadCount = 1;
