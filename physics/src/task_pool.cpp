@@ -1,6 +1,9 @@
 // The task pool's protocol (task_pool.h has the design). Three counters carry it:
-// - m_chunksLeft: the caller stores the job's chunk count (release) after writing the job; a thread claims
-//   a chunk with fetch_sub (acquire), so a successful claim sees the job, and each chunk is claimed once.
+// - m_chunksLeft: one counter per run of chunks (a thread's share: see task_pool.h). The caller stores each
+//   run's chunk count (release) after writing the job; a thread claims a chunk of a run with fetch_sub
+//   (acquire), so a successful claim sees the job, and each chunk is claimed once. A new job starts only
+//   when every chunk of the last is done, so every run's counter is then at or below 0 and a claim racing
+//   with the caller's stores either fails or takes a chunk of the new job.
 //   A thread that was slow to wake may claim a chunk of a newer job than the one that woke it: that is
 //   fine, because it reads the job only after the claim, and the job cannot change before that chunk is
 //   counted done.
@@ -119,7 +122,11 @@ void TaskPool::parallelFor(std::uint32_t count, std::uint32_t grain, TaskFunctio
     m_grain = grain;
     m_chunkCount = chunkCount;
     m_chunksDone.store(0, std::memory_order_relaxed);
-    m_chunksLeft.store(chunkCount, std::memory_order_release);
+    for (int t = 0; t < m_threadCount; ++t)
+    {
+        m_chunksLeft[t].left.store(runStart(chunkCount, t + 1) - runStart(chunkCount, t),
+                                   std::memory_order_release);
+    }
     m_generation.fetch_add(1, std::memory_order_seq_cst);
     if (m_sleepingWorkers.load(std::memory_order_seq_cst) > 0)
     {
@@ -260,20 +267,25 @@ void TaskPool::runChunks(int threadIndex) noexcept
 {
     std::uint32_t chunksRun = 0;
     std::uint32_t chunkCount = 0;
-    for (;;)
+    // This thread's run first, then what is left of the others'.
+    for (int k = 0; k < m_threadCount; ++k)
     {
-        const std::int64_t left = m_chunksLeft.fetch_sub(1, std::memory_order_acquire);
-        if (left <= 0)
+        const int owner = (threadIndex + k) % m_threadCount;
+        for (;;)
         {
-            break;
+            const std::int64_t left = m_chunksLeft[owner].left.fetch_sub(1, std::memory_order_acquire);
+            if (left <= 0)
+            {
+                break;
+            }
+            // Claimed: the job is stable until this chunk is counted done below.
+            chunkCount = m_chunkCount;
+            const std::uint32_t chunk = runStart(chunkCount, owner + 1) - static_cast<std::uint32_t>(left);
+            const std::uint32_t begin = chunk * m_grain; // < m_count: no overflow
+            const std::uint32_t end = m_count - begin > m_grain ? begin + m_grain : m_count;
+            (*m_function)(begin, end, threadIndex);
+            ++chunksRun;
         }
-        // Claimed: the job is stable until this chunk is counted done below.
-        chunkCount = m_chunkCount;
-        const std::uint32_t chunk = chunkCount - static_cast<std::uint32_t>(left);
-        const std::uint32_t begin = chunk * m_grain; // < m_count: no overflow
-        const std::uint32_t end = m_count - begin > m_grain ? begin + m_grain : m_count;
-        (*m_function)(begin, end, threadIndex);
-        ++chunksRun;
     }
     if (chunksRun == 0)
     {

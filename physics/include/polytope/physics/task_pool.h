@@ -129,7 +129,8 @@ class TaskPool
   private:
     /// Runs runStages' stages as one of the joining threads.
     void runStageLoop(std::span<const std::uint32_t> blocks, const TaskFunction& fn, int thread) noexcept;
-    /// The first block of thread `thread`'s run of a stage of `count` blocks (`m_threadCount`: the end).
+    /// The first block (or chunk) of thread `thread`'s run of a stage (or job) of `count` (`m_threadCount`:
+    /// the end).
     std::uint32_t runStart(std::uint32_t count, int thread) const
     {
         return static_cast<std::uint32_t>(static_cast<std::uint64_t>(count) *
@@ -154,9 +155,15 @@ class TaskPool
     std::atomic<int> m_sleepingWorkers{0};
     std::atomic<bool> m_stopping{false};
 
-    /// Chunks of the current job not yet claimed. Signed: a claim that finds none left takes it below 0,
-    /// which the next job's store overwrites.
-    alignas(kCacheLine) std::atomic<std::int64_t> m_chunksLeft{0};
+    /// Chunks of the current job not yet claimed, per run: the chunks are split into one run per thread,
+    /// in order, and a thread claims from its own run first, then from the others' (so a thread tends to
+    /// run the same items job after job, and keeps their data in its core's cache). Signed: a claim that
+    /// finds none left takes it below 0, which the next job's store overwrites.
+    struct alignas(kCacheLine) RunCounter
+    {
+        std::atomic<std::int64_t> left{0};
+    };
+    RunCounter m_chunksLeft[kMaxTaskThreads];
 
     /// Chunks of the current job finished; the job is done when it reaches m_chunkCount.
     alignas(kCacheLine) std::atomic<std::uint32_t> m_chunksDone{0};
