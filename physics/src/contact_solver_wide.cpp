@@ -712,4 +712,65 @@ void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses
     }
 }
 
+void integratePositionsWide(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions,
+                            std::uint32_t begin, std::uint32_t end, float h)
+{
+    // integratePositions, W bodies a lane each: gathered, moved, scattered. Each lane does its operations
+    // in its order (integrateRotation's zero term included), so the bits are the same. A group holding a
+    // gyroscopic body (freeRotationStep), and the last W - 1 bodies, go through integratePositions.
+    std::uint32_t first = std::max<std::uint32_t>(begin, 1);
+    const FloatW step = simd::splat(h);
+    const FloatW halfStep = simd::splat(0.5f * h);
+    const FloatW zero = simd::zero();
+    const FloatW one = simd::splat(1.0f);
+    const FloatW tiny = simd::splat(1e-20f);
+    std::uint32_t index[W];
+    for (; first + W <= end; first += W)
+    {
+        bool gyroscopic = false;
+        for (int lane = 0; lane < W; ++lane)
+        {
+            index[lane] = first + static_cast<std::uint32_t>(lane);
+            gyroscopic = gyroscopic || motions[first + static_cast<std::uint32_t>(lane)].gyroscopic;
+        }
+        if (gyroscopic)
+        {
+            integratePositions(bodies, motions, first, first + W, h);
+            continue;
+        }
+        WideBody b;
+        gatherBodies(bodies.data(), index, b);
+        WidePose pose;
+        gatherPoses(motions.data(), index, pose);
+        const WideVec3 dp = b.v * step;
+        b.dp = b.dp + dp;
+        pose.center = pose.center + dp;
+        b.dq = b.dq + b.w * step;
+        // integrateRotation: dq = (w, 0) * q, then q + dq h / 2, normalized.
+        const WideQuat& q = pose.rotation;
+        const WideVec3& w = b.w;
+        const FloatW dx = zero * q.x + w.x * q.w + w.y * q.z - w.z * q.y;
+        const FloatW dy = zero * q.y - w.x * q.z + w.y * q.w + w.z * q.x;
+        const FloatW dz = zero * q.z + w.x * q.y - w.y * q.x + w.z * q.w;
+        const FloatW dw = zero * q.w - w.x * q.x - w.y * q.y - w.z * q.z;
+        const WideQuat moved{q.x + dx * halfStep, q.y + dy * halfStep, q.z + dz * halfStep,
+                             q.w + dw * halfStep};
+        // normalize: the identity where the length is not above 1e-20.
+        const FloatW length =
+            simd::sqrt(moved.x * moved.x + moved.y * moved.y + moved.z * moved.z + moved.w * moved.w);
+        const FloatW inverse = one / length;
+        const FloatW degenerate = simd::equal(simd::greater(length, tiny), zero);
+        pose.rotation = {simd::select(degenerate, zero, moved.x * inverse),
+                         simd::select(degenerate, zero, moved.y * inverse),
+                         simd::select(degenerate, zero, moved.z * inverse),
+                         simd::select(degenerate, one, moved.w * inverse)};
+        scatterBodies(bodies.data(), index, b);
+        scatterPoses(motions.data(), index, pose);
+    }
+    if (first < end)
+    {
+        integratePositions(bodies, motions, first, end, h);
+    }
+}
+
 } // namespace polytope::physics

@@ -317,6 +317,189 @@ inline void scatterVelocities(SolverBody* bodies, const std::uint32_t* index, co
 #endif
 }
 
+/// The centres and rotations of W bodies: SolverBodyMotion's first 7 floats, transposed.
+struct WidePose
+{
+    WideVec3 center;
+    WideQuat rotation;
+};
+
+static_assert(offsetof(SolverBodyMotion, center) == 0 && offsetof(SolverBodyMotion, rotation) == 12,
+              "the pose gather reads a SolverBodyMotion's centre and rotation as its first 7 floats");
+
+inline void gatherPoses(const SolverBodyMotion* motions, const std::uint32_t* index, WidePose& out)
+{
+    FloatW c[8];
+#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
+    // Rows [cx cy cz qx] and [qx qy qz qw] of 4 bodies at a time, transposed.
+    const auto four = [&](const std::uint32_t* at, __m128 rows[8])
+    {
+        const float* p[4];
+        for (int k = 0; k < 4; ++k)
+        {
+            p[k] = &motions[at[k]].center.x;
+        }
+        for (int row = 0; row < 2; ++row)
+        {
+            __m128 a = _mm_loadu_ps(p[0] + 3 * row);
+            __m128 b = _mm_loadu_ps(p[1] + 3 * row);
+            __m128 d = _mm_loadu_ps(p[2] + 3 * row);
+            __m128 e = _mm_loadu_ps(p[3] + 3 * row);
+            _MM_TRANSPOSE4_PS(a, b, d, e);
+            rows[4 * row] = a;
+            rows[4 * row + 1] = b;
+            rows[4 * row + 2] = d;
+            rows[4 * row + 3] = e;
+        }
+    };
+#if defined(POLYTOPE_SIMD_AVX2)
+    __m128 lo[8];
+    __m128 hi[8];
+    four(index, lo);
+    four(index + 4, hi);
+    for (int k = 0; k < 8; ++k)
+    {
+        c[k].v = _mm256_set_m128(hi[k], lo[k]);
+    }
+#else
+    __m128 rows[8];
+    four(index, rows);
+    for (int k = 0; k < 8; ++k)
+    {
+        c[k].v = rows[k];
+    }
+#endif
+#else
+    for (int lane = 0; lane < W; ++lane)
+    {
+        const float* p = &motions[index[lane]].center.x;
+        for (int k = 0; k < 4; ++k)
+        {
+            c[k].v[lane] = p[k];
+            c[4 + k].v[lane] = p[3 + k];
+        }
+    }
+#endif
+    out.center = {c[0], c[1], c[2]};
+    out.rotation = {c[4], c[5], c[6], c[7]};
+}
+
+/// The inverse of gatherPoses: writes the centres and rotations back (rows [cx cy cz qx] and
+/// [qx qy qz qw], the second over the first's last float with the same value). Every lane is written:
+/// the caller gathers only moving bodies.
+inline void scatterPoses(SolverBodyMotion* motions, const std::uint32_t* index, const WidePose& in)
+{
+    const FloatW c[8] = {in.center.x,   in.center.y,   in.center.z,   in.rotation.x,
+                         in.rotation.x, in.rotation.y, in.rotation.z, in.rotation.w};
+#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
+    const auto four = [&](const std::uint32_t* at, const __m128 rows[8])
+    {
+        float* p[4];
+        for (int k = 0; k < 4; ++k)
+        {
+            p[k] = &motions[at[k]].center.x;
+        }
+        for (int row = 0; row < 2; ++row)
+        {
+            __m128 a = rows[4 * row];
+            __m128 b = rows[4 * row + 1];
+            __m128 d = rows[4 * row + 2];
+            __m128 e = rows[4 * row + 3];
+            _MM_TRANSPOSE4_PS(a, b, d, e);
+            _mm_storeu_ps(p[0] + 3 * row, a);
+            _mm_storeu_ps(p[1] + 3 * row, b);
+            _mm_storeu_ps(p[2] + 3 * row, d);
+            _mm_storeu_ps(p[3] + 3 * row, e);
+        }
+    };
+#if defined(POLYTOPE_SIMD_AVX2)
+    __m128 lo[8];
+    __m128 hi[8];
+    for (int k = 0; k < 8; ++k)
+    {
+        lo[k] = _mm256_castps256_ps128(c[k].v);
+        hi[k] = _mm256_extractf128_ps(c[k].v, 1);
+    }
+    four(index, lo);
+    four(index + 4, hi);
+#else
+    __m128 rows[8];
+    for (int k = 0; k < 8; ++k)
+    {
+        rows[k] = c[k].v;
+    }
+    four(index, rows);
+#endif
+#else
+    for (int lane = 0; lane < W; ++lane)
+    {
+        float* p = &motions[index[lane]].center.x;
+        for (int k = 0; k < 4; ++k)
+        {
+            p[k] = c[k].v[lane];
+            p[3 + k] = c[4 + k].v[lane];
+        }
+    }
+#endif
+}
+
+/// The inverse of gatherBodies for every lane and all 12 floats (velocities and the step's displacement):
+/// the caller gathers only moving bodies.
+inline void scatterBodies(SolverBody* bodies, const std::uint32_t* index, const WideBody& in)
+{
+    const FloatW c[12] = {in.v.x,  in.v.y,  in.v.z,  in.w.x,  in.w.y,  in.w.z,
+                          in.dp.x, in.dp.y, in.dp.z, in.dq.x, in.dq.y, in.dq.z};
+#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
+    const auto four = [&](const std::uint32_t* at, const __m128 rows[12])
+    {
+        float* p[4];
+        for (int k = 0; k < 4; ++k)
+        {
+            p[k] = &bodies[at[k]].linearVelocity.x;
+        }
+        for (int row = 0; row < 3; ++row)
+        {
+            __m128 a = rows[4 * row];
+            __m128 b = rows[4 * row + 1];
+            __m128 d = rows[4 * row + 2];
+            __m128 e = rows[4 * row + 3];
+            _MM_TRANSPOSE4_PS(a, b, d, e);
+            _mm_storeu_ps(p[0] + 4 * row, a);
+            _mm_storeu_ps(p[1] + 4 * row, b);
+            _mm_storeu_ps(p[2] + 4 * row, d);
+            _mm_storeu_ps(p[3] + 4 * row, e);
+        }
+    };
+#if defined(POLYTOPE_SIMD_AVX2)
+    __m128 lo[12];
+    __m128 hi[12];
+    for (int k = 0; k < 12; ++k)
+    {
+        lo[k] = _mm256_castps256_ps128(c[k].v);
+        hi[k] = _mm256_extractf128_ps(c[k].v, 1);
+    }
+    four(index, lo);
+    four(index + 4, hi);
+#else
+    __m128 rows[12];
+    for (int k = 0; k < 12; ++k)
+    {
+        rows[k] = c[k].v;
+    }
+    four(index, rows);
+#endif
+#else
+    for (int lane = 0; lane < W; ++lane)
+    {
+        float* p = &bodies[index[lane]].linearVelocity.x;
+        for (int k = 0; k < 12; ++k)
+        {
+            p[k] = c[k].v[lane];
+        }
+    }
+#endif
+}
+
 inline const float* alignedBase(const std::vector<float>& values)
 {
     const auto address = reinterpret_cast<std::uintptr_t>(values.data());

@@ -2328,7 +2328,7 @@ void World::solveLevelPassByPass(int substeps, float h, std::uint32_t kinematicE
         integrate(
             [&](std::uint32_t begin, std::uint32_t end)
             {
-                integratePositions(bodies, m_solverMotions, begin, end, h);
+                integratePositionsWide(bodies, m_solverMotions, begin, end, h);
                 if (jointBegin != jointEnd && m_levelTurnsJointedInertia)
                 {
                     refreshJointedInertia(begin, end);
@@ -2423,7 +2423,7 @@ void World::solveLevelStaged(int substeps, float h, std::uint32_t kinematicEnd, 
         }
         else
         {
-            integratePositions(bodies, m_solverMotions, begin, end, h);
+            integratePositionsWide(bodies, m_solverMotions, begin, end, h);
             if (joints && m_levelTurnsJointedInertia)
             {
                 refreshJointedInertia(begin, end);

@@ -204,6 +204,9 @@ void integrateVelocities(std::span<SolverBody> bodies, std::span<const SolverBod
 /// deltas the solver's separation estimate reads.
 void integratePositions(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions,
                         std::uint32_t begin, std::uint32_t end, float h);
+/// integratePositions, W bodies at a time in SIMD lanes (contact_solver_wide.cpp): the same bits.
+void integratePositionsWide(std::span<SolverBody> bodies, std::span<SolverBodyMotion> motions,
+                            std::uint32_t begin, std::uint32_t end, float h);
 
 /// Applies the accumulated impulses of constraints[indices[0]], constraints[indices[1]], ... in that order.
 void warmStartContacts(std::span<const ContactConstraint> constraints, std::span<const std::uint32_t> indices,
