@@ -384,6 +384,59 @@ inline void gatherPoses(const SolverBodyMotion* motions, const std::uint32_t* in
     out.rotation = {c[4], c[5], c[6], c[7]};
 }
 
+/// Writes floats c[0 .. 4 * Rows) of each lane to that lane's record: row r (c[4 r .. 4 r + 4)) at
+/// p[lane] + rowStep * r. Every lane is written.
+template <int Rows> inline void scatterRows(float* const* p, int rowStep, const FloatW* c)
+{
+#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
+    // 4 lanes at a time: the rows' registers transposed into one row of each lane.
+    const auto four = [&](float* const* at, const __m128* rows)
+    {
+        for (int row = 0; row < Rows; ++row)
+        {
+            __m128 a = rows[4 * row];
+            __m128 b = rows[4 * row + 1];
+            __m128 d = rows[4 * row + 2];
+            __m128 e = rows[4 * row + 3];
+            _MM_TRANSPOSE4_PS(a, b, d, e);
+            _mm_storeu_ps(at[0] + rowStep * row, a);
+            _mm_storeu_ps(at[1] + rowStep * row, b);
+            _mm_storeu_ps(at[2] + rowStep * row, d);
+            _mm_storeu_ps(at[3] + rowStep * row, e);
+        }
+    };
+#if defined(POLYTOPE_SIMD_AVX2)
+    __m128 lo[4 * Rows];
+    __m128 hi[4 * Rows];
+    for (int k = 0; k < 4 * Rows; ++k)
+    {
+        lo[k] = _mm256_castps256_ps128(c[k].v);
+        hi[k] = _mm256_extractf128_ps(c[k].v, 1);
+    }
+    four(p, lo);
+    four(p + 4, hi);
+#else
+    __m128 rows[4 * Rows];
+    for (int k = 0; k < 4 * Rows; ++k)
+    {
+        rows[k] = c[k].v;
+    }
+    four(p, rows);
+#endif
+#else
+    for (int lane = 0; lane < W; ++lane)
+    {
+        for (int row = 0; row < Rows; ++row)
+        {
+            for (int k = 0; k < 4; ++k)
+            {
+                p[lane][rowStep * row + k] = c[4 * row + k].v[lane];
+            }
+        }
+    }
+#endif
+}
+
 /// The inverse of gatherPoses: writes the centres and rotations back (rows [cx cy cz qx] and
 /// [qx qy qz qw], the second over the first's last float with the same value). Every lane is written:
 /// the caller gathers only moving bodies.
@@ -391,56 +444,12 @@ inline void scatterPoses(SolverBodyMotion* motions, const std::uint32_t* index, 
 {
     const FloatW c[8] = {in.center.x,   in.center.y,   in.center.z,   in.rotation.x,
                          in.rotation.x, in.rotation.y, in.rotation.z, in.rotation.w};
-#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
-    const auto four = [&](const std::uint32_t* at, const __m128 rows[8])
-    {
-        float* p[4];
-        for (int k = 0; k < 4; ++k)
-        {
-            p[k] = &motions[at[k]].center.x;
-        }
-        for (int row = 0; row < 2; ++row)
-        {
-            __m128 a = rows[4 * row];
-            __m128 b = rows[4 * row + 1];
-            __m128 d = rows[4 * row + 2];
-            __m128 e = rows[4 * row + 3];
-            _MM_TRANSPOSE4_PS(a, b, d, e);
-            _mm_storeu_ps(p[0] + 3 * row, a);
-            _mm_storeu_ps(p[1] + 3 * row, b);
-            _mm_storeu_ps(p[2] + 3 * row, d);
-            _mm_storeu_ps(p[3] + 3 * row, e);
-        }
-    };
-#if defined(POLYTOPE_SIMD_AVX2)
-    __m128 lo[8];
-    __m128 hi[8];
-    for (int k = 0; k < 8; ++k)
-    {
-        lo[k] = _mm256_castps256_ps128(c[k].v);
-        hi[k] = _mm256_extractf128_ps(c[k].v, 1);
-    }
-    four(index, lo);
-    four(index + 4, hi);
-#else
-    __m128 rows[8];
-    for (int k = 0; k < 8; ++k)
-    {
-        rows[k] = c[k].v;
-    }
-    four(index, rows);
-#endif
-#else
+    float* p[W];
     for (int lane = 0; lane < W; ++lane)
     {
-        float* p = &motions[index[lane]].center.x;
-        for (int k = 0; k < 4; ++k)
-        {
-            p[k] = c[k].v[lane];
-            p[3 + k] = c[4 + k].v[lane];
-        }
+        p[lane] = &motions[index[lane]].center.x;
     }
-#endif
+    scatterRows<2>(p, 3, c);
 }
 
 /// The inverse of gatherBodies for every lane and all 12 floats (velocities and the step's displacement):
@@ -449,55 +458,12 @@ inline void scatterBodies(SolverBody* bodies, const std::uint32_t* index, const 
 {
     const FloatW c[12] = {in.v.x,  in.v.y,  in.v.z,  in.w.x,  in.w.y,  in.w.z,
                           in.dp.x, in.dp.y, in.dp.z, in.dq.x, in.dq.y, in.dq.z};
-#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
-    const auto four = [&](const std::uint32_t* at, const __m128 rows[12])
-    {
-        float* p[4];
-        for (int k = 0; k < 4; ++k)
-        {
-            p[k] = &bodies[at[k]].linearVelocity.x;
-        }
-        for (int row = 0; row < 3; ++row)
-        {
-            __m128 a = rows[4 * row];
-            __m128 b = rows[4 * row + 1];
-            __m128 d = rows[4 * row + 2];
-            __m128 e = rows[4 * row + 3];
-            _MM_TRANSPOSE4_PS(a, b, d, e);
-            _mm_storeu_ps(p[0] + 4 * row, a);
-            _mm_storeu_ps(p[1] + 4 * row, b);
-            _mm_storeu_ps(p[2] + 4 * row, d);
-            _mm_storeu_ps(p[3] + 4 * row, e);
-        }
-    };
-#if defined(POLYTOPE_SIMD_AVX2)
-    __m128 lo[12];
-    __m128 hi[12];
-    for (int k = 0; k < 12; ++k)
-    {
-        lo[k] = _mm256_castps256_ps128(c[k].v);
-        hi[k] = _mm256_extractf128_ps(c[k].v, 1);
-    }
-    four(index, lo);
-    four(index + 4, hi);
-#else
-    __m128 rows[12];
-    for (int k = 0; k < 12; ++k)
-    {
-        rows[k] = c[k].v;
-    }
-    four(index, rows);
-#endif
-#else
+    float* p[W];
     for (int lane = 0; lane < W; ++lane)
     {
-        float* p = &bodies[index[lane]].linearVelocity.x;
-        for (int k = 0; k < 12; ++k)
-        {
-            p[k] = c[k].v[lane];
-        }
+        p[lane] = &bodies[index[lane]].linearVelocity.x;
     }
-#endif
+    scatterRows<3>(p, 4, c);
 }
 
 inline const float* alignedBase(const std::vector<float>& values)

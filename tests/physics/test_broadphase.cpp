@@ -186,6 +186,31 @@ Aabb randomBox(std::mt19937& rng, float side)
     return {centre - half, centre + half};
 }
 
+/// Adds `count` proxies with random boxes in [-side, side]^3 (user data: their number) to the tree and the
+/// reference.
+void addRandomProxies(BroadphaseTree& tree, Reference& reference, std::mt19937& rng, float side, int count)
+{
+    for (int i = 0; i < count; ++i)
+    {
+        const Aabb box = randomBox(rng, side);
+        const std::int32_t id = tree.createProxy(box, static_cast<std::uint64_t>(i));
+        REQUIRE(id != kNullProxy);
+        reference[id] = {box, box, static_cast<std::uint64_t>(i)};
+    }
+}
+
+/// The reference's proxy ids in a random order.
+std::vector<std::int32_t> shuffledIds(const Reference& reference, std::mt19937& rng)
+{
+    std::vector<std::int32_t> ids;
+    for (const auto& entry : reference)
+    {
+        ids.push_back(entry.first);
+    }
+    std::shuffle(ids.begin(), ids.end(), rng);
+    return ids;
+}
+
 struct SceneChecker
 {
     BroadphaseTree tree;
@@ -821,13 +846,7 @@ TEST_CASE("broadphase deferred moves: re-inserted or rebuilt, the pairs equal br
     const float side = 30.0f;
     BroadphaseTree tree(BroadphaseConfig{64});
     Reference reference;
-    for (int i = 0; i < 300; ++i)
-    {
-        const Aabb box = randomBox(rng, side);
-        const std::int32_t id = tree.createProxy(box, static_cast<std::uint64_t>(i));
-        REQUIRE(id != kNullProxy);
-        reference[id] = {box, box, static_cast<std::uint64_t>(i)};
-    }
+    addRandomProxies(tree, reference, rng, side, 300);
     std::vector<BroadphasePair> pairs;
     tree.findNewPairs(pairs);
     TaskPool pool(2);
@@ -838,12 +857,7 @@ TEST_CASE("broadphase deferred moves: re-inserted or rebuilt, the pairs equal br
     {
         CAPTURE(movedCount);
         std::set<std::int32_t> moved;
-        std::vector<std::int32_t> ids;
-        for (const auto& entry : reference)
-        {
-            ids.push_back(entry.first);
-        }
-        std::shuffle(ids.begin(), ids.end(), rng);
+        const std::vector<std::int32_t> ids = shuffledIds(reference, rng);
         for (int k = 0; k < movedCount; ++k)
         {
             const Aabb box = randomBox(rng, side);
@@ -874,12 +888,7 @@ TEST_CASE("broadphase refits when most proxies moved a little, and rebuilds once
     const float side = 30.0f;
     BroadphaseTree tree(BroadphaseConfig{64});
     Reference reference;
-    for (int i = 0; i < 300; ++i)
-    {
-        const Aabb box = randomBox(rng, side);
-        const std::int32_t id = tree.createProxy(box, static_cast<std::uint64_t>(i));
-        reference[id] = {box, box, static_cast<std::uint64_t>(i)};
-    }
+    addRandomProxies(tree, reference, rng, side, 300);
     tree.rebuild();
     std::vector<BroadphasePair> pairs;
     tree.findNewPairs(pairs);
@@ -968,12 +977,7 @@ TEST_CASE("broadphase groups: proxies sharing a non-zero group never pair, on ev
     {
         CAPTURE(movedCount);
         std::set<std::int32_t> moved;
-        std::vector<std::int32_t> ids;
-        for (const auto& entry : reference)
-        {
-            ids.push_back(entry.first);
-        }
-        std::shuffle(ids.begin(), ids.end(), rng);
+        const std::vector<std::int32_t> ids = shuffledIds(reference, rng);
         for (int k = 0; k < movedCount; ++k)
         {
             const std::int32_t id = ids[static_cast<std::size_t>(k)];
