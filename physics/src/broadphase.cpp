@@ -210,9 +210,10 @@ void BroadphaseTree::commitMoves()
     {
         // Most of the tree moved (a swinging grid, a falling pile): the boxes of the inner nodes are
         // refitted over the same shape, unless that shape has grown loose since the last rebuild.
-        const double rootPerimeter = m_root == kNullProxy ? 0.0 : refitBelow(m_root).perimeter();
-        if (!(m_innerPerimeter <=
-              kLooseRefit * m_builtInnerPerimeter * (rootPerimeter / m_builtRootPerimeter)))
+        double innerPerimeter = 0.0;
+        const double rootPerimeter =
+            m_root == kNullProxy ? 0.0 : refitBelow(m_root, innerPerimeter).perimeter();
+        if (!(innerPerimeter <= kLooseRefit * m_builtInnerPerimeter * (rootPerimeter / m_builtRootPerimeter)))
         {
             rebuild();
         }
@@ -770,8 +771,8 @@ void BroadphaseTree::rebuild()
     m_root = buildMedian(0, m_rebuildScratch.size());
     m_nodes[m_root].parent = kNullProxy;
     // The measure later refits are held to (commitMoves).
-    refitBelow(m_root);
-    m_builtInnerPerimeter = m_innerPerimeter;
+    m_builtInnerPerimeter = 0.0;
+    refitBelow(m_root, m_builtInnerPerimeter);
     m_builtRootPerimeter = m_nodes[m_root].box.perimeter();
 }
 
@@ -817,20 +818,17 @@ std::int32_t BroadphaseTree::buildMedian(std::size_t first, std::size_t count)
     return index;
 }
 
-Aabb BroadphaseTree::refitBelow(std::int32_t index)
+Aabb BroadphaseTree::refitBelow(std::int32_t index, double& innerPerimeter)
 {
-    if (index == m_root)
-    {
-        m_innerPerimeter = 0.0;
-    }
     const Node& node = m_nodes[index];
     if (node.isLeaf())
     {
         return node.box;
     }
-    const Aabb box = unionOf(refitBelow(node.child1), refitBelow(node.child2));
+    const Aabb box =
+        unionOf(refitBelow(node.child1, innerPerimeter), refitBelow(node.child2, innerPerimeter));
     m_nodes[index].box = box;
-    m_innerPerimeter += box.perimeter();
+    innerPerimeter += box.perimeter();
     return box;
 }
 

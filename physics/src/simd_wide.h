@@ -161,31 +161,9 @@ static_assert(sizeof(SolverBody) == 12 * sizeof(float), "the gather reads a Solv
 
 #if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
 
-/// Rows of 4 bodies transposed: out[k] holds float k of each body (the first 4 * Rows floats).
-template <int Rows = 3>
-inline void gather4(const SolverBody* bodies, const std::uint32_t* index, __m128 out[4 * Rows])
-{
-    const float* p0 = &bodies[index[0]].linearVelocity.x;
-    const float* p1 = &bodies[index[1]].linearVelocity.x;
-    const float* p2 = &bodies[index[2]].linearVelocity.x;
-    const float* p3 = &bodies[index[3]].linearVelocity.x;
-    for (int row = 0; row < Rows; ++row)
-    {
-        __m128 a = _mm_loadu_ps(p0 + 4 * row);
-        __m128 b = _mm_loadu_ps(p1 + 4 * row);
-        __m128 c = _mm_loadu_ps(p2 + 4 * row);
-        __m128 d = _mm_loadu_ps(p3 + 4 * row);
-        _MM_TRANSPOSE4_PS(a, b, c, d);
-        out[4 * row] = a;
-        out[4 * row + 1] = b;
-        out[4 * row + 2] = c;
-        out[4 * row + 3] = d;
-    }
-}
-
-/// The inverse of gather4 for the first 8 floats (velocities, and deltaPosition's x and y unchanged).
-/// Lanes of the static dummy (index 0: static bodies and empty lanes) are not written back: the dummy
-/// never changes, and bundles of one colour run on several threads at once.
+/// The inverse of gatherVelocities' transposition for the first 8 floats (velocities, and deltaPosition's x
+/// and y unchanged). Lanes of the static dummy (index 0: static bodies and empty lanes) are not written back:
+/// the dummy never changes, and bundles of one colour run on several threads at once.
 inline void scatter4(SolverBody* bodies, const std::uint32_t* index, const __m128 in[8])
 {
     SolverBody discard;
@@ -208,35 +186,74 @@ inline void scatter4(SolverBody* bodies, const std::uint32_t* index, const __m12
 
 #endif
 
-inline void gatherBodies(const SolverBody* bodies, const std::uint32_t* index, WideBody& out)
+/// Reads floats [0 .. 4 * Rows) of each lane's record into c, one register per float: row r (4 floats) from
+/// p[lane] + rowStep * r. The inverse of scatterRows.
+template <int Rows> inline void gatherRows(const float* const* p, int rowStep, FloatW* c)
 {
-    FloatW c[12];
+#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
+    // 4 lanes at a time: one row of each lane transposed into the rows' registers.
+    const auto four = [&](const float* const* at, __m128* rows)
+    {
+        for (int row = 0; row < Rows; ++row)
+        {
+            __m128 a = _mm_loadu_ps(at[0] + rowStep * row);
+            __m128 b = _mm_loadu_ps(at[1] + rowStep * row);
+            __m128 d = _mm_loadu_ps(at[2] + rowStep * row);
+            __m128 e = _mm_loadu_ps(at[3] + rowStep * row);
+            _MM_TRANSPOSE4_PS(a, b, d, e);
+            rows[4 * row] = a;
+            rows[4 * row + 1] = b;
+            rows[4 * row + 2] = d;
+            rows[4 * row + 3] = e;
+        }
+    };
 #if defined(POLYTOPE_SIMD_AVX2)
-    __m128 lo[12];
-    __m128 hi[12];
-    gather4(bodies, index, lo);
-    gather4(bodies, index + 4, hi);
-    for (int k = 0; k < 12; ++k)
+    __m128 lo[4 * Rows];
+    __m128 hi[4 * Rows];
+    four(p, lo);
+    four(p + 4, hi);
+    for (int k = 0; k < 4 * Rows; ++k)
     {
         c[k].v = _mm256_set_m128(hi[k], lo[k]);
     }
-#elif defined(POLYTOPE_SIMD_SSE2)
-    __m128 rows[12];
-    gather4(bodies, index, rows);
-    for (int k = 0; k < 12; ++k)
+#else
+    __m128 rows[4 * Rows];
+    four(p, rows);
+    for (int k = 0; k < 4 * Rows; ++k)
     {
         c[k].v = rows[k];
     }
+#endif
 #else
     for (int lane = 0; lane < W; ++lane)
     {
-        const float* p = &bodies[index[lane]].linearVelocity.x;
-        for (int k = 0; k < 12; ++k)
+        for (int row = 0; row < Rows; ++row)
         {
-            c[k].v[lane] = p[k];
+            for (int k = 0; k < 4; ++k)
+            {
+                c[4 * row + k].v[lane] = p[lane][rowStep * row + k];
+            }
         }
     }
 #endif
+}
+
+/// The first 4 * Rows floats of W SolverBody records, transposed (see gatherRows).
+template <int Rows>
+inline void gatherBodyRows(const SolverBody* bodies, const std::uint32_t* index, FloatW* c)
+{
+    const float* p[W];
+    for (int lane = 0; lane < W; ++lane)
+    {
+        p[lane] = &bodies[index[lane]].linearVelocity.x;
+    }
+    gatherRows<Rows>(p, 4, c);
+}
+
+inline void gatherBodies(const SolverBody* bodies, const std::uint32_t* index, WideBody& out)
+{
+    FloatW c[12];
+    gatherBodyRows<3>(bodies, index, c);
     out.v = {c[0], c[1], c[2]};
     out.w = {c[3], c[4], c[5]};
     out.dp = {c[6], c[7], c[8]};
@@ -248,32 +265,7 @@ inline void gatherBodies(const SolverBody* bodies, const std::uint32_t* index, W
 inline void gatherVelocities(const SolverBody* bodies, const std::uint32_t* index, WideBody& out)
 {
     FloatW c[8];
-#if defined(POLYTOPE_SIMD_AVX2)
-    __m128 lo[8];
-    __m128 hi[8];
-    gather4<2>(bodies, index, lo);
-    gather4<2>(bodies, index + 4, hi);
-    for (int k = 0; k < 8; ++k)
-    {
-        c[k].v = _mm256_set_m128(hi[k], lo[k]);
-    }
-#elif defined(POLYTOPE_SIMD_SSE2)
-    __m128 rows[8];
-    gather4<2>(bodies, index, rows);
-    for (int k = 0; k < 8; ++k)
-    {
-        c[k].v = rows[k];
-    }
-#else
-    for (int lane = 0; lane < W; ++lane)
-    {
-        const float* p = &bodies[index[lane]].linearVelocity.x;
-        for (int k = 0; k < 8; ++k)
-        {
-            c[k].v[lane] = p[k];
-        }
-    }
-#endif
+    gatherBodyRows<2>(bodies, index, c);
     const FloatW z = simd::zero();
     out.v = {c[0], c[1], c[2]};
     out.w = {c[3], c[4], c[5]};
@@ -327,59 +319,16 @@ struct WidePose
 static_assert(offsetof(SolverBodyMotion, center) == 0 && offsetof(SolverBodyMotion, rotation) == 12,
               "the pose gather reads a SolverBodyMotion's centre and rotation as its first 7 floats");
 
+/// Rows [cx cy cz qx] and [qx qy qz qw] of each lane's SolverBodyMotion (see gatherRows).
 inline void gatherPoses(const SolverBodyMotion* motions, const std::uint32_t* index, WidePose& out)
 {
-    FloatW c[8];
-#if defined(POLYTOPE_SIMD_SSE2) || defined(POLYTOPE_SIMD_AVX2)
-    // Rows [cx cy cz qx] and [qx qy qz qw] of 4 bodies at a time, transposed.
-    const auto four = [&](const std::uint32_t* at, __m128 rows[8])
-    {
-        const float* p[4];
-        for (int k = 0; k < 4; ++k)
-        {
-            p[k] = &motions[at[k]].center.x;
-        }
-        for (int row = 0; row < 2; ++row)
-        {
-            __m128 a = _mm_loadu_ps(p[0] + 3 * row);
-            __m128 b = _mm_loadu_ps(p[1] + 3 * row);
-            __m128 d = _mm_loadu_ps(p[2] + 3 * row);
-            __m128 e = _mm_loadu_ps(p[3] + 3 * row);
-            _MM_TRANSPOSE4_PS(a, b, d, e);
-            rows[4 * row] = a;
-            rows[4 * row + 1] = b;
-            rows[4 * row + 2] = d;
-            rows[4 * row + 3] = e;
-        }
-    };
-#if defined(POLYTOPE_SIMD_AVX2)
-    __m128 lo[8];
-    __m128 hi[8];
-    four(index, lo);
-    four(index + 4, hi);
-    for (int k = 0; k < 8; ++k)
-    {
-        c[k].v = _mm256_set_m128(hi[k], lo[k]);
-    }
-#else
-    __m128 rows[8];
-    four(index, rows);
-    for (int k = 0; k < 8; ++k)
-    {
-        c[k].v = rows[k];
-    }
-#endif
-#else
+    const float* p[W];
     for (int lane = 0; lane < W; ++lane)
     {
-        const float* p = &motions[index[lane]].center.x;
-        for (int k = 0; k < 4; ++k)
-        {
-            c[k].v[lane] = p[k];
-            c[4 + k].v[lane] = p[3 + k];
-        }
+        p[lane] = &motions[index[lane]].center.x;
     }
-#endif
+    FloatW c[8];
+    gatherRows<2>(p, 3, c);
     out.center = {c[0], c[1], c[2]};
     out.rotation = {c[4], c[5], c[6], c[7]};
 }

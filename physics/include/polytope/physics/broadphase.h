@@ -452,8 +452,8 @@ class BroadphaseTree
     void rotateForArea(std::int32_t index);
     void refit(std::int32_t index);
     /// Sets the boxes of the inner nodes below `index` to their children's union, bottom up, and returns
-    /// its box; from the root, also sums the inner nodes' perimeters into m_innerPerimeter.
-    Aabb refitBelow(std::int32_t index);
+    /// its box; adds the inner nodes' perimeters to `innerPerimeter`.
+    Aabb refitBelow(std::int32_t index, double& innerPerimeter);
     /// The group tag of an inner node with these children (see m_groups).
     std::uint32_t groupOver(std::int32_t child1, std::int32_t child2) const
     {
@@ -488,7 +488,6 @@ class BroadphaseTree
     /// Per node of the pool (kept beside it: Node is full): a leaf's group; an inner node's, its children's
     /// when they agree, else 0 (every proxy below shares it when non-zero: groupOver).
     std::vector<std::uint32_t> m_groups;
-    double m_innerPerimeter = 0.0;        ///< the inner nodes' summed perimeters at the last refitBelow(root)
     double m_builtInnerPerimeter = 0.0;   ///< that sum after the last rebuild (0: none yet)
     double m_builtRootPerimeter = 0.0;    ///< the root's perimeter then
     std::vector<std::int32_t> m_moved;    ///< proxies moved since the last findNewPairs, no repeats
