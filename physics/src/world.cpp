@@ -319,8 +319,7 @@ World::World(const WorldConfig& config)
     m_fatBoxStale.reserve(bodies + 1);
     m_reach.reserve(bodies);
     m_wantedBoxes.reserve(bodies + 1);
-    m_collideList.reserve(contacts);
-    m_collideTouching.reserve(contacts);
+    m_collideWake.reserve(contacts);
     m_solverIndex.reserve(bodies);
     m_solverSlots.reserve(bodies + 1);
     m_solverBodies.reserve(bodies + 1);
@@ -1277,13 +1276,15 @@ float World::reachBeyondVelocity(std::uint32_t index, float dt) const
 
 bool World::reuseManifold(Contact& contact, const Transform& relative, float margin) const
 {
-    // As Jolt's body-pair cache, with bounds instead of fixed thresholds. Since the manifold was last
-    // placed, no point of B has moved in A's frame by more than drift = |dp| + angle * (B's reach about its
-    // shape origin), nor any of A's in B's frame by more than the same with A's. So while the drift summed
-    // since it was computed stays within kManifoldReuseSlack (the manifold's features then have slid by at
-    // most that much), and the margin wanted now plus this drift stays within the margin it still answers for
-    // (a feature pair that was beyond it is still beyond the margin now), it is kept: its points move with B
-    // and their separations are measured again.
+    // As Jolt's body-pair cache, with bounds instead of fixed thresholds. Since the manifold was computed, no
+    // point of B has moved in A's frame by more than drift = |dp| + angle * (B's reach about its shape
+    // origin), nor any of A's in B's frame by more than the same with A's (dp and the angle taken between
+    // the pose it was computed for and now). So while that drift stays within kManifoldReuseSlack (the
+    // manifold's features then have slid by at most that much), and the margin wanted now plus the drift
+    // stays within the margin it was computed with (a feature pair that was beyond that margin is still
+    // beyond the margin now), it is kept: its points move with B and their separations are measured again.
+    // The drift is measured from the computed pose, not summed step by step: bodies resting in a pile
+    // jitter back and forth, and a summed path would exhaust the slack though the features stay put.
     if (contact.cacheMargin < 0.0f)
     {
         return false;
@@ -1298,7 +1299,7 @@ bool World::reuseManifold(Contact& contact, const Transform& relative, float mar
     {
         return false;
     }
-    const Quat turn = conjugate(contact.cacheRelative.q) * relative.q;
+    const Quat turn = conjugate(contact.madeRelative.q) * relative.q;
     const float halfSine = length(Vec3{turn.x, turn.y, turn.z}); // sin(angle / 2)
     constexpr float kMaxHalfSine = 0.1f;                         // about 11.5 degrees
     if (!(halfSine <= kMaxHalfSine))
@@ -1313,10 +1314,10 @@ bool World::reuseManifold(Contact& contact, const Transform& relative, float mar
         typeB == ShapeType::Plane || typeB == ShapeType::Mesh || typeB == ShapeType::HeightField;
     const BodySim& moving = m_sims[planeB ? contact.bodyA : contact.bodyB];
     const float radius = moving.extent + length(moving.localCenter);
-    const float shift = planeB ? length(inverse(relative).p - inverse(contact.cacheRelative).p)
-                               : length(relative.p - contact.cacheRelative.p);
+    const float shift = planeB ? length(inverse(relative).p - inverse(contact.madeRelative).p)
+                               : length(relative.p - contact.madeRelative.p);
     const float drift = shift + 2.01f * halfSine * radius;
-    if (!(drift <= contact.cacheSlack) || !(margin + drift <= contact.cacheMargin))
+    if (!(drift <= kManifoldReuseSlack) || !(margin + drift <= contact.cacheMargin))
     {
         return false;
     }
@@ -1329,8 +1330,6 @@ bool World::reuseManifold(Contact& contact, const Transform& relative, float mar
         p.separation = dot(p.pointB - p.pointA, m.normal);
     }
     contact.cacheRelative = relative;
-    contact.cacheMargin -= drift;
-    contact.cacheSlack -= drift;
     return true;
 }
 
@@ -1391,8 +1390,8 @@ bool World::updateContact(Contact& contact, int thread)
         collideAnyShapes(m_shapes[a], m_shapes[b], relative, computedMargin, catalogue(),
                          m_pieceScratch[static_cast<std::size_t>(thread)]);
     contact.cacheRelative = relative;
+    contact.madeRelative = relative;
     contact.cacheMargin = computedMargin;
-    contact.cacheSlack = kManifoldReuseSlack;
     // Carry impulses over: by feature id first; then, for points whose id changed (a face resting exactly
     // on a face flips between "incident vertex" and "edge crossing" ids under tiny motions), from the
     // nearest unclaimed old point within kWarmStartMatchDistance.
@@ -1468,17 +1467,17 @@ float millisecondsSince(ProfileClock::time_point& mark)
     return ms;
 }
 
-/// Contacts per chunk of the parallel contact checks and constraint set-up.
+/// Contacts per chunk of the parallel constraint set-up and impulse store.
 constexpr std::uint32_t kContactGrain = 128;
-/// Contacts per chunk of the parallel narrowphase (each a fraction of a microsecond to a few).
-constexpr std::uint32_t kCollideGrain = 32;
+/// Contact keys per chunk of collide()'s pass: a few nanoseconds for a pair whose boxes stay apart, a
+/// fraction of a microsecond to a few for one updated (the narrowphase).
+constexpr std::uint32_t kCollideGrain = 64;
 
 enum : std::uint8_t
 {
     kContactPending = 0,
     kContactUpdated = 1,
     kContactRemove = 2,
-    kContactQueued = 3, ///< to be updated in the current round of collide()
 };
 
 /// m_touchChange: how this step's narrowphase changed whether a contact touches.
@@ -1512,26 +1511,31 @@ void World::collide()
         }
         return false;
     };
+    // Per thread: whether it removed a contact, and whether one of its updates touches a sleeping body.
+    std::array<std::uint8_t, kMaxTaskThreads> removed{};
+    std::array<std::uint8_t, kMaxTaskThreads> wakes{};
+    m_collideWake.assign(m_contactKeys.size(), 0);
     bool woke = true;
     while (woke)
     {
         woke = false;
-        // This round's contacts: pending ones with an active body. Pairs whose boxes came apart go. The
-        // checks on any thread (each writes its own contact's state), the list in key order.
-        forRange(static_cast<std::uint32_t>(m_contactKeys.size()), kContactGrain,
-                 [&](std::uint32_t begin, std::uint32_t end, int)
+        // This round's contacts: pending ones with an active body. Pairs whose boxes came apart go; the rest
+        // are updated (the narrowphase). Each contact reads the poses and writes only itself and its key, so
+        // on any thread; nothing here runs on one thread alone unless a body is woken or a contact goes.
+        forRange(static_cast<std::uint32_t>(m_contactKeys.size()), kCollideGrain,
+                 [&](std::uint32_t begin, std::uint32_t end, int thread)
                  {
                      for (std::uint32_t k = begin; k < end; ++k)
                      {
-                         // From the key alone (the contact record is read by the narrowphase, if at all).
-                         const ContactKey& entry = m_contactKeys[k];
+                         // From the key first (the contact record is read by the narrowphase, if at all).
+                         ContactKey& entry = m_contactKeys[k];
                          const std::uint32_t index = entry.contact;
                          if (m_contactUpdated[index] != kContactPending)
                          {
                              continue;
                          }
-                         const auto lo = static_cast<std::uint32_t>(entry.key >> 32);
-                         const auto hi = static_cast<std::uint32_t>(entry.key & 0xFFFFFFFFu);
+                         const std::uint32_t lo = keyLow(entry);
+                         const std::uint32_t hi = keyHigh(entry);
                          if (!isActive(lo) && !isActive(hi))
                          {
                              continue;
@@ -1539,69 +1543,64 @@ void World::collide()
                          if (!fatBoxesOverlap(lo, hi))
                          {
                              m_contactUpdated[index] = kContactRemove;
+                             removed[static_cast<std::size_t>(thread)] = 1;
                              continue;
                          }
+                         m_contactUpdated[index] = kContactUpdated;
                          // A clear contact whose shapes stay beyond its margin stays clear: updateContact
                          // would find nothing (see there).
-                         const bool far = (entry.state & kKeyClear) != 0 && tightBoxesApart(lo, hi);
-                         m_contactUpdated[index] = far ? kContactUpdated : kContactQueued;
-                     }
-                 });
-        m_collideList.clear();
-        for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(m_contactKeys.size()); ++k)
-        {
-            const std::uint32_t index = m_contactKeys[k].contact;
-            if (m_contactUpdated[index] == kContactQueued)
-            {
-                m_contactUpdated[index] = kContactUpdated;
-                m_collideList.push_back(k);
-            }
-        }
-        // The narrowphase: each contact reads the poses and writes only itself, so on any thread.
-        m_collideTouching.resize(m_collideList.size());
-        forRange(static_cast<std::uint32_t>(m_collideList.size()), kCollideGrain,
-                 [&](std::uint32_t begin, std::uint32_t end, int thread)
-                 {
-                     for (std::uint32_t k = begin; k < end; ++k)
-                     {
-                         ContactKey& entry = m_contactKeys[m_collideList[k]];
-                         const std::uint32_t index = entry.contact;
+                         if ((entry.state & kKeyClear) != 0 && tightBoxesApart(lo, hi))
+                         {
+                             continue;
+                         }
                          Contact& c = m_contacts[index];
                          const bool touched = c.manifold.pointCount > 0;
                          const bool touches = updateContact(c, thread);
                          entry.state = keyStateOf(c);
-                         m_collideTouching[k] = touches ? 1 : 0;
                          if (events)
                          {
                              m_touchChange[index] = touches == touched ? kTouchSame
                                                     : touches          ? kTouchBegan
                                                                        : kTouchEnded;
                          }
+                         // Touching an awake body wakes a sleeping island (below, in key order).
+                         if (touches && (m_bodies[lo].sleeping || m_bodies[hi].sleeping))
+                         {
+                             m_collideWake[k] = 1;
+                             wakes[static_cast<std::size_t>(thread)] = 1;
+                         }
                      }
                  });
-        // Touching an awake body wakes a sleeping island; its pending contacts join the next round.
-        for (std::size_t k = 0; k < m_collideList.size(); ++k)
+        // Woken islands' pending contacts join the next round.
+        if (std::find(wakes.begin(), wakes.end(), std::uint8_t{1}) == wakes.end())
         {
-            if (m_collideTouching[k] == 0)
+            break;
+        }
+        wakes.fill(0);
+        for (std::size_t k = 0; k < m_contactKeys.size(); ++k)
+        {
+            if (m_collideWake[k] == 0)
             {
                 continue;
             }
-            const Contact& c = m_contacts[m_contactKeys[m_collideList[k]].contact];
-            if (m_bodies[c.bodyA].sleeping)
+            m_collideWake[k] = 0;
+            for (const std::uint32_t body : {keyLow(m_contactKeys[k]), keyHigh(m_contactKeys[k])})
             {
-                wakeIsland(c.bodyA);
-                woke = true;
-            }
-            if (m_bodies[c.bodyB].sleeping)
-            {
-                wakeIsland(c.bodyB);
-                woke = true;
+                if (m_bodies[body].sleeping)
+                {
+                    wakeIsland(body);
+                    woke = true;
+                }
             }
         }
     }
     if (events)
     {
         gatherTouchEvents(); // before the removed contacts leave the key list
+    }
+    if (std::find(removed.begin(), removed.end(), std::uint8_t{1}) == removed.end())
+    {
+        return;
     }
     std::size_t out = 0;
     for (std::size_t k = 0; k < m_contactKeys.size(); ++k)
@@ -1845,19 +1844,21 @@ template <class Fn> void World::linkIslands(bool unite, Fn&& touchingOther)
         {
             continue;
         }
-        const Contact& c = m_contacts[entry.contact];
-        const bool a = awakeDynamic(c.bodyA);
-        const bool b = awakeDynamic(c.bodyB);
+        // From the key alone: the pass does not read the contact pool.
+        const std::uint32_t lo = keyLow(entry);
+        const std::uint32_t hi = keyHigh(entry);
+        const bool a = awakeDynamic(lo);
+        const bool b = awakeDynamic(hi);
         if (a && b)
         {
             if (unite)
             {
-                m_islands.unite(c.bodyA, c.bodyB);
+                m_islands.unite(lo, hi);
             }
         }
         else if (a != b)
         {
-            touchingOther(a ? c.bodyA : c.bodyB, a ? c.bodyB : c.bodyA);
+            touchingOther(a ? lo : hi, a ? hi : lo);
         }
     }
     if (unite && m_jointCount > 0)
@@ -1911,8 +1912,8 @@ void World::chooseSubstepLevels(float dt)
     for (std::size_t k = 0; k < m_contactKeys.size() && !anyLevel; ++k)
     {
         const ContactKey& entry = m_contactKeys[k];
-        const auto lo = static_cast<std::uint32_t>(entry.key >> 32);
-        const auto hi = static_cast<std::uint32_t>(entry.key & 0xFFFFFFFFu);
+        const std::uint32_t lo = keyLow(entry);
+        const std::uint32_t hi = keyHigh(entry);
         anyLevel = (entry.state & kKeyTouching) != 0 && awakeDynamic(lo) && awakeDynamic(hi);
     }
     if (!anyLevel)
@@ -1963,11 +1964,12 @@ void World::chooseSubstepLevels(float dt)
         {
             continue;
         }
-        const Contact& c = m_contacts[entry.contact];
-        if (awakeDynamic(c.bodyA) && awakeDynamic(c.bodyB))
+        const std::uint32_t lo = keyLow(entry);
+        const std::uint32_t hi = keyHigh(entry);
+        if (awakeDynamic(lo) && awakeDynamic(hi))
         {
-            IslandSupport& island = m_islandSupport[m_islands.find(c.bodyA)];
-            island.level = std::max(island.level, massRatioLevel(c.bodyA, c.bodyB));
+            IslandSupport& island = m_islandSupport[m_islands.find(lo)];
+            island.level = std::max(island.level, massRatioLevel(lo, hi));
         }
     }
     for (const JointLink& link : m_jointLinks)
@@ -2162,28 +2164,30 @@ void World::solve(float dt)
             {
                 continue;
             }
-            const Contact& c = m_contacts[entry.contact];
-            const Body& bodyA = m_bodies[c.bodyA];
-            const Body& bodyB = m_bodies[c.bodyB];
-            if ((bodyA.type == BodyType::Dynamic && bodyA.sleeping) ||
-                (bodyB.type == BodyType::Dynamic && bodyB.sleeping))
+            // From the key alone (both bodies of a dynamic pair are in one island, so at one level).
+            const std::uint32_t lo = keyLow(entry);
+            const std::uint32_t hi = keyHigh(entry);
+            const Body& bodyLo = m_bodies[lo];
+            const Body& bodyHi = m_bodies[hi];
+            if ((bodyLo.type == BodyType::Dynamic && bodyLo.sleeping) ||
+                (bodyHi.type == BodyType::Dynamic && bodyHi.sleeping))
             {
                 continue;
             }
-            if (m_solverIndex[c.bodyA] == kStaticSolverIndex && m_solverIndex[c.bodyB] == kStaticSolverIndex)
+            if (m_solverIndex[lo] == kStaticSolverIndex && m_solverIndex[hi] == kStaticSolverIndex)
             {
                 continue;
             }
             // A contact between a kinematic and a static body, or two kinematic ones, goes with level 0.
-            const std::uint8_t contactLevel = bodyA.type == BodyType::Dynamic   ? m_substepLevel[c.bodyA]
-                                              : bodyB.type == BodyType::Dynamic ? m_substepLevel[c.bodyB]
-                                                                                : 0;
+            const std::uint8_t contactLevel = bodyLo.type == BodyType::Dynamic   ? m_substepLevel[lo]
+                                              : bodyHi.type == BodyType::Dynamic ? m_substepLevel[hi]
+                                                                                 : 0;
             if (contactLevel != level)
             {
                 continue;
             }
             m_constraintContacts.push_back(entry.contact);
-            pointTotal += static_cast<std::uint32_t>(c.manifold.pointCount);
+            pointTotal += keyPointCount(entry);
         }
     }
     levelConstraintStart[levels] = static_cast<std::uint32_t>(m_constraintContacts.size());

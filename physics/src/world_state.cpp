@@ -12,8 +12,9 @@
 //               layer and group, sensor flag
 //   free slots  in LIFO order (slot reuse order is part of the future)
 //   contacts    in key order: bodies, manifold (points, feature ids), accumulated impulses, and what
-//               manifold reuse needs (the pose the manifold is for, margin and slack left); for a sensor
-//               pair, whether it overlaps (and the pose that was found at, in the same fields)
+//               manifold reuse needs (the poses its points are placed for and it was computed for, its
+//               margin); for a sensor pair, whether it overlaps (and the pose that was found at, in the same
+//               fields)
 //   joints      every slot (dead ones keep their generation), with the description as last set, the
 //               impulses of the last step (warm start) and its force and torque; free joint slots in LIFO
 //               order. The bodies' joint lists are rebuilt (nothing depends on their order)
@@ -39,10 +40,11 @@ namespace
 {
 
 constexpr std::uint32_t kSnapshotMagic = 0x53575450u; // "PTWS" little-endian
-constexpr std::uint32_t kSnapshotVersion = 6; ///< 2: contacts carry their manifold-reuse state; 3: impulses
+constexpr std::uint32_t kSnapshotVersion = 7; ///< 2: contacts carry their manifold-reuse state; 3: impulses
                                               ///< per step, bodies' substep levels; 4: collision filters;
                                               ///< 5: compounds, meshes and heightfields, sensors (the
-                                              ///< body's flag, the pair's flag and overlap); 6: joints
+                                              ///< body's flag, the pair's flag and overlap); 6: joints;
+                                              ///< 7: the pose a manifold was computed for, not its slack
 
 /// FNV-1a, 64 bits, over explicit little pieces (never over structs with padding).
 struct Fnv64
@@ -693,8 +695,9 @@ void World::saveState(std::vector<std::uint8_t>& out) const
         w.f32(c.restitution);
         w.vec(c.cacheRelative.p);
         w.quat(c.cacheRelative.q);
+        w.vec(c.madeRelative.p);
+        w.quat(c.madeRelative.q);
         w.f32(c.cacheMargin);
-        w.f32(c.cacheSlack);
         w.u8(c.sensor ? 1 : 0);
         w.u8(c.sensorOverlap ? 1 : 0);
     }
@@ -947,16 +950,20 @@ RestoreStatus World::restoreState(std::span<const std::uint8_t> data)
         c.restitution = r.f32();
         c.cacheRelative.p = r.vec();
         c.cacheRelative.q = r.quat();
+        c.madeRelative.p = r.vec();
+        c.madeRelative.q = r.quat();
         c.cacheMargin = r.f32();
-        c.cacheSlack = r.f32();
         c.sensor = r.boolean();
         c.sensorOverlap = r.boolean();
-        const float turnLength2 = dot(c.cacheRelative.q, c.cacheRelative.q);
-        if (!(maxAbs(c.cacheRelative.p) <= 2.0f * kWorldBoundMeters) ||
-            !(turnLength2 > 0.99f && turnLength2 < 1.01f) ||
+        const auto poseFits = [](const Transform& pose)
+        {
+            const float turnLength2 = dot(pose.q, pose.q);
+            return maxAbs(pose.p) <= 2.0f * kWorldBoundMeters && turnLength2 > 0.99f && turnLength2 < 1.01f;
+        };
+        if (!poseFits(c.cacheRelative) || !poseFits(c.madeRelative) ||
             !(c.cacheMargin <=
               m_config.maxSpeculativeDistance + m_config.speculativeDistance + kManifoldReuseSlack) ||
-            !(c.cacheMargin >= -1.0f) || !(c.cacheSlack >= 0.0f && c.cacheSlack <= kManifoldReuseSlack))
+            !(c.cacheMargin >= -1.0f))
         {
             return fail(RestoreStatus::Corrupt);
         }

@@ -813,9 +813,9 @@ class World
         float tangentImpulse2[kMaxManifoldPoints]{};
         float friction = 0.0f;
         float restitution = 0.0f;
-        Transform cacheRelative{};  ///< B's pose in A's frame when the manifold was made (or last reused)
-        float cacheMargin = -1.0f;  ///< metres it still answers for (see reuseManifold); < 0: recompute
-        float cacheSlack = 0.0f;    ///< metres its features may still slide before it is computed again
+        Transform cacheRelative{};  ///< B's pose in A's frame the manifold's points are placed for
+        Transform madeRelative{};   ///< B's pose in A's frame when the manifold was computed
+        float cacheMargin = -1.0f;  ///< metres it was computed with (see reuseManifold); < 0: recompute
         bool sensor = false;        ///< one body is a sensor: no manifold, no response (world_sensors.cpp);
                                     ///< cacheRelative is then the pose sensorOverlap was found at, and
                                     ///< cacheMargin >= 0 once it has been
@@ -833,10 +833,24 @@ class World
     };
     static constexpr std::uint8_t kKeyTouching = 1; ///< the manifold has points
     static constexpr std::uint8_t kKeyClear = 2;    ///< no points, no reuse cache: as a new contact
-    /// The kKey* bits of contact c.
+    static constexpr int kKeyPointShift = 2;        ///< the manifold's point count, in the bits above
+    /// The kKey* bits of contact c, and its point count.
     static std::uint8_t keyStateOf(const Contact& c)
     {
-        return c.manifold.pointCount > 0 ? kKeyTouching : c.cacheMargin < 0.0f ? kKeyClear : std::uint8_t{0};
+        const std::uint8_t flags = c.manifold.pointCount > 0 ? kKeyTouching
+                                   : c.cacheMargin < 0.0f    ? kKeyClear
+                                                             : std::uint8_t{0};
+        return static_cast<std::uint8_t>(flags | (c.manifold.pointCount << kKeyPointShift));
+    }
+    static std::uint32_t keyPointCount(const ContactKey& entry) { return entry.state >> kKeyPointShift; }
+    /// The pair's body slots, lower first (the contact's roles A and B may be either way round).
+    static std::uint32_t keyLow(const ContactKey& entry)
+    {
+        return static_cast<std::uint32_t>(entry.key >> 32);
+    }
+    static std::uint32_t keyHigh(const ContactKey& entry)
+    {
+        return static_cast<std::uint32_t>(entry.key & 0xFFFFFFFFu);
     }
 
     /// fn(begin, end, thread) over [0, count) in chunks of `grain`: on the pool's threads when there is a
@@ -1088,8 +1102,7 @@ class World
     std::vector<std::uint8_t> m_fatBoxStale;    ///< per slot (or solver body): its fat box is to be replaced
     std::vector<Aabb> m_wantedBoxes;            ///< per slot (or solver body): by this box
     std::vector<float> m_reach; ///< per slot: |v| dt + reachBeyondVelocity over this step (set as it starts)
-    std::vector<std::uint32_t> m_collideList;    ///< contacts one round of collide() updates (key positions)
-    std::vector<std::uint8_t> m_collideTouching; ///< per m_collideList entry: the update found contact
+    std::vector<std::uint8_t> m_collideWake; ///< per key position: collide()'s update touches a sleeping body
 
     // Per-step solver arrays (capacity reserved at creation).
     std::vector<std::uint32_t> m_solverIndex; ///< per slot: index into the solver arrays (0 = static dummy)
