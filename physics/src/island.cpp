@@ -22,6 +22,16 @@ std::uint32_t IslandBuilder::find(std::uint32_t i)
     return i;
 }
 
+void IslandBuilder::flatten()
+{
+    // unite() hangs the larger representative under the smaller and find() only shortcuts to ancestors, so
+    // every parent is at or below its child: in increasing order, a parent is final before its children.
+    for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(m_parent.size()); ++i)
+    {
+        m_parent[i] = m_parent[m_parent[i]];
+    }
+}
+
 void IslandBuilder::unite(std::uint32_t a, std::uint32_t b)
 {
     const std::uint32_t ra = find(a);

@@ -1872,6 +1872,10 @@ template <class Fn> void World::linkIslands(bool unite, Fn&& touchingOther)
             }
         }
     }
+    if (unite)
+    {
+        m_islands.flatten(); // the passes after this one read each body's root in one load
+    }
 }
 
 void World::chooseSubstepLevels(float dt)
@@ -1945,21 +1949,34 @@ void World::chooseSubstepLevels(float dt)
     m_islandsBuilt = true; // updateSleep takes them as they are
     // Per island root: its box, its mass and the mass of its grounded bodies, the highest mass-ratio level.
     m_islandBoxes.resize(slotCount);
+    float lightestInverse = std::numeric_limits<float>::infinity(); // of the awake dynamic bodies
+    float heaviestInverse = 0.0f;
     for (std::uint32_t i = 0; i < slotCount; ++i)
     {
         if (m_bodies[i].alive && awakeDynamic(i))
         {
-            const std::uint32_t root = m_islands.find(i);
+            const std::uint32_t root = m_islands.root(i);
             m_islandBoxes[root] = root == i ? m_tightBoxes[i] : unionOf(m_islandBoxes[root], m_tightBoxes[i]);
-            const float mass = 1.0f / m_sims[i].inverseMass;
+            const float inverseMass = m_sims[i].inverseMass;
+            lightestInverse = std::min(lightestInverse, inverseMass);
+            heaviestInverse = std::max(heaviestInverse, inverseMass);
+            const float mass = 1.0f / inverseMass;
             IslandSupport& island = m_islandSupport[root];
             island.mass += mass;
             island.groundedMass += m_islandSupport[i].grounded ? mass : 0.0f;
             island.hangingMass += m_islandSupport[i].hangs ? mass : 0.0f;
         }
     }
+    // No contact has a mass-ratio level when no two awake bodies have (the ratio of the extremes bounds
+    // every pair's, and float division keeps that order).
+    const bool anyMassRatio = m_maxSubstepLevel > 0 && lightestInverse < heaviestInverse &&
+                              heaviestInverse / lightestInverse > m_config.substepMassRatio;
     for (const ContactKey& entry : m_contactKeys)
     {
+        if (!anyMassRatio)
+        {
+            break;
+        }
         if ((entry.state & kKeyTouching) == 0)
         {
             continue;
@@ -1968,7 +1985,7 @@ void World::chooseSubstepLevels(float dt)
         const std::uint32_t hi = keyHigh(entry);
         if (awakeDynamic(lo) && awakeDynamic(hi))
         {
-            IslandSupport& island = m_islandSupport[m_islands.find(lo)];
+            IslandSupport& island = m_islandSupport[m_islands.root(lo)];
             island.level = std::max(island.level, massRatioLevel(lo, hi));
         }
     }
@@ -1976,14 +1993,14 @@ void World::chooseSubstepLevels(float dt)
     {
         if (link.alive && awakeDynamic(link.a) && awakeDynamic(link.b))
         {
-            IslandSupport& island = m_islandSupport[m_islands.find(link.a)];
+            IslandSupport& island = m_islandSupport[m_islands.root(link.a)];
             island.level = std::max(island.level, massRatioLevel(link.a, link.b));
         }
     }
     const int upAxis = largestAxis(absPerElem(m_config.gravity));
     for (std::uint32_t i = 0; i < slotCount; ++i)
     {
-        if (!m_bodies[i].alive || !awakeDynamic(i) || m_islands.find(i) != i)
+        if (!m_bodies[i].alive || !awakeDynamic(i) || m_islands.root(i) != i)
         {
             continue;
         }
@@ -2017,7 +2034,7 @@ void World::chooseSubstepLevels(float dt)
     {
         if (m_bodies[i].alive && awakeDynamic(i))
         {
-            const std::uint32_t root = m_islands.find(i);
+            const std::uint32_t root = m_islands.root(i);
             m_substepLevel[root] = static_cast<std::uint8_t>(
                 std::max({static_cast<int>(m_substepLevel[root]), m_islandSupport[root].level,
                           static_cast<int>(m_sims[i].substepLevel)}));
@@ -2029,7 +2046,7 @@ void World::chooseSubstepLevels(float dt)
         {
             continue;
         }
-        const std::uint32_t root = m_islands.find(i);
+        const std::uint32_t root = m_islands.root(i);
         const std::uint8_t level = m_substepLevel[root];
         const int asked = m_islandSupport[root].level;
         m_substepLevel[i] = level;
@@ -2605,7 +2622,7 @@ void World::updateSleep()
     {
         if (m_bodies[i].alive && awakeDynamic(i))
         {
-            const std::uint32_t root = m_islands.find(i);
+            const std::uint32_t root = m_islands.root(i);
             islands += root == i ? 1u : 0u;
             m_islandSleep[root] = std::min(m_islandSleep[root], m_sims[i].sleepTime);
         }
@@ -2623,7 +2640,7 @@ void World::updateSleep()
         {
             continue;
         }
-        const std::uint32_t root = m_islands.find(i);
+        const std::uint32_t root = m_islands.root(i);
         if (!(m_islandSleep[root] >= m_config.timeToSleep))
         {
             continue;

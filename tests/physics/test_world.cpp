@@ -1,6 +1,7 @@
 // The world: free fall, resting, ids, the state hash, sleeping and waking, planar motion, kinematic bodies,
 // hull bodies, forces and impulses, and bad inputs.
 #include "polytope/physics/hull.h"
+#include "polytope/physics/island.h"
 #include "polytope/physics/scenes.h"
 #include "polytope/physics/world.h"
 
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 using namespace polytope::physics;
@@ -468,4 +470,48 @@ TEST_CASE("forces, torques and impulses change the motion by the closed forms", 
     REQUIRE(world.getBody(ball, s));
     CHECK(s.linearVelocity.y == Approx(1.0f));
     CHECK(s.angularVelocity.z == Approx(0.5f * mass / inertia));
+}
+
+TEST_CASE("island builder: after flatten, each element's root is the smallest element linked to it",
+          "[world]")
+{
+    // Against a brute-force labelling: repeated relaxation of "smallest label among the linked" to a fixed
+    // point, over random links (chains, stars and merges of sets already merged).
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 50; ++trial)
+    {
+        const std::uint32_t count = 1 + rng() % 300;
+        const std::uint32_t linkCount = rng() % (2 * count);
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> links;
+        IslandBuilder islands;
+        islands.reset(count);
+        for (std::uint32_t k = 0; k < linkCount; ++k)
+        {
+            links.emplace_back(rng() % count, rng() % count);
+            islands.unite(links.back().first, links.back().second);
+        }
+        islands.flatten();
+        std::vector<std::uint32_t> label(count);
+        for (std::uint32_t i = 0; i < count; ++i)
+        {
+            label[i] = i;
+        }
+        for (bool changed = true; changed;)
+        {
+            changed = false;
+            for (const auto& [a, b] : links)
+            {
+                const std::uint32_t smallest = std::min(label[a], label[b]);
+                changed = changed || label[a] != smallest || label[b] != smallest;
+                label[a] = smallest;
+                label[b] = smallest;
+            }
+        }
+        for (std::uint32_t i = 0; i < count; ++i)
+        {
+            INFO("trial " << trial << ", element " << i);
+            REQUIRE(islands.root(i) == label[i]);
+            REQUIRE(islands.find(i) == label[i]);
+        }
+    }
 }

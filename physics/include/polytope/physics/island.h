@@ -30,6 +30,13 @@ class IslandBuilder
     /// Joins the islands of a and b.
     void unite(std::uint32_t a, std::uint32_t b);
 
+    /// Points every element straight at its representative, in one pass (a parent is never above its
+    /// child), so that root() answers in one load until the next unite.
+    void flatten();
+
+    /// i's representative, once flatten() has run since the last unite.
+    std::uint32_t root(std::uint32_t i) const { return m_parent[i]; }
+
     std::uint32_t size() const { return static_cast<std::uint32_t>(m_parent.size()); }
 
   private:
