@@ -2078,15 +2078,7 @@ void World::solve(float dt)
     const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
     m_solverIndex.assign(slotCount, kStaticSolverIndex);
     m_solverSlots.clear();
-    m_solverBodies.clear();
-    m_solverMasses.clear();
-    m_solverMotions.clear();
-    // Index 0: the static dummy.
-    m_solverSlots.push_back(kNoIsland);
-    m_solverBodies.push_back({});
-    m_solverMasses.push_back({});
-    m_solverMotions.push_back({});
-    m_solverMotions.back().integrateVelocity = false;
+    m_solverSlots.push_back(kNoIsland); // index 0: the static dummy
 
     // Which bodies are solved: kinematic bodies first (every group moves them), then the dynamic bodies by
     // substep level, each level in slot order. Then their solver records, on any thread.
@@ -2125,9 +2117,15 @@ void World::solve(float dt)
             m_stats.mostSubsteps = static_cast<std::uint32_t>(m_config.substeps << level);
         }
     }
+    // Not cleared first: fillSolverBody writes every field of the records it fills, and the 128-byte motion
+    // records would otherwise be zeroed for nothing each step.
     m_solverBodies.resize(m_solverSlots.size());
     m_solverMasses.resize(m_solverSlots.size());
     m_solverMotions.resize(m_solverSlots.size());
+    m_solverBodies[0] = {};
+    m_solverMasses[0] = {};
+    m_solverMotions[0] = {};
+    m_solverMotions[0].integrateVelocity = false;
     forRange(static_cast<std::uint32_t>(m_solverSlots.size() - 1), kBodyGrain,
              [&](std::uint32_t begin, std::uint32_t end, int)
              {
