@@ -2,6 +2,7 @@
 #include "polytope/physics/constraint_graph.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace polytope::physics
 {
@@ -12,44 +13,35 @@ void ConstraintGraph::reserve(std::size_t bodies, std::size_t constraints)
     colorOf.reserve(constraints);
     overflowConstraints.reserve(constraints);
     overflowSequence.reserve(constraints);
-    bodyBits.reserve(kGraphColorCount * ((bodies + 63) / 64));
+    bodyColors.reserve(bodies);
     reserveContactBundles(*this, constraints);
 }
 
 void ConstraintGraph::color(std::span<const ContactConstraintSetup> constraints, std::size_t bodyCount)
 {
-    const std::size_t words = (bodyCount + 63) / 64;
-    bodyBits.assign(kGraphColorCount * words, 0);
+    static_assert(kGraphColorCount <= 16, "bodyColors holds one bit per colour");
+    bodyColors.assign(bodyCount, 0);
     colorOf.resize(constraints.size());
+    constexpr unsigned kAllColors = (1u << kGraphColorCount) - 1u;
     for (std::size_t i = 0; i < constraints.size(); ++i)
     {
         const std::uint32_t a = constraints[i].bodyA;
         const std::uint32_t b = constraints[i].bodyB;
-        // As Box2D v3 does: constraints on a static body take the last colours that fit, so that they
-        // are solved after the dynamic-dynamic ones in each pass and have the last word (a stack's base).
+        // Index 0, the static dummy, never conflicts and is never marked.
+        const unsigned used = (a != 0 ? bodyColors[a] : 0u) | (b != 0 ? bodyColors[b] : 0u);
+        const unsigned open = ~used & kAllColors;
+        // The first colour that holds neither body. As Box2D v3 does: constraints on a static body take the
+        // last one instead, so that they are solved after the dynamic-dynamic ones in each pass and have the
+        // last word (a stack's base).
         const bool againstStatic = a == 0 || b == 0;
-        int chosen = kGraphColorCount;
-        for (int k = 0; k < kGraphColorCount; ++k)
+        const int chosen = open == 0       ? kGraphColorCount
+                           : againstStatic ? std::bit_width(open) - 1
+                                           : std::countr_zero(open);
+        if (chosen < kGraphColorCount)
         {
-            const int c = againstStatic ? kGraphColorCount - 1 - k : k;
-            std::uint64_t* bits = bodyBits.data() + static_cast<std::size_t>(c) * words;
-            // Index 0, the static dummy, never conflicts and is never marked.
-            const bool usedA = a != 0 && (bits[a / 64] >> (a % 64) & 1u) != 0;
-            const bool usedB = b != 0 && (bits[b / 64] >> (b % 64) & 1u) != 0;
-            if (usedA || usedB)
-            {
-                continue;
-            }
-            if (a != 0)
-            {
-                bits[a / 64] |= std::uint64_t{1} << (a % 64);
-            }
-            if (b != 0)
-            {
-                bits[b / 64] |= std::uint64_t{1} << (b % 64);
-            }
-            chosen = c;
-            break;
+            const auto bit = static_cast<std::uint16_t>(1u << chosen);
+            bodyColors[a] = static_cast<std::uint16_t>(bodyColors[a] | (a != 0 ? bit : 0u));
+            bodyColors[b] = static_cast<std::uint16_t>(bodyColors[b] | (b != 0 ? bit : 0u));
         }
         colorOf[i] = static_cast<std::uint8_t>(chosen);
     }

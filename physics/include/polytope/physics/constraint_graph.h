@@ -11,7 +11,9 @@
 //   colours, in constraint order.
 // - The colouring reads only body indices and order, never the lane count W, so SSE2 and AVX2 builds
 //   solve in the same order and agree bit for bit.
-// - Storage (bitsets, colour lists and the packed bundles) is reserved at creation: no allocation in a
+// - Each body keeps a mask of the colours that hold it, so a constraint finds its colour in one lookup per
+//   body (the lowest bit free in both masks; the highest for one against a static body).
+// - Storage (body masks, colour lists and the packed bundles) is reserved at creation: no allocation in a
 //   warm step.
 #pragma once
 
@@ -45,8 +47,9 @@ struct ConstraintGraph
     std::vector<std::uint32_t> order;
     /// order[colorStart[c] .. colorStart[c + 1]) is colour c; c == kGraphColorCount: the overflow set.
     std::uint32_t colorStart[kGraphColorCount + 2] = {};
-    std::vector<std::uint64_t> bodyBits; ///< kGraphColorCount bitsets of the solver bodies in each colour
-    std::vector<std::uint8_t> colorOf;   ///< per constraint: its colour (kGraphColorCount: overflow)
+    std::vector<std::uint16_t>
+        bodyColors; ///< per solver body: bit c set when colour c holds one of its constraints
+    std::vector<std::uint8_t> colorOf; ///< per constraint: its colour (kGraphColorCount: overflow)
 
     // The wide bundles, laid out by contact_solver_wide.cpp (see there).
     std::vector<float> bundleValues;         ///< structure-of-arrays floats of every bundle
