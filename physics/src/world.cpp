@@ -314,6 +314,7 @@ World::World(const WorldConfig& config)
     m_contactKeysMerge.reserve(contacts);
     m_contacts.reserve(contacts);
     m_poolOrder.reserve(contacts);
+    m_poolSource.reserve(contacts);
     m_freeContacts.reserve(contacts);
     m_contactUpdated.reserve(contacts);
     m_fatBoxStale.reserve(bodies + 1);
@@ -1222,27 +1223,44 @@ void World::orderContactPool()
     {
         return;
     }
-    // In place, by cycles: slot p goes to position destination[p] (free slots after the live ones).
+    // In place, by cycles: position q takes the contact of slot source[q] (the free slots go after the live
+    // ones, in slot order). Each cycle is walked with a hole, so each contact is copied once.
     const std::size_t poolSize = m_contacts.size();
-    constexpr std::uint32_t kUnplaced = 0xFFFFFFFFu;
-    m_poolOrder.assign(poolSize, kUnplaced);
+    m_poolOrder.assign(poolSize, 0); // 1: a live slot
+    m_poolSource.resize(poolSize);
     for (std::size_t k = 0; k < count; ++k)
     {
-        m_poolOrder[m_contactKeys[k].contact] = static_cast<std::uint32_t>(k);
+        m_poolOrder[m_contactKeys[k].contact] = 1;
+        m_poolSource[k] = m_contactKeys[k].contact;
         m_contactKeys[k].contact = static_cast<std::uint32_t>(k);
     }
-    std::uint32_t next = static_cast<std::uint32_t>(count);
-    for (std::uint32_t& destination : m_poolOrder)
-    {
-        destination = destination == kUnplaced ? next++ : destination;
-    }
+    std::size_t next = count;
     for (std::size_t p = 0; p < poolSize; ++p)
     {
-        while (m_poolOrder[p] != p)
+        if (m_poolOrder[p] == 0)
         {
-            const std::uint32_t q = m_poolOrder[p];
-            std::swap(m_contacts[p], m_contacts[q]);
-            std::swap(m_poolOrder[p], m_poolOrder[q]);
+            m_poolSource[next++] = static_cast<std::uint32_t>(p);
+        }
+    }
+    for (std::size_t q = 0; q < poolSize; ++q)
+    {
+        if (m_poolSource[q] == q)
+        {
+            continue;
+        }
+        Contact carried = m_contacts[q];
+        std::size_t hole = q;
+        while (true)
+        {
+            const std::uint32_t from = m_poolSource[hole];
+            m_poolSource[hole] = static_cast<std::uint32_t>(hole);
+            if (from == q)
+            {
+                m_contacts[hole] = carried;
+                break;
+            }
+            m_contacts[hole] = m_contacts[from];
+            hole = from;
         }
     }
     m_contacts.resize(count); // keeps its capacity

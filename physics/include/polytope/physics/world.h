@@ -1096,7 +1096,8 @@ class World
     std::vector<ContactKey> m_contactKeys;      ///< sorted by key
     std::vector<ContactKey> m_contactKeysMerge; ///< scratch for the merge
     std::vector<Contact> m_contacts;            ///< pool
-    std::vector<std::uint32_t> m_poolOrder;     ///< orderContactPool: each pool slot's new position
+    std::vector<std::uint8_t> m_poolOrder;      ///< orderContactPool: per pool slot, whether it is live
+    std::vector<std::uint32_t> m_poolSource;    ///< orderContactPool: per position, the slot it takes
     std::vector<std::uint32_t> m_freeContacts;  ///< LIFO
     std::vector<std::uint8_t> m_contactUpdated; ///< per pool entry: updated this step
     std::vector<std::uint8_t> m_fatBoxStale;    ///< per slot (or solver body): its fat box is to be replaced
