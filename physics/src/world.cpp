@@ -1141,8 +1141,13 @@ bool World::collectPairCandidates()
     return true;
 }
 
-void World::mergeNewPairs(StepStatus& status)
+bool World::mergeNewPairs(StepStatus& status)
 {
+    if (m_newKeys.empty())
+    {
+        return false; // a settled world: no copy of the key list
+    }
+    bool added = false;
     m_contactKeysMerge.clear();
     std::size_t i = 0;
     std::size_t j = 0;
@@ -1192,8 +1197,10 @@ void World::mergeNewPairs(StepStatus& status)
         c.friction = std::sqrt(m_materials[lo].friction * m_materials[hi].friction);
         c.restitution = std::max(m_materials[lo].restitution, m_materials[hi].restitution);
         m_contactKeysMerge.push_back({key, index, kKeyClear});
+        added = true;
     }
     m_contactKeys.swap(m_contactKeysMerge);
+    return added;
 }
 
 void World::updatePairs(StepStatus& status)
@@ -1203,8 +1210,12 @@ void World::updatePairs(StepStatus& status)
         status.set(StepFlag::ContactCapacityReached);
         ++m_stats.droppedPairs;
     }
-    mergeNewPairs(status);
-    orderContactPool();
+    // The pool scatters as contacts come and go; checked when some came (those that went since are seen
+    // then).
+    if (mergeNewPairs(status))
+    {
+        orderContactPool();
+    }
 }
 
 void World::orderContactPool()

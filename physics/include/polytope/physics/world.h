@@ -931,7 +931,8 @@ class World
     void wakeIsland(std::uint32_t index);
     void updatePairs(StepStatus& status);
     bool collectPairCandidates(); ///< false when the candidate list overflowed
-    void mergeNewPairs(StepStatus& status);
+    /// Adds contacts for the new pairs; whether it added any.
+    bool mergeNewPairs(StepStatus& status);
     /// Copies the contacts into key order when the pool has become scattered (see world.cpp).
     void orderContactPool();
     /// Whether the tight boxes of a and b are apart by more than the margin their manifold would be
