@@ -2291,7 +2291,7 @@ void World::solve(float dt)
 
         // Colour the constraints and prepare them straight into wide bundles (constraint_graph.h); the
         // solver works on the bundles and the overflow set.
-        m_graph.color(setups, m_solverBodies.size());
+        m_graph.color(setups, m_solverBodies.size(), m_tasks != nullptr ? m_tasks->threadCount() : 1);
         prepareContactBundles(m_graph, setups, m_solverBodies, m_solverMasses, m_tasks.get());
         prepareJoints(level, h, substepsInverse);
         const std::uint32_t jointBegin = m_jointLevelStart[level];

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cstring>
 #include <random>
 #include <vector>
@@ -91,24 +93,64 @@ bool sameBits(const void* a, const void* b, std::size_t n)
 TEST_CASE("the colouring never puts two constraints on one moving body in a colour", "[solver][wide]")
 {
     const Problem p = randomProblem(7, 300, 1500);
-    ConstraintGraph graph;
-    graph.reserve(p.bodies.size(), p.setups.size());
-    graph.color(p.setups, p.bodies.size());
-    REQUIRE(graph.colorStart[kGraphColorCount + 1] == p.setups.size());
-    for (int color = 0; color < kGraphColorCount; ++color)
+    for (const int parts : {1, 2, 3})
     {
-        std::vector<int> seen(p.bodies.size(), 0);
-        for (std::uint32_t k = graph.colorStart[color]; k < graph.colorStart[color + 1]; ++k)
+        INFO("parts " << parts);
+        ConstraintGraph graph;
+        graph.reserve(p.bodies.size(), p.setups.size());
+        graph.color(p.setups, p.bodies.size(), parts);
+        REQUIRE(graph.colorStart[kGraphColorCount + 1] == p.setups.size());
+        std::vector<int> placed(p.setups.size(), 0);
+        for (const std::uint32_t i : graph.order)
         {
-            const ContactConstraintSetup& c = p.setups[graph.order[k]];
-            for (const std::uint32_t body : {c.bodyA, c.bodyB})
+            REQUIRE(++placed[i] == 1);
+        }
+        for (int color = 0; color < kGraphColorCount; ++color)
+        {
+            std::vector<int> seen(p.bodies.size(), 0);
+            const std::uint32_t first = graph.colorStart[color];
+            const std::uint32_t count = graph.colorStart[color + 1] - first;
+            for (std::uint32_t k = first; k < first + count; ++k)
             {
-                if (body != 0)
+                const ContactConstraintSetup& c = p.setups[graph.order[k]];
+                for (const std::uint32_t body : {c.bodyA, c.bodyB})
                 {
-                    INFO("colour " << color << " body " << body);
-                    REQUIRE(++seen[body] == 1);
+                    if (body != 0)
+                    {
+                        INFO("colour " << color << " body " << body);
+                        REQUIRE(++seen[body] == 1);
+                    }
                 }
             }
+            // The colour is cut into `parts` runs in constraint order (thread t takes run t), each run sorted
+            // by point count (most first), then constraint order.
+            std::vector<std::uint32_t> members(graph.order.begin() + first,
+                                               graph.order.begin() + first + count);
+            std::sort(members.begin(), members.end());
+            std::vector<int> runOf(p.setups.size(), -1);
+            for (std::uint32_t k = 0; k < count; ++k)
+            {
+                runOf[members[k]] = static_cast<int>(static_cast<std::uint64_t>(k) * parts / count);
+            }
+            for (std::uint32_t k = first + 1; k < first + count; ++k)
+            {
+                const std::uint32_t before = graph.order[k - 1];
+                const std::uint32_t after = graph.order[k];
+                INFO("colour " << color << " position " << k);
+                REQUIRE(runOf[before] <= runOf[after]);
+                if (runOf[before] == runOf[after])
+                {
+                    const int pointsBefore = p.setups[before].pointCount;
+                    const int pointsAfter = p.setups[after].pointCount;
+                    REQUIRE(pointsBefore >= pointsAfter);
+                    REQUIRE((pointsBefore > pointsAfter || before < after));
+                }
+            }
+        }
+        for (std::uint32_t k = graph.colorStart[kGraphColorCount] + 1;
+             k < graph.colorStart[kGraphColorCount + 1]; ++k)
+        {
+            REQUIRE(graph.order[k - 1] < graph.order[k]); // the overflow set in constraint order
         }
     }
 }
@@ -127,7 +169,7 @@ TEST_CASE("the wide solver gives the scalar solver's bits in colour order", "[so
         Problem scalar = wide;
         ConstraintGraph graph;
         graph.reserve(wide.bodies.size(), wide.setups.size());
-        graph.color(wide.setups, wide.bodies.size());
+        graph.color(wide.setups, wide.bodies.size(), tasks != nullptr ? tasks->threadCount() : 1);
         prepareContactBundles(graph, wide.setups, wide.bodies, wide.masses, tasks);
         std::vector<ContactConstraint> constraints(scalar.setups.size());
         for (std::size_t k = 0; k < constraints.size(); ++k)

@@ -39,17 +39,21 @@ struct ConstraintGraph
     void reserve(std::size_t bodies, std::size_t constraints);
 
     /// Colours `constraints` over `bodyCount` solver bodies (dummy included): fills colorStart and order.
-    void color(std::span<const ContactConstraintSetup> constraints, std::size_t bodyCount);
+    /// `parts`: the threads that will share each colour (see `order`).
+    void color(std::span<const ContactConstraintSetup> constraints, std::size_t bodyCount, int parts = 1);
 
-    /// Constraint indices grouped by colour (then the overflow set). Within a colour, by point count (most
-    /// first, so that bundles hold alike constraints), then constraint order; the overflow set in constraint
-    /// order.
+    /// Constraint indices grouped by colour (then the overflow set). Within a colour: cut into `parts`
+    /// equal runs in constraint order (the task pool gives thread t the t-th run of every colour's blocks,
+    /// so a thread keeps to the same constraints, and thus mostly the same bodies, colour after colour);
+    /// within a run by point count (most first, so that bundles hold alike constraints), then constraint
+    /// order. The overflow set in constraint order.
     std::vector<std::uint32_t> order;
     /// order[colorStart[c] .. colorStart[c + 1]) is colour c; c == kGraphColorCount: the overflow set.
     std::uint32_t colorStart[kGraphColorCount + 2] = {};
     std::vector<std::uint16_t>
         bodyColors; ///< per solver body: bit c set when colour c holds one of its constraints
-    std::vector<std::uint8_t> colorOf; ///< per constraint: its colour (kGraphColorCount: overflow)
+    std::vector<std::uint8_t> colorOf;    ///< per constraint: its colour (kGraphColorCount: overflow)
+    std::vector<std::uint32_t> sortSlots; ///< color()'s counting sort: per (colour, run, point count)
 
     // The wide bundles, laid out by contact_solver_wide.cpp (see there).
     std::vector<float> bundleValues;         ///< structure-of-arrays floats of every bundle
