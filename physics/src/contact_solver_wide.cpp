@@ -479,6 +479,7 @@ void reserveContactBundles(ConstraintGraph& graph, std::size_t constraints)
     graph.bundleLanes.reserve(bundles * W);
     graph.bundlePoints.reserve(bundles);
     graph.bundleFirst.reserve(bundles);
+    graph.blockBundles.reserve(2 * (bundles + kGraphColorCount));
 }
 
 namespace
@@ -498,6 +499,21 @@ template <typename F> void forBundles(TaskPool* tasks, std::uint32_t count, std:
     {
         fn(0u, count, 0);
     }
+}
+
+/// fn(begin, end) over the bundles of each of graph.blockBundles' blocks, those of thread t's runs on
+/// thread t first.
+template <typename F> void forBlocks(const ConstraintGraph& graph, TaskPool* tasks, F&& fn)
+{
+    const auto blocks = static_cast<std::uint32_t>(graph.blockBundles.size() / 2);
+    forBundles(tasks, blocks, 1,
+               [&](std::uint32_t begin, std::uint32_t end, int)
+               {
+                   for (std::uint32_t block = begin; block < end; ++block)
+                   {
+                       fn(graph.blockBundles[2 * block], graph.blockBundles[2 * block + 1]);
+                   }
+               });
 }
 
 } // namespace
@@ -528,8 +544,32 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
             graph.bundleFirst[b] = graph.colorStart[color] + (b - graph.colorBundleStart[color]) * W;
         }
     }
+    // The blocks, thread by thread (the solver passes give thread t the run runStart(blocks, t) of each
+    // colour's blocks: see contactPassBlocks and TaskPool::runStages).
+    const int threads = tasks != nullptr ? tasks->threadCount() : 1;
+    graph.blockBundles.clear();
+    for (int t = 0; t < threads; ++t)
+    {
+        for (int color = 0; color < kGraphColorCount; ++color)
+        {
+            const std::uint32_t blocks = contactPassBlocks(graph, color);
+            const auto runStart = [&](int thread)
+            {
+                return static_cast<std::uint32_t>(static_cast<std::uint64_t>(blocks) *
+                                                  static_cast<std::uint64_t>(thread) /
+                                                  static_cast<std::uint64_t>(threads));
+            };
+            for (std::uint32_t block = runStart(t); block < runStart(t + 1); ++block)
+            {
+                const std::uint32_t first = graph.colorBundleStart[color] + block * kBundleGrain;
+                graph.blockBundles.push_back(first);
+                graph.blockBundles.push_back(
+                    std::min(first + kBundleGrain, graph.colorBundleStart[color + 1]));
+            }
+        }
+    }
     float* base = alignedBase(graph.bundleValues);
-    const auto prepareBundles = [&](std::uint32_t begin, std::uint32_t end, int)
+    const auto prepareBundles = [&](std::uint32_t begin, std::uint32_t end)
     {
         for (std::uint32_t bundle = begin; bundle < end; ++bundle)
         {
@@ -550,7 +590,7 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
             graph.bundlePoints[bundle] = static_cast<std::uint8_t>(points);
         }
     };
-    forBundles(tasks, bundles, kBundleGrain, prepareBundles);
+    forBlocks(graph, tasks, prepareBundles);
 
     const std::span<const std::uint32_t> overflow = graph.overflow();
     graph.overflowConstraints.resize(overflow.size());
@@ -669,7 +709,7 @@ void applyRestitutionWide(ConstraintGraph& graph, std::span<SolverBody> bodies, 
 void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses> impulses, TaskPool* tasks)
 {
     const float* base = alignedBase(graph.bundleValues);
-    const auto readBundles = [&](std::uint32_t begin, std::uint32_t end, int)
+    const auto readBundles = [&](std::uint32_t begin, std::uint32_t end)
     {
         for (std::uint32_t bundle = begin; bundle < end; ++bundle)
         {
@@ -695,7 +735,7 @@ void readContactImpulses(const ConstraintGraph& graph, std::span<ContactImpulses
             }
         }
     };
-    forBundles(tasks, graph.bundleCount, kBundleGrain, readBundles);
+    forBlocks(graph, tasks, readBundles);
     const std::span<const std::uint32_t> overflow = graph.overflow();
     for (std::size_t k = 0; k < overflow.size(); ++k)
     {

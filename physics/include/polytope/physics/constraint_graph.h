@@ -61,6 +61,10 @@ struct ConstraintGraph
     std::vector<std::uint32_t> bundleLanes;  ///< per bundle: W constraint indices (kEmptyLane: none)
     std::vector<std::uint8_t> bundlePoints;  ///< per bundle: the most points of any of its lanes
     std::vector<std::uint32_t> bundleFirst;  ///< per bundle: index into `order` of its lane 0
+    /// The blocks of bundles the passes hand out (first bundle, end), thread by thread: thread t's run of
+    /// every colour in turn, so that the once-a-step passes (preparing, reading back) give a thread the
+    /// bundles it solves.
+    std::vector<std::uint32_t> blockBundles;
     std::uint32_t bundleCount = 0;
     /// Bundles of colour c: [colorBundleStart[c], colorBundleStart[c + 1]).
     std::uint32_t colorBundleStart[kGraphColorCount + 1] = {};
