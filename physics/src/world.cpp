@@ -341,6 +341,12 @@ World::World(const WorldConfig& config)
     {
         m_eventCapacity = m_config.maxContactEvents > 0 ? m_config.maxContactEvents : m_config.maxContacts;
         m_touchChange.reserve(contacts);
+        m_eventKeys.resize(static_cast<std::size_t>(m_config.threads));
+        for (std::vector<std::uint32_t>& keys : m_eventKeys)
+        {
+            keys.reserve(contacts);
+        }
+        m_eventKeyOrder.reserve(contacts);
         m_hits.reserve(contacts);
         m_hitOrder.reserve(contacts);
         m_beginEvents.reserve(m_eventCapacity);
@@ -1525,6 +1531,10 @@ void World::collide()
     if (events)
     {
         m_touchChange.assign(m_contacts.size(), kTouchSame);
+        for (std::vector<std::uint32_t>& keys : m_eventKeys)
+        {
+            keys.clear();
+        }
     }
     auto isActive = [&](std::uint32_t i)
     {
@@ -1573,6 +1583,10 @@ void World::collide()
                          {
                              m_contactUpdated[index] = kContactRemove;
                              removed[static_cast<std::size_t>(thread)] = 1;
+                             if (events)
+                             {
+                                 m_eventKeys[static_cast<std::size_t>(thread)].push_back(k);
+                             }
                              continue;
                          }
                          m_contactUpdated[index] = kContactUpdated;
@@ -1591,6 +1605,10 @@ void World::collide()
                              m_touchChange[index] = touches == touched ? kTouchSame
                                                     : touches          ? kTouchBegan
                                                                        : kTouchEnded;
+                             if (touches != touched)
+                             {
+                                 m_eventKeys[static_cast<std::size_t>(thread)].push_back(k);
+                             }
                          }
                          // Touching an awake body wakes a sleeping island (below, in key order).
                          if (touches && (m_bodies[lo].sleeping || m_bodies[hi].sleeping))
@@ -1671,8 +1689,16 @@ void World::reportEnd(const Contact& c, std::vector<ContactEndEvent>& out)
 
 void World::gatherTouchEvents()
 {
-    for (const ContactKey& entry : m_contactKeys)
+    // The contacts collide() removed or whose touch changed, in key order (each thread listed its own).
+    m_eventKeyOrder.clear();
+    for (const std::vector<std::uint32_t>& keys : m_eventKeys)
     {
+        m_eventKeyOrder.insert(m_eventKeyOrder.end(), keys.begin(), keys.end());
+    }
+    std::sort(m_eventKeyOrder.begin(), m_eventKeyOrder.end());
+    for (const std::uint32_t k : m_eventKeyOrder)
+    {
+        const ContactKey& entry = m_contactKeys[k];
         const Contact& c = m_contacts[entry.contact];
         if (m_contactUpdated[entry.contact] == kContactRemove)
         {

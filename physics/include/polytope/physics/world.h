@@ -1163,12 +1163,15 @@ class World
 
     // Contact events (capacity m_eventCapacity each, reserved at creation when events are on).
     std::uint32_t m_eventCapacity = 0;
-    std::uint32_t m_droppedPendingEvents = 0;        ///< pending ends dropped since the last step
-    std::vector<std::uint8_t> m_touchChange;         ///< per pool entry: kTouch* of this step's update
-    std::vector<ContactBeginEvent> m_beginEvents;    ///< the last step's
-    std::vector<ContactEndEvent> m_endEvents;        ///< the last step's
-    std::vector<ContactHitEvent> m_hitEvents;        ///< the last step's
-    std::vector<ContactEndEvent> m_pendingEndEvents; ///< contacts removed since the last step
+    std::uint32_t m_droppedPendingEvents = 0;            ///< pending ends dropped since the last step
+    std::vector<std::uint8_t> m_touchChange;             ///< per pool entry: kTouch* of this step's update
+    std::vector<std::vector<std::uint32_t>> m_eventKeys; ///< per thread: key positions collide() removed or
+                                                         ///< changed the touch of (gatherTouchEvents)
+    std::vector<std::uint32_t> m_eventKeyOrder;          ///< gatherTouchEvents: those, in key order
+    std::vector<ContactBeginEvent> m_beginEvents;        ///< the last step's
+    std::vector<ContactEndEvent> m_endEvents;            ///< the last step's
+    std::vector<ContactHitEvent> m_hitEvents;            ///< the last step's
+    std::vector<ContactEndEvent> m_pendingEndEvents;     ///< contacts removed since the last step
     /// A solved contact's fastest approaching point that took a load, if faster than hitEventThreshold.
     struct HitCandidate
     {
