@@ -321,6 +321,12 @@ World::World(const WorldConfig& config)
     m_reach.reserve(bodies);
     m_wantedBoxes.reserve(bodies + 1);
     m_collideWake.reserve(contacts);
+    m_removedKeys.resize(static_cast<std::size_t>(m_config.threads));
+    for (std::vector<std::uint32_t>& keys : m_removedKeys)
+    {
+        keys.reserve(contacts);
+    }
+    m_removedKeyOrder.reserve(contacts);
     m_solverIndex.reserve(bodies);
     m_solverSlots.reserve(bodies + 1);
     m_solverBodies.reserve(bodies + 1);
@@ -1550,9 +1556,12 @@ void World::collide()
         }
         return false;
     };
-    // Per thread: whether it removed a contact, and whether one of its updates touches a sleeping body.
-    std::array<std::uint8_t, kMaxTaskThreads> removed{};
+    // Per thread: whether one of its updates touches a sleeping body.
     std::array<std::uint8_t, kMaxTaskThreads> wakes{};
+    for (std::vector<std::uint32_t>& keys : m_removedKeys)
+    {
+        keys.clear();
+    }
     m_collideWake.assign(m_contactKeys.size(), 0);
     bool woke = true;
     while (woke)
@@ -1582,7 +1591,7 @@ void World::collide()
                          if (!fatBoxesOverlap(lo, hi))
                          {
                              m_contactUpdated[index] = kContactRemove;
-                             removed[static_cast<std::size_t>(thread)] = 1;
+                             m_removedKeys[static_cast<std::size_t>(thread)].push_back(k);
                              if (events)
                              {
                                  m_eventKeys[static_cast<std::size_t>(thread)].push_back(k);
@@ -1645,21 +1654,31 @@ void World::collide()
     {
         gatherTouchEvents(); // before the removed contacts leave the key list
     }
-    if (std::find(removed.begin(), removed.end(), std::uint8_t{1}) == removed.end())
+    if (std::all_of(m_removedKeys.begin(), m_removedKeys.end(),
+                    [](const std::vector<std::uint32_t>& keys) { return keys.empty(); }))
     {
         return;
     }
-    std::size_t out = 0;
-    for (std::size_t k = 0; k < m_contactKeys.size(); ++k)
+    // The removed keys (each thread listed its own), in key order; the entries between them close up.
+    m_removedKeyOrder.clear();
+    for (const std::vector<std::uint32_t>& keys : m_removedKeys)
     {
-        const ContactKey entry = m_contactKeys[k];
-        if (m_contactUpdated[entry.contact] == kContactRemove)
-        {
-            reportSensorEnd(m_contacts[entry.contact], m_sensorEndEvents); // a sensor pair teleported apart
-            m_freeContacts.push_back(entry.contact);
-            continue;
-        }
-        m_contactKeys[out++] = entry;
+        m_removedKeyOrder.insert(m_removedKeyOrder.end(), keys.begin(), keys.end());
+    }
+    std::sort(m_removedKeyOrder.begin(), m_removedKeyOrder.end());
+    const auto keys = m_contactKeys.begin();
+    std::size_t out = m_removedKeyOrder.front();
+    for (std::size_t r = 0; r < m_removedKeyOrder.size(); ++r)
+    {
+        const std::size_t k = m_removedKeyOrder[r];
+        const ContactKey& entry = m_contactKeys[k];
+        reportSensorEnd(m_contacts[entry.contact], m_sensorEndEvents); // a sensor pair teleported apart
+        m_freeContacts.push_back(entry.contact);
+        const std::size_t next =
+            r + 1 < m_removedKeyOrder.size() ? m_removedKeyOrder[r + 1] : m_contactKeys.size();
+        std::copy(keys + static_cast<std::ptrdiff_t>(k + 1), keys + static_cast<std::ptrdiff_t>(next),
+                  keys + static_cast<std::ptrdiff_t>(out));
+        out += next - k - 1;
     }
     m_contactKeys.resize(out);
 }

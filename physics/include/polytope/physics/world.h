@@ -1105,6 +1105,8 @@ class World
     std::vector<Aabb> m_wantedBoxes;            ///< per slot (or solver body): by this box
     std::vector<float> m_reach; ///< per slot: |v| dt + reachBeyondVelocity over this step (set as it starts)
     std::vector<std::uint8_t> m_collideWake; ///< per key position: collide()'s update touches a sleeping body
+    std::vector<std::vector<std::uint32_t>> m_removedKeys; ///< per thread: key positions collide() removed
+    std::vector<std::uint32_t> m_removedKeyOrder;          ///< those, in key order
 
     // Per-step solver arrays (capacity reserved at creation).
     std::vector<std::uint32_t> m_solverIndex; ///< per slot: index into the solver arrays (0 = static dummy)
