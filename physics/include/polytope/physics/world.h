@@ -947,6 +947,8 @@ class World
     /// is computed again (reuseManifold).
     static constexpr float kManifoldReuseSlack = 0.005f;
     void collide(); ///< the narrowphase of every pair that needs it (m_reach set)
+    /// m_touchingKeys from the key list as collide() left it.
+    void listTouchingKeys();
     void solve(float dt);
     /// The substeps of one level, pass by pass (each pass's colours a parallelFor each), then restitution.
     void solveLevelPassByPass(int substeps, float h, std::uint32_t kinematicEnd, std::uint32_t bodyBegin,
@@ -1105,6 +1107,8 @@ class World
     std::vector<Aabb> m_wantedBoxes;            ///< per slot (or solver body): by this box
     std::vector<float> m_reach; ///< per slot: |v| dt + reachBeyondVelocity over this step (set as it starts)
     std::vector<std::uint8_t> m_collideWake; ///< per key position: collide()'s update touches a sleeping body
+    std::vector<std::uint32_t>
+        m_touchingKeys; ///< positions of the touching keys, from collide() to the step's end
     std::vector<std::vector<std::uint32_t>> m_removedKeys; ///< per thread: key positions collide() removed
     std::vector<std::uint32_t> m_removedKeyOrder;          ///< those, in key order
 
