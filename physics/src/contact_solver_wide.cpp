@@ -553,13 +553,8 @@ void prepareContactBundles(ConstraintGraph& graph, std::span<const ContactConstr
         for (int color = 0; color < kGraphColorCount; ++color)
         {
             const std::uint32_t blocks = contactPassBlocks(graph, color);
-            const auto runStart = [&](int thread)
-            {
-                return static_cast<std::uint32_t>(static_cast<std::uint64_t>(blocks) *
-                                                  static_cast<std::uint64_t>(thread) /
-                                                  static_cast<std::uint64_t>(threads));
-            };
-            for (std::uint32_t block = runStart(t); block < runStart(t + 1); ++block)
+            for (std::uint32_t block = taskRunStart(blocks, t, threads);
+                 block < taskRunStart(blocks, t + 1, threads); ++block)
             {
                 const std::uint32_t first = graph.colorBundleStart[color] + block * kBundleGrain;
                 graph.blockBundles.push_back(first);

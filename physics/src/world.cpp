@@ -313,7 +313,7 @@ World::World(const WorldConfig& config)
     m_contactKeys.reserve(contacts);
     m_contactKeysMerge.reserve(contacts);
     m_contacts.reserve(contacts);
-    m_poolOrder.reserve(contacts);
+    m_poolLive.reserve(contacts);
     m_poolSource.reserve(contacts);
     m_freeContacts.reserve(contacts);
     m_contactUpdated.reserve(contacts);
@@ -1250,18 +1250,18 @@ void World::orderContactPool()
     // In place, by cycles: position q takes the contact of slot source[q] (the free slots go after the live
     // ones, in slot order). Each cycle is walked with a hole, so each contact is copied once.
     const std::size_t poolSize = m_contacts.size();
-    m_poolOrder.assign(poolSize, 0); // 1: a live slot
+    m_poolLive.assign(poolSize, 0); // 1: a live slot
     m_poolSource.resize(poolSize);
     for (std::size_t k = 0; k < count; ++k)
     {
-        m_poolOrder[m_contactKeys[k].contact] = 1;
+        m_poolLive[m_contactKeys[k].contact] = 1;
         m_poolSource[k] = m_contactKeys[k].contact;
         m_contactKeys[k].contact = static_cast<std::uint32_t>(k);
     }
     std::size_t next = count;
     for (std::size_t p = 0; p < poolSize; ++p)
     {
-        if (m_poolOrder[p] == 0)
+        if (m_poolLive[p] == 0)
         {
             m_poolSource[next++] = static_cast<std::uint32_t>(p);
         }
@@ -1500,6 +1500,17 @@ namespace
 {
 using ProfileClock = std::chrono::steady_clock;
 
+/// The key positions the threads listed (each its own vector), in one ascending list `out`.
+void mergeThreadLists(const std::vector<std::vector<std::uint32_t>>& lists, std::vector<std::uint32_t>& out)
+{
+    out.clear();
+    for (const std::vector<std::uint32_t>& list : lists)
+    {
+        out.insert(out.end(), list.begin(), list.end());
+    }
+    std::sort(out.begin(), out.end());
+}
+
 /// Milliseconds from `mark` to now, and `mark` moved to now (a lap of StepProfile).
 float millisecondsSince(ProfileClock::time_point& mark)
 {
@@ -1661,12 +1672,7 @@ void World::collide()
         return;
     }
     // The removed keys (each thread listed its own), in key order; the entries between them close up.
-    m_removedKeyOrder.clear();
-    for (const std::vector<std::uint32_t>& keys : m_removedKeys)
-    {
-        m_removedKeyOrder.insert(m_removedKeyOrder.end(), keys.begin(), keys.end());
-    }
-    std::sort(m_removedKeyOrder.begin(), m_removedKeyOrder.end());
+    mergeThreadLists(m_removedKeys, m_removedKeyOrder);
     const auto keys = m_contactKeys.begin();
     std::size_t out = m_removedKeyOrder.front();
     for (std::size_t r = 0; r < m_removedKeyOrder.size(); ++r)
@@ -1723,12 +1729,7 @@ void World::reportEnd(const Contact& c, std::vector<ContactEndEvent>& out)
 void World::gatherTouchEvents()
 {
     // The contacts collide() removed or whose touch changed, in key order (each thread listed its own).
-    m_eventKeyOrder.clear();
-    for (const std::vector<std::uint32_t>& keys : m_eventKeys)
-    {
-        m_eventKeyOrder.insert(m_eventKeyOrder.end(), keys.begin(), keys.end());
-    }
-    std::sort(m_eventKeyOrder.begin(), m_eventKeyOrder.end());
+    mergeThreadLists(m_eventKeys, m_eventKeyOrder);
     for (const std::uint32_t k : m_eventKeyOrder)
     {
         const ContactKey& entry = m_contactKeys[k];

@@ -34,6 +34,15 @@ namespace polytope::physics
 /// Most threads a TaskPool runs, the caller included. TaskPool's constructor clamps to it.
 inline constexpr int kMaxTaskThreads = 64;
 
+/// The first of `count` items (blocks of a stage, chunks of a job) in thread `thread`'s run when `threads`
+/// threads share them (thread == threads: the end). The pool hands out runs this way; work laid out for
+/// it (the constraint graph's colour runs, the bundles' hand-out order) uses the same split.
+constexpr std::uint32_t taskRunStart(std::uint32_t count, int thread, int threads)
+{
+    return static_cast<std::uint32_t>(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(thread) /
+                                      static_cast<std::uint64_t>(threads));
+}
+
 /// A non-owning reference to a callable `void(std::uint32_t begin, std::uint32_t end, int thread)`: a
 /// lambda, a function object, or a pointer to such a function held in a variable. It does not copy the
 /// callable: the callable, temporary or not, must outlive every use of the reference, which
@@ -129,13 +138,9 @@ class TaskPool
   private:
     /// Runs runStages' stages as one of the joining threads.
     void runStageLoop(std::span<const std::uint32_t> blocks, const TaskFunction& fn, int thread) noexcept;
-    /// The first block (or chunk) of thread `thread`'s run of a stage (or job) of `count` (`m_threadCount`:
-    /// the end).
     std::uint32_t runStart(std::uint32_t count, int thread) const
     {
-        return static_cast<std::uint32_t>(static_cast<std::uint64_t>(count) *
-                                          static_cast<std::uint64_t>(thread) /
-                                          static_cast<std::uint64_t>(m_threadCount));
+        return taskRunStart(count, thread, m_threadCount);
     }
     void workerLoop(int threadIndex, std::uint32_t firstGeneration) noexcept;
     /// Blocks (spins, then sleeps) until the job generation differs from `seen`; returns the new one.

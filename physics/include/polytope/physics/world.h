@@ -1099,7 +1099,7 @@ class World
     std::vector<ContactKey> m_contactKeys;      ///< sorted by key
     std::vector<ContactKey> m_contactKeysMerge; ///< scratch for the merge
     std::vector<Contact> m_contacts;            ///< pool
-    std::vector<std::uint8_t> m_poolOrder;      ///< orderContactPool: per pool slot, whether it is live
+    std::vector<std::uint8_t> m_poolLive;       ///< orderContactPool: per pool slot, whether it is live
     std::vector<std::uint32_t> m_poolSource;    ///< orderContactPool: per position, the slot it takes
     std::vector<std::uint32_t> m_freeContacts;  ///< LIFO
     std::vector<std::uint8_t> m_contactUpdated; ///< per pool entry: updated this step
