@@ -97,9 +97,12 @@ std::int32_t BroadphaseTree::allocateNode()
     const std::int32_t index = m_freeList;
     Node& node = m_nodes[index];
     m_freeList = node.parent;
-    const bool inMovedSet = node.inMovedSet; // belongs to m_moved's bookkeeping, not to the node's life
+    // The list flags belong to m_moved's and m_deferred's bookkeeping, not to the node's life.
+    const bool inMovedSet = node.inMovedSet;
+    const bool inDeferred = node.inDeferred;
     node = Node{};
     node.inMovedSet = inMovedSet;
+    node.inDeferred = inDeferred;
     m_groups[index] = 0;
     node.height = 0;
     ++m_nodeCount;
@@ -194,8 +197,23 @@ bool BroadphaseTree::deferMove(std::int32_t proxyId, const Aabb& box)
     {
         return false;
     }
-    m_nodes[proxyId].box = box;
-    m_deferred.push_back(proxyId); // twice at worst: re-inserted twice
+    Node& leaf = m_nodes[proxyId];
+    leaf.box = box;
+    // Every ancestor keeps holding its leaves, so queries stay exact until the re-insertion.
+    for (std::int32_t index = leaf.parent; index != kNullProxy; index = m_nodes[index].parent)
+    {
+        Aabb& held = m_nodes[index].box;
+        if (held.contains(box))
+        {
+            break; // and so do the ones above
+        }
+        held = unionOf(held, box);
+    }
+    if (!leaf.inDeferred)
+    {
+        leaf.inDeferred = true;
+        m_deferred.push_back(proxyId);
+    }
     markMoved(proxyId);
     return true;
 }
@@ -230,6 +248,10 @@ void BroadphaseTree::commitMoves()
                 insertLeaf(proxy);
             }
         }
+    }
+    for (const std::int32_t proxy : m_deferred)
+    {
+        m_nodes[proxy].inDeferred = false;
     }
     m_deferred.clear();
 }
@@ -883,6 +905,12 @@ bool BroadphaseTree::validate() const
         return false;
     }
     std::vector<std::uint8_t> seen(static_cast<std::size_t>(capacity), 0);
+    // Exact unions, except that while deferred moves wait their ancestors may be grown (deferMove).
+    const auto holdsChildren = [&](const Aabb& box, const Aabb& first, const Aabb& second)
+    {
+        const Aabb exact = unionOf(first, second);
+        return m_deferred.empty() ? sameBox(box, exact) : box.contains(exact);
+    };
 
     std::int32_t reached = 0;
     std::int32_t leaves = 0;
@@ -923,7 +951,7 @@ bool BroadphaseTree::validate() const
             if (first.parent != index || second.parent != index || first.height < 0 || second.height < 0 ||
                 node.height != 1 + std::max(first.height, second.height) ||
                 std::abs(first.height - second.height) > 1 ||
-                !sameBox(node.box, unionOf(first.box, second.box)) ||
+                !holdsChildren(node.box, first.box, second.box) ||
                 m_groups[index] != groupOver(node.child1, node.child2))
             {
                 return false;
@@ -954,13 +982,23 @@ bool BroadphaseTree::validate() const
     }
 
     std::int32_t flagged = 0;
+    std::int32_t deferredFlags = 0;
     for (const Node& node : m_nodes)
     {
         flagged += node.inMovedSet ? 1 : 0;
+        deferredFlags += node.inDeferred ? 1 : 0;
     }
-    if (flagged != static_cast<std::int32_t>(m_moved.size()))
+    if (flagged != static_cast<std::int32_t>(m_moved.size()) ||
+        deferredFlags != static_cast<std::int32_t>(m_deferred.size()))
     {
         return false;
+    }
+    for (const std::int32_t index : m_deferred)
+    {
+        if (!inRange(index) || !m_nodes[index].inDeferred)
+        {
+            return false;
+        }
     }
     for (const std::int32_t index : m_moved)
     {
@@ -984,6 +1022,7 @@ std::uint64_t BroadphaseTree::structureHash() const
         hash.add(node.parent);
         hash.add(static_cast<std::int32_t>(node.height));
         hash.add(static_cast<std::int32_t>(node.inMovedSet ? 1 : 0));
+        hash.add(static_cast<std::int32_t>(node.inDeferred ? 1 : 0));
         if (node.height >= 0)
         {
             hash.add(node.child1);

@@ -98,22 +98,31 @@ TaskPool::~TaskPool()
 
 void TaskPool::parallelFor(std::uint32_t count, std::uint32_t grain, TaskFunction fn) noexcept
 {
-    if (count == 0)
-    {
-        return;
-    }
+    runJob(count, grain, fn, nullptr);
+}
+
+void TaskPool::parallelFor(std::uint32_t count, std::uint32_t grain, TaskFunction fn,
+                           TaskFunction side) noexcept
+{
+    runJob(count, grain, fn, &side);
+}
+
+void TaskPool::runJob(std::uint32_t count, std::uint32_t grain, const TaskFunction& fn,
+                      const TaskFunction* side) noexcept
+{
     grain = std::max(grain, 1u);
-    const std::uint32_t chunkCount = (count - 1) / grain + 1;
-    if (m_threadCount == 1 || chunkCount == 1)
+    const std::uint32_t chunkCount = count == 0 ? 0 : (count - 1) / grain + 1;
+    const bool runsInline = m_threadCount == 1 || chunkCount + (side != nullptr ? 1 : 0) <= 1;
+    if (runsInline || m_busy.exchange(true, std::memory_order_acquire))
     {
-        runInline(count, grain, fn, threadIndexIn(this));
-        return;
-    }
-    if (m_busy.exchange(true, std::memory_order_acquire))
-    {
-        // Nested in a callback, or concurrent with another thread's call: a programming error, made
-        // harmless by running serially here (task_pool.h).
-        runInline(count, grain, fn, threadIndexIn(this));
+        // One thread or one unit of work; or nested in a callback, or concurrent with another thread's
+        // call: a programming error, made harmless by running serially here (task_pool.h).
+        const int thread = threadIndexIn(this);
+        runInline(count, grain, fn, thread);
+        if (side != nullptr)
+        {
+            (*side)(0, 1, thread);
+        }
         return;
     }
 
@@ -121,7 +130,14 @@ void TaskPool::parallelFor(std::uint32_t count, std::uint32_t grain, TaskFunctio
     m_count = count;
     m_grain = grain;
     m_chunkCount = chunkCount;
+    const std::uint32_t units = chunkCount + (side != nullptr ? 1 : 0);
+    m_jobUnits = units;
     m_chunksDone.store(0, std::memory_order_relaxed);
+    if (side != nullptr)
+    {
+        m_side = side;
+        m_sideTaken.store(false, std::memory_order_release);
+    }
     for (int t = 0; t < m_threadCount; ++t)
     {
         m_chunksLeft[t].left.store(runStart(chunkCount, t + 1) - runStart(chunkCount, t),
@@ -134,7 +150,7 @@ void TaskPool::parallelFor(std::uint32_t count, std::uint32_t grain, TaskFunctio
     }
 
     runChunks(0);
-    waitForChunks(chunkCount);
+    waitForChunks(units);
     m_busy.store(false, std::memory_order_release);
 }
 
@@ -263,10 +279,28 @@ std::uint32_t TaskPool::waitForNextGeneration(std::uint32_t seen) noexcept
     return generation;
 }
 
+bool TaskPool::claimSide(int threadIndex) noexcept
+{
+    // The load first: between jobs, and in jobs without one, a claim would only bounce the cache line.
+    if (m_sideTaken.load(std::memory_order_relaxed) || m_sideTaken.exchange(true, std::memory_order_acquire))
+    {
+        return false;
+    }
+    // Claimed: the job is stable until the side task is counted done.
+    (*m_side)(0, 1, threadIndex);
+    return true;
+}
+
 void TaskPool::runChunks(int threadIndex) noexcept
 {
     std::uint32_t chunksRun = 0;
-    std::uint32_t chunkCount = 0;
+    std::uint32_t units = 0;
+    // A worker takes the side task as it joins: the caller is already running chunks.
+    if (threadIndex != 0 && claimSide(threadIndex))
+    {
+        units = m_jobUnits;
+        ++chunksRun;
+    }
     // This thread's run first, then what is left of the others'.
     for (int k = 0; k < m_threadCount; ++k)
     {
@@ -279,31 +313,37 @@ void TaskPool::runChunks(int threadIndex) noexcept
                 break;
             }
             // Claimed: the job is stable until this chunk is counted done below.
-            chunkCount = m_chunkCount;
-            const std::uint32_t chunk = runStart(chunkCount, owner + 1) - static_cast<std::uint32_t>(left);
+            units = m_jobUnits;
+            const std::uint32_t chunk = runStart(m_chunkCount, owner + 1) - static_cast<std::uint32_t>(left);
             const std::uint32_t begin = chunk * m_grain; // < m_count: no overflow
             const std::uint32_t end = m_count - begin > m_grain ? begin + m_grain : m_count;
             (*m_function)(begin, end, threadIndex);
             ++chunksRun;
         }
     }
+    // The caller takes the side task last, if no worker came for it.
+    if (threadIndex == 0 && claimSide(threadIndex))
+    {
+        units = m_jobUnits;
+        ++chunksRun;
+    }
     if (chunksRun == 0)
     {
         return;
     }
-    // chunkCount was read before this add: after it, the caller may already be writing the next job.
+    // units was read before this add: after it, the caller may already be writing the next job.
     const std::uint32_t done = m_chunksDone.fetch_add(chunksRun, std::memory_order_seq_cst) + chunksRun;
-    if (done == chunkCount && m_callerSleeping.load(std::memory_order_seq_cst))
+    if (done == units && m_callerSleeping.load(std::memory_order_seq_cst))
     {
         m_chunksDone.notify_all();
     }
 }
 
-void TaskPool::waitForChunks(std::uint32_t chunkCount) noexcept
+void TaskPool::waitForChunks(std::uint32_t units) noexcept
 {
     for (int spin = 0; spin < kSpinIterations; ++spin)
     {
-        if (m_chunksDone.load(std::memory_order_acquire) == chunkCount)
+        if (m_chunksDone.load(std::memory_order_acquire) == units)
         {
             return;
         }
@@ -311,7 +351,7 @@ void TaskPool::waitForChunks(std::uint32_t chunkCount) noexcept
     }
     m_callerSleeping.store(true, std::memory_order_seq_cst);
     std::uint32_t done = m_chunksDone.load(std::memory_order_seq_cst);
-    while (done != chunkCount)
+    while (done != units)
     {
         m_chunksDone.wait(done, std::memory_order_seq_cst);
         done = m_chunksDone.load(std::memory_order_seq_cst);

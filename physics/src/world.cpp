@@ -1575,6 +1575,14 @@ void World::collide()
         keys.clear();
     }
     m_collideWake.assign(m_contactKeys.size(), 0);
+    // The broadphase trees' re-insertions, which the pairs did not need (deferMove keeps queries exact),
+    // run beside the first round on one thread: nothing here reads the trees.
+    bool treesWait = m_broadphase.hasDeferredMoves() || m_staticTree.hasDeferredMoves();
+    const auto commitTrees = [this](std::uint32_t, std::uint32_t, int)
+    {
+        m_broadphase.commitMoves();
+        m_staticTree.commitMoves();
+    };
     bool woke = true;
     while (woke)
     {
@@ -1582,63 +1590,72 @@ void World::collide()
         // This round's contacts: pending ones with an active body. Pairs whose boxes came apart go; the rest
         // are updated (the narrowphase). Each contact reads the poses and writes only itself and its key, so
         // on any thread; nothing here runs on one thread alone unless a body is woken or a contact goes.
-        forRange(static_cast<std::uint32_t>(m_contactKeys.size()), kCollideGrain,
-                 [&](std::uint32_t begin, std::uint32_t end, int thread)
-                 {
-                     for (std::uint32_t k = begin; k < end; ++k)
-                     {
-                         // From the key first (the contact record is read by the narrowphase, if at all).
-                         ContactKey& entry = m_contactKeys[k];
-                         const std::uint32_t index = entry.contact;
-                         if (m_contactUpdated[index] != kContactPending)
-                         {
-                             continue;
-                         }
-                         const std::uint32_t lo = keyLow(entry);
-                         const std::uint32_t hi = keyHigh(entry);
-                         if (!isActive(lo) && !isActive(hi))
-                         {
-                             continue;
-                         }
-                         if (!fatBoxesOverlap(lo, hi))
-                         {
-                             m_contactUpdated[index] = kContactRemove;
-                             m_removedKeys[static_cast<std::size_t>(thread)].push_back(k);
-                             if (events)
-                             {
-                                 m_eventKeys[static_cast<std::size_t>(thread)].push_back(k);
-                             }
-                             continue;
-                         }
-                         m_contactUpdated[index] = kContactUpdated;
-                         // A clear contact whose shapes stay beyond its margin stays clear: updateContact
-                         // would find nothing (see there).
-                         if ((entry.state & kKeyClear) != 0 && tightBoxesApart(lo, hi))
-                         {
-                             continue;
-                         }
-                         Contact& c = m_contacts[index];
-                         const bool touched = c.manifold.pointCount > 0;
-                         const bool touches = updateContact(c, thread);
-                         entry.state = keyStateOf(c);
-                         if (events)
-                         {
-                             m_touchChange[index] = touches == touched ? kTouchSame
-                                                    : touches          ? kTouchBegan
-                                                                       : kTouchEnded;
-                             if (touches != touched)
-                             {
-                                 m_eventKeys[static_cast<std::size_t>(thread)].push_back(k);
-                             }
-                         }
-                         // Touching an awake body wakes a sleeping island (below, in key order).
-                         if (touches && (m_bodies[lo].sleeping || m_bodies[hi].sleeping))
-                         {
-                             m_collideWake[k] = 1;
-                             wakes[static_cast<std::size_t>(thread)] = 1;
-                         }
-                     }
-                 });
+        const auto update = [&](std::uint32_t begin, std::uint32_t end, int thread)
+        {
+            for (std::uint32_t k = begin; k < end; ++k)
+            {
+                // From the key first (the contact record is read by the narrowphase, if at all).
+                ContactKey& entry = m_contactKeys[k];
+                const std::uint32_t index = entry.contact;
+                if (m_contactUpdated[index] != kContactPending)
+                {
+                    continue;
+                }
+                const std::uint32_t lo = keyLow(entry);
+                const std::uint32_t hi = keyHigh(entry);
+                if (!isActive(lo) && !isActive(hi))
+                {
+                    continue;
+                }
+                if (!fatBoxesOverlap(lo, hi))
+                {
+                    m_contactUpdated[index] = kContactRemove;
+                    m_removedKeys[static_cast<std::size_t>(thread)].push_back(k);
+                    if (events)
+                    {
+                        m_eventKeys[static_cast<std::size_t>(thread)].push_back(k);
+                    }
+                    continue;
+                }
+                m_contactUpdated[index] = kContactUpdated;
+                // A clear contact whose shapes stay beyond its margin stays clear: updateContact
+                // would find nothing (see there).
+                if ((entry.state & kKeyClear) != 0 && tightBoxesApart(lo, hi))
+                {
+                    continue;
+                }
+                Contact& c = m_contacts[index];
+                const bool touched = c.manifold.pointCount > 0;
+                const bool touches = updateContact(c, thread);
+                entry.state = keyStateOf(c);
+                if (events)
+                {
+                    m_touchChange[index] = touches == touched ? kTouchSame
+                                           : touches          ? kTouchBegan
+                                                              : kTouchEnded;
+                    if (touches != touched)
+                    {
+                        m_eventKeys[static_cast<std::size_t>(thread)].push_back(k);
+                    }
+                }
+                // Touching an awake body wakes a sleeping island (below, in key order).
+                if (touches && (m_bodies[lo].sleeping || m_bodies[hi].sleeping))
+                {
+                    m_collideWake[k] = 1;
+                    wakes[static_cast<std::size_t>(thread)] = 1;
+                }
+            }
+        };
+        const auto keyCount = static_cast<std::uint32_t>(m_contactKeys.size());
+        if (treesWait)
+        {
+            forRangeBeside(keyCount, kCollideGrain, update, commitTrees);
+            treesWait = false;
+        }
+        else
+        {
+            forRange(keyCount, kCollideGrain, update);
+        }
         // Woken islands' pending contacts join the next round.
         if (std::find(wakes.begin(), wakes.end(), std::uint8_t{1}) == wakes.end())
         {
@@ -2575,7 +2592,7 @@ void World::refreshJointedInertia(std::uint32_t begin, std::uint32_t end)
 
 void World::finalizeBodies(float dt, StepStatus& status)
 {
-    // Each body on any thread; the broadphase tree changes after, in solver order.
+    // Each body on any thread; the broadphase boxes change after, in solver order.
     const auto count = static_cast<std::uint32_t>(m_solverBodies.size());
     m_fatBoxStale.resize(count);
     m_wantedBoxes.resize(count);
@@ -2595,6 +2612,7 @@ void World::finalizeBodies(float dt, StepStatus& status)
     {
         status.set(StepFlag::NonFiniteBodyState);
     }
+    // Deferred: the trees grow to hold the new boxes now and restructure beside the next narrowphase.
     for (std::uint32_t s = 1; s < count; ++s)
     {
         if (m_fatBoxStale[s] != 0)
@@ -2602,8 +2620,6 @@ void World::finalizeBodies(float dt, StepStatus& status)
             storeFatBox(m_solverSlots[s], m_wantedBoxes[s], true);
         }
     }
-    m_broadphase.commitMoves();
-    m_staticTree.commitMoves();
 }
 
 bool World::finalizeBody(std::uint32_t s, float dt, std::uint8_t& boxStale, Aabb& wantedBox)
@@ -2799,11 +2815,9 @@ StepStatus World::step(float dt)
     {
         if (m_fatBoxStale[i] != 0)
         {
-            storeFatBox(i, m_wantedBoxes[i], true);
+            storeFatBox(i, m_wantedBoxes[i], true); // committed beside the narrowphase (collide)
         }
     }
-    m_broadphase.commitMoves();
-    m_staticTree.commitMoves();
     m_stats.profile.boxes = millisecondsSince(mark);
     if (m_filtersChanged)
     {

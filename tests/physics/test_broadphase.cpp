@@ -881,6 +881,89 @@ TEST_CASE("broadphase deferred moves: re-inserted or rebuilt, the pairs equal br
     }
 }
 
+TEST_CASE("broadphase deferred moves: the tree answers exactly before commitMoves, whatever else changes it",
+          "[broadphase]")
+{
+    // The World defers its moves at the end of a step and commits them during the next step's narrowphase,
+    // so the tree is queried, and proxies are created, destroyed and moved, while moves wait.
+    std::mt19937 rng(4321);
+    const float side = 30.0f;
+    BroadphaseTree tree(BroadphaseConfig{64});
+    Reference reference;
+    addRandomProxies(tree, reference, rng, side, 300);
+    std::vector<BroadphasePair> pairs;
+    tree.findNewPairs(pairs);
+    std::uint64_t nextUser = 1000;
+    for (const int movedCount : {5, 40, 120, 300})
+    {
+        CAPTURE(movedCount);
+        std::set<std::int32_t> moved;
+        // Moved twice each: listed once for commitMoves.
+        for (int pass = 0; pass < 2; ++pass)
+        {
+            const std::vector<std::int32_t> ids = shuffledIds(reference, rng);
+            for (int k = 0; k < movedCount; ++k)
+            {
+                const std::int32_t id = ids[static_cast<std::size_t>(k)];
+                const Aabb box = randomBox(rng, side);
+                REQUIRE(tree.deferMove(id, box));
+                reference[id].fat = box;
+                moved.insert(id);
+            }
+        }
+        REQUIRE(tree.hasDeferredMoves());
+        REQUIRE(tree.validate()); // the grown ancestors hold their leaves
+        tree.findAllPairs(pairs);
+        REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+        const Aabb probe = randomBox(rng, side);
+        std::set<std::int32_t> found;
+        tree.queryAabb(probe,
+                       [&](std::int32_t id)
+                       {
+                           found.insert(id);
+                           return true;
+                       });
+        std::set<std::int32_t> expected;
+        for (const auto& [id, proxy] : reference)
+        {
+            if (proxy.fat.overlaps(probe))
+            {
+                expected.insert(id);
+            }
+        }
+        REQUIRE(found == expected);
+
+        // Other changes while the moves wait: a deferred proxy destroyed (its id handed out again), one
+        // moved at once, and a new one.
+        const std::vector<std::int32_t> ids = shuffledIds(reference, rng);
+        const std::int32_t gone = *moved.begin();
+        REQUIRE(tree.destroyProxy(gone));
+        reference.erase(gone);
+        moved.erase(gone);
+        const Aabb reusedBox = randomBox(rng, side);
+        const std::int32_t reused = tree.createProxy(reusedBox, nextUser++);
+        REQUIRE(reused == gone);
+        reference[reused] = {reusedBox, reusedBox, nextUser - 1};
+        moved.insert(reused);
+        const std::int32_t jumped = ids.front() == reused ? ids.back() : ids.front();
+        const Aabb jumpBox = randomBox(rng, side);
+        REQUIRE(tree.moveProxy(jumped, jumpBox));
+        reference[jumped].fat = jumpBox;
+        moved.insert(jumped);
+        REQUIRE(tree.validate());
+        tree.findAllPairs(pairs);
+        REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+
+        tree.commitMoves();
+        REQUIRE_FALSE(tree.hasDeferredMoves());
+        REQUIRE(tree.validate()); // exact unions again
+        tree.findNewPairs(pairs);
+        REQUIRE(pairs == bruteForcePairs(reference, &moved));
+        tree.findAllPairs(pairs);
+        REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+    }
+}
+
 TEST_CASE("broadphase refits when most proxies moved a little, and rebuilds once the refit grows loose",
           "[broadphase]")
 {

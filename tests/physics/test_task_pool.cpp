@@ -110,6 +110,106 @@ TEST_CASE("parallelFor visits every item exactly once, in grain-sized chunks, fo
     }
 }
 
+TEST_CASE("parallelFor with a side task runs it once beside every chunk, for 1 to 4 threads", "[tasks]")
+{
+    const std::uint32_t counts[] = {0, 1, 2, 7, 64, 1000, 4097};
+    for (int threadCount = 1; threadCount <= 4; ++threadCount)
+    {
+        TaskPool pool(threadCount);
+        int sideByWorker = 0;
+        for (int round = 0; round < 50; ++round)
+        {
+            for (const std::uint32_t count : counts)
+            {
+                INFO("threads " << threadCount << ", count " << count << ", round " << round);
+                Coverage coverage(count);
+                std::atomic<int> sideRuns{0};
+                std::atomic<int> sideThread{-1};
+                std::uint64_t sideWrite = 0; // a plain write, checked for visibility
+                pool.parallelFor(
+                    count, 3,
+                    [&](std::uint32_t begin, std::uint32_t end, int thread)
+                    {
+                        if (thread < 0 || thread >= pool.threadCount())
+                        {
+                            coverage.badThreadIndices.fetch_add(1);
+                        }
+                        for (std::uint32_t i = begin; i < end; ++i)
+                        {
+                            coverage.visits[i].fetch_add(1, std::memory_order_relaxed);
+                            coverage.written[i] = i * 3u + 1u;
+                        }
+                    },
+                    [&](std::uint32_t begin, std::uint32_t end, int thread)
+                    {
+                        if (begin != 0 || end != 1)
+                        {
+                            coverage.badChunks.fetch_add(1);
+                        }
+                        sideRuns.fetch_add(1);
+                        sideThread.store(thread);
+                        sideWrite = 12345u + count;
+                    });
+                int wrongVisits = 0;
+                int wrongWrites = 0;
+                for (std::uint32_t i = 0; i < count; ++i)
+                {
+                    wrongVisits += coverage.visits[i].load() != 1 ? 1 : 0;
+                    wrongWrites += coverage.written[i] != i * 3u + 1u ? 1 : 0;
+                }
+                CHECK(wrongVisits == 0);
+                CHECK(wrongWrites == 0);
+                CHECK(coverage.badChunks.load() == 0);
+                CHECK(coverage.badThreadIndices.load() == 0);
+                CHECK(sideRuns.load() == 1);
+                CHECK(sideWrite == 12345u + count);
+                CHECK(sideThread.load() >= 0);
+                CHECK(sideThread.load() < threadCount);
+                sideByWorker += sideThread.load() > 0 ? 1 : 0;
+            }
+        }
+        if (threadCount == 1)
+        {
+            CHECK(sideByWorker == 0);
+        }
+    }
+}
+
+TEST_CASE("a side task runs at the same time as the chunks, on another thread", "[tasks]")
+{
+    // The chunk and the side task each wait (at most two seconds) for the other to start: both see the
+    // other only if they overlap, which a pool that ran the side task before or after the chunks would fail.
+    TaskPool pool(2);
+    for (int round = 0; round < 20; ++round)
+    {
+        std::atomic<bool> chunkStarted{false};
+        std::atomic<bool> sideStarted{false};
+        bool chunkSawSide = false;
+        bool sideSawChunk = false;
+        int chunkThread = -1;
+        int sideThread = -1;
+        pool.parallelFor(
+            1, 1,
+            [&](std::uint32_t, std::uint32_t, int thread)
+            {
+                chunkThread = thread;
+                chunkStarted.store(true);
+                waitUntilSet(sideStarted);
+                chunkSawSide = sideStarted.load();
+            },
+            [&](std::uint32_t, std::uint32_t, int thread)
+            {
+                sideThread = thread;
+                sideStarted.store(true);
+                waitUntilSet(chunkStarted);
+                sideSawChunk = chunkStarted.load();
+            });
+        CHECK(chunkSawSide);
+        CHECK(sideSawChunk);
+        CHECK(chunkThread != sideThread);
+    }
+}
+
 TEST_CASE("the thread count is clamped to [1, kMaxTaskThreads]", "[tasks]")
 {
     CHECK(TaskPool(0).threadCount() == 1);

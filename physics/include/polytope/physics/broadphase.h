@@ -147,10 +147,14 @@ class BroadphaseTree
     /// ignored (returns false).
     bool moveProxy(std::int32_t proxyId, const Aabb& box);
 
-    /// moveProxy for many proxies: stores `box` and marks the proxy moved at once (returns whether the box
-    /// changed), but restructures the tree only in commitMoves. Until then the tree must not be queried or
-    /// changed in any other way.
+    /// moveProxy for many proxies: stores `box`, grows the proxy's ancestors to hold it and marks the proxy
+    /// moved (returns whether the box changed), but restructures the tree only in commitMoves (after Box2D
+    /// v3's enlarged proxies). Meanwhile the tree answers every query exactly, only with looser inner
+    /// boxes, and may be changed in any other way; commitMoves can run later, beside work that does not
+    /// touch the tree.
     bool deferMove(std::int32_t proxyId, const Aabb& box);
+    /// Whether deferMove left work for commitMoves.
+    bool hasDeferredMoves() const { return !m_deferred.empty(); }
     /// Re-inserts the proxies deferMove changed, one by one, or, when they are at least a
     /// 1 / kRebuildShare share of the tree (a world of swinging or falling bodies), refits the inner
     /// nodes' boxes over the tree's shape, or rebuilds the whole tree over the new boxes at once (rebuild)
@@ -290,8 +294,9 @@ class BroadphaseTree
     /// single pair of leaves; lower is better for a given scene). 0 for a tree without internal nodes or
     /// with a flat root.
     float areaRatio() const;
-    /// Checks the whole structure: links, heights, AVL balance, exact unions, counts, free list and moved
-    /// set. For tests and debugging; O(nodes), may allocate.
+    /// Checks the whole structure: links, heights, AVL balance, exact unions (inner boxes that hold their
+    /// children while deferred moves wait for commitMoves), counts, free list, moved and deferred sets. For
+    /// tests and debugging; O(nodes), may allocate.
     bool validate() const;
     /// A 64-bit FNV-1a hash of the node pool, root, free list and moved set: equal hashes mean (with
     /// overwhelming likelihood) identical trees. For determinism tests.
@@ -309,6 +314,7 @@ class BroadphaseTree
         std::int32_t child2 = kNullProxy; ///< 4 bytes
         std::int16_t height = -1;         ///< 2 bytes: 0 leaf, > 0 internal, -1 free
         bool inMovedSet = false; ///< 1 byte: listed in m_moved (kept across free/reuse until flushed)
+        bool inDeferred = false; ///< 1 byte: listed in m_deferred (kept across free/reuse until committed)
 
         bool isLeaf() const { return height == 0; }
     };

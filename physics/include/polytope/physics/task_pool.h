@@ -116,6 +116,12 @@ class TaskPool
     /// right, but per-thread scratch of index 0 is then shared by two threads if the second call came
     /// from outside the pool.
     void parallelFor(std::uint32_t count, std::uint32_t grain, TaskFunction fn) noexcept;
+    /// parallelFor over fn, and beside it one serial task: side(0, 1, thread), exactly once, on one of the
+    /// threads, which then joins the chunks (Box2D v3 rebuilds its broadphase tree beside the narrowphase
+    /// this way). A worker takes it as it joins, before any chunk; the caller takes it if no worker has by
+    /// the time the chunks run out, so a late or sleeping worker delays nothing. fn and side must not touch
+    /// the same data. Inline (fn's chunks, then side) where parallelFor would be.
+    void parallelFor(std::uint32_t count, std::uint32_t grain, TaskFunction fn, TaskFunction side) noexcept;
 
     /// Runs stages 0 .. blocks.size() - 1 one after another, stage s as blocks[s] blocks that may run at the
     /// same time: fn(s, block, thread) for each block of each stage, exactly once. Every write of a stage is
@@ -145,10 +151,16 @@ class TaskPool
     void workerLoop(int threadIndex, std::uint32_t firstGeneration) noexcept;
     /// Blocks (spins, then sleeps) until the job generation differs from `seen`; returns the new one.
     std::uint32_t waitForNextGeneration(std::uint32_t seen) noexcept;
-    /// Claims and runs chunks of the current job until none are left.
+    /// parallelFor with an optional side task (nullptr: none).
+    void runJob(std::uint32_t count, std::uint32_t grain, const TaskFunction& fn,
+                const TaskFunction* side) noexcept;
+    /// Claims and runs chunks of the current job until none are left (and its side task: a worker first,
+    /// the caller last).
     void runChunks(int threadIndex) noexcept;
-    /// The caller's wait for chunks other threads are still running.
-    void waitForChunks(std::uint32_t chunkCount) noexcept;
+    /// Runs the current job's side task if no thread has claimed it; returns whether this thread ran it.
+    bool claimSide(int threadIndex) noexcept;
+    /// The caller's wait for the job's units (chunks and side task) other threads are still running.
+    void waitForChunks(std::uint32_t units) noexcept;
 
     // Each hot atomic on its own cache line: the workers spin on m_generation while the claim and the
     // completion counters are hammered.
@@ -170,7 +182,8 @@ class TaskPool
     };
     RunCounter m_chunksLeft[kMaxTaskThreads];
 
-    /// Chunks of the current job finished; the job is done when it reaches m_chunkCount.
+    /// Units of the current job finished (its chunks, and its side task if it has one); the job is done
+    /// when it reaches m_jobUnits.
     alignas(kCacheLine) std::atomic<std::uint32_t> m_chunksDone{0};
     /// The caller is blocked (or about to block) in m_chunksDone.wait.
     std::atomic<bool> m_callerSleeping{false};
@@ -185,6 +198,11 @@ class TaskPool
     std::uint32_t m_count = 0;
     std::uint32_t m_grain = 1;
     std::uint32_t m_chunkCount = 0;
+    std::uint32_t m_jobUnits = 0;         ///< m_chunkCount, plus one for a side task
+    const TaskFunction* m_side = nullptr; ///< the current job's side task
+    /// Claimed by exchange; false only while a published job's side task waits (true between jobs, and for
+    /// a job without one). Its release store publishes m_side and m_jobUnits to the claimer.
+    alignas(kCacheLine) std::atomic<bool> m_sideTaken{true};
 
     /// runStages' counter of one stage, on its own cache line.
     struct alignas(kCacheLine) StageCounters

@@ -866,6 +866,22 @@ class World
             fn(0u, count, 0);
         }
     }
+    /// forRange, and beside it side(0, 1, thread) once on one thread (TaskPool::parallelFor with a side
+    /// task); without a pool, after fn.
+    template <typename F, typename S>
+    void forRangeBeside(std::uint32_t count, std::uint32_t grain, F&& fn, S&& side)
+    {
+        if (m_tasks != nullptr)
+        {
+            m_tasks->parallelFor(count, grain, fn, side);
+            return;
+        }
+        if (count > 0)
+        {
+            fn(0u, count, 0);
+        }
+        side(0u, 1u, 0);
+    }
 
     void fillState(std::uint32_t index, BodyState& out) const;
     /// Whether the layer table and the groups let bodies a and b collide.
