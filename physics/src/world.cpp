@@ -305,10 +305,14 @@ World::World(const WorldConfig& config)
     m_newKeys.reserve(2 * contacts);
     m_movedScratch.reserve(bodies);
     m_threadKeys.resize(static_cast<std::size_t>(m_config.threads));
-    for (std::vector<std::uint64_t>& keys : m_threadKeys)
+    m_threadKeyScratch.resize(static_cast<std::size_t>(m_config.threads));
+    for (std::size_t t = 0; t < m_threadKeys.size(); ++t)
     {
-        keys.reserve(std::min<std::size_t>(contacts, 65536));
+        m_threadKeys[t].reserve(std::min<std::size_t>(contacts, 65536));
+        m_threadKeyScratch[t].reserve(std::min<std::size_t>(contacts, 65536));
     }
+    m_newKeyIsContact.reserve(2 * contacts);
+    m_addedKeys.reserve(contacts);
     m_keyScratch.reserve(2 * contacts);
     m_contactKeys.reserve(contacts);
     m_contactKeysMerge.reserve(contacts);
@@ -983,6 +987,10 @@ namespace
 {
 /// Moved proxies per chunk of the parallel static-tree queries.
 constexpr std::uint32_t kStaticQueryGrain = 64;
+/// Tree pairs, then bodies, per chunk of the parallel candidate filter.
+constexpr std::uint32_t kCandidateGrain = 256;
+/// Key-list entries per chunk of the parallel merge of new contacts.
+constexpr std::uint32_t kMergeGrain = 4096;
 
 /// Sorts pair keys ((lower slot << 32) | higher slot, both below `slotCount`) ascending: an LSD radix sort
 /// on the bytes that slots use (4 passes below 65536 bodies), through `scratch`; std::sort for short lists.
@@ -1103,45 +1111,70 @@ bool World::collectPairCandidates()
     }
     m_staticTree.forgetMoved();
     m_broadphase.findNewPairs(m_pairScratch, m_tasks.get(), false);
-    for (Body& body : m_bodies)
-    {
-        body.proxyMoved = false;
-    }
-    for (const BroadphasePair& pair : m_pairScratch)
-    {
-        const auto a = static_cast<std::uint32_t>(m_broadphase.userData(pair.proxyA));
-        const auto b = static_cast<std::uint32_t>(m_broadphase.userData(pair.proxyB));
-        if (pairEligible(a, b))
-        {
-            m_newKeys.push_back(pairKey(a, b));
-        }
-    }
+    // On any thread, into the thread's list: the tree's pairs that pass the filters, then, per body, the
+    // planes a body's new box may touch (and its flags cleared).
+    const auto pairCount = static_cast<std::uint32_t>(m_pairScratch.size());
+    const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
+    forRange(pairCount + slotCount, kCandidateGrain,
+             [&](std::uint32_t begin, std::uint32_t end, int thread)
+             {
+                 std::vector<std::uint64_t>& keys = m_threadKeys[static_cast<std::size_t>(thread)];
+                 const std::uint32_t pairEnd = std::min(end, pairCount);
+                 for (std::uint32_t k = begin; k < pairEnd; ++k)
+                 {
+                     const BroadphasePair& pair = m_pairScratch[k];
+                     const auto a = static_cast<std::uint32_t>(m_broadphase.userData(pair.proxyA));
+                     const auto b = static_cast<std::uint32_t>(m_broadphase.userData(pair.proxyB));
+                     if (pairEligible(a, b))
+                     {
+                         keys.push_back(pairKey(a, b));
+                     }
+                 }
+                 const std::uint32_t bodyEnd = std::max(end, pairCount) - pairCount;
+                 for (std::uint32_t i = std::max(begin, pairCount) - pairCount; i < bodyEnd; ++i)
+                 {
+                     Body& body = m_bodies[i];
+                     body.proxyMoved = false;
+                     if (!body.pendingPlaneTest)
+                     {
+                         continue;
+                     }
+                     body.pendingPlaneTest = false;
+                     if (!body.alive)
+                     {
+                         continue;
+                     }
+                     for (const std::uint32_t plane : m_planes)
+                     {
+                         if (pairEligible(i, plane) && fatBoxesOverlap(i, plane))
+                         {
+                             keys.push_back(pairKey(i, plane));
+                         }
+                     }
+                 }
+             });
+    // Each thread's list sorted on any thread, then merged into the few keys found here (static proxies
+    // that moved), dropping repeats.
+    sortPairKeys(m_newKeys, m_keyScratch, slotCount);
+    forRange(static_cast<std::uint32_t>(m_threadKeys.size()), 1,
+             [&](std::uint32_t begin, std::uint32_t end, int thread)
+             {
+                 for (std::uint32_t t = begin; t < end; ++t)
+                 {
+                     sortPairKeys(m_threadKeys[t], m_threadKeyScratch[static_cast<std::size_t>(thread)],
+                                  slotCount);
+                 }
+             });
     for (const std::vector<std::uint64_t>& keys : m_threadKeys)
     {
-        m_newKeys.insert(m_newKeys.end(), keys.begin(), keys.end());
-    }
-    const auto slotCount = static_cast<std::uint32_t>(m_bodies.size());
-    for (std::uint32_t i = 0; i < slotCount; ++i)
-    {
-        Body& body = m_bodies[i];
-        if (!body.pendingPlaneTest)
+        if (keys.empty())
         {
             continue;
         }
-        body.pendingPlaneTest = false;
-        if (!body.alive)
-        {
-            continue;
-        }
-        for (const std::uint32_t plane : m_planes)
-        {
-            if (pairEligible(i, plane) && fatBoxesOverlap(i, plane))
-            {
-                m_newKeys.push_back(pairKey(i, plane));
-            }
-        }
+        m_keyScratch.resize(m_newKeys.size() + keys.size());
+        std::merge(m_newKeys.begin(), m_newKeys.end(), keys.begin(), keys.end(), m_keyScratch.begin());
+        m_newKeys.swap(m_keyScratch);
     }
-    sortPairKeys(m_newKeys, m_keyScratch, slotCount);
     m_newKeys.erase(std::unique(m_newKeys.begin(), m_newKeys.end()), m_newKeys.end());
     // More candidates than contacts could ever hold (the lists grew past their reserve for this step): the
     // same lowest keys are kept on any thread count.
@@ -1160,24 +1193,35 @@ bool World::mergeNewPairs(StepStatus& status)
     {
         return false; // a settled world: no copy of the key list
     }
-    bool added = false;
-    m_contactKeysMerge.clear();
-    std::size_t i = 0;
-    std::size_t j = 0;
+    // Which candidates are contacts already: each chunk of them finds its place in the key list once, then
+    // walks both lists (both ascending).
     const std::size_t oldCount = m_contactKeys.size();
-    const std::size_t newCount = m_newKeys.size();
-    while (i < oldCount || j < newCount)
+    const auto newCount = static_cast<std::uint32_t>(m_newKeys.size());
+    m_newKeyIsContact.resize(newCount);
+    forRange(newCount, kMergeGrain,
+             [&](std::uint32_t begin, std::uint32_t end, int)
+             {
+                 auto at = std::lower_bound(m_contactKeys.begin(), m_contactKeys.end(), m_newKeys[begin],
+                                            [](const ContactKey& entry, std::uint64_t key)
+                                            { return entry.key < key; });
+                 for (std::uint32_t j = begin; j < end; ++j)
+                 {
+                     while (at != m_contactKeys.end() && at->key < m_newKeys[j])
+                     {
+                         ++at;
+                     }
+                     m_newKeyIsContact[j] = at != m_contactKeys.end() && at->key == m_newKeys[j] ? 1 : 0;
+                 }
+             });
+    // The new pairs take pool slots in key order (the free list's order decides which: one thread).
+    m_addedKeys.clear();
+    for (std::uint32_t j = 0; j < newCount; ++j)
     {
-        if (j == newCount || (i < oldCount && m_contactKeys[i].key <= m_newKeys[j]))
+        if (m_newKeyIsContact[j] != 0)
         {
-            if (j < newCount && m_contactKeys[i].key == m_newKeys[j])
-            {
-                ++j; // already a contact
-            }
-            m_contactKeysMerge.push_back(m_contactKeys[i++]);
             continue;
         }
-        const std::uint64_t key = m_newKeys[j++];
+        const std::uint64_t key = m_newKeys[j];
         std::uint32_t index;
         if (!m_freeContacts.empty())
         {
@@ -1209,11 +1253,38 @@ bool World::mergeNewPairs(StepStatus& status)
         c.sensor = m_bodies[lo].sensor || m_bodies[hi].sensor;
         c.friction = std::sqrt(m_materials[lo].friction * m_materials[hi].friction);
         c.restitution = std::max(m_materials[lo].restitution, m_materials[hi].restitution);
-        m_contactKeysMerge.push_back({key, index, kKeyClear});
-        added = true;
+        m_addedKeys.push_back({key, index, kKeyClear});
     }
+    if (m_addedKeys.empty())
+    {
+        return false;
+    }
+    // Merged on any thread: each chunk of the key list goes out shifted by the added keys below its first,
+    // with the added keys up to the next chunk's first.
+    const auto byKey = [](const ContactKey& a, const ContactKey& b) { return a.key < b.key; };
+    m_contactKeysMerge.resize(oldCount + m_addedKeys.size());
+    if (oldCount == 0)
+    {
+        std::copy(m_addedKeys.begin(), m_addedKeys.end(), m_contactKeysMerge.begin());
+    }
+    forRange(static_cast<std::uint32_t>(oldCount), kMergeGrain,
+             [&](std::uint32_t begin, std::uint32_t end, int)
+             {
+                 const auto addedBelow = [&](std::uint32_t k)
+                 {
+                     if (k == oldCount)
+                     {
+                         return m_addedKeys.end();
+                     }
+                     return std::lower_bound(m_addedKeys.begin(), m_addedKeys.end(), m_contactKeys[k], byKey);
+                 };
+                 const auto first = begin == 0 ? m_addedKeys.begin() : addedBelow(begin);
+                 const auto last = addedBelow(end);
+                 std::merge(m_contactKeys.begin() + begin, m_contactKeys.begin() + end, first, last,
+                            m_contactKeysMerge.begin() + begin + (first - m_addedKeys.begin()), byKey);
+             });
     m_contactKeys.swap(m_contactKeysMerge);
-    return added;
+    return true;
 }
 
 void World::updatePairs(StepStatus& status)

@@ -1107,8 +1107,11 @@ class World
     BroadphaseTree m_broadphase; ///< kinematic and dynamic bodies (planes have no proxy)
     BroadphaseTree m_staticTree; ///< static bodies: never moved by a step, so never queried for pairs;
                                  ///< moving bodies that moved query it (Box2D v3 and Jolt keep them apart)
-    std::vector<std::int32_t> m_movedScratch;             ///< m_broadphase's moved proxies of this step
-    std::vector<std::vector<std::uint64_t>> m_threadKeys; ///< per thread: pair keys found in m_staticTree
+    std::vector<std::int32_t> m_movedScratch;                   ///< m_broadphase's moved proxies of this step
+    std::vector<std::vector<std::uint64_t>> m_threadKeys;       ///< per thread: candidate pair keys it found
+    std::vector<std::vector<std::uint64_t>> m_threadKeyScratch; ///< per thread: its radix sort's buffer
+    std::vector<std::uint8_t> m_newKeyIsContact; ///< per m_newKeys entry: 1 if a contact has the key
+    std::vector<ContactKey> m_addedKeys;         ///< the contacts mergeNewPairs adds, in key order
     std::vector<BroadphasePair> m_pairScratch;
     std::vector<std::uint64_t> m_newKeys;       ///< candidate pair keys of this step, sorted
     std::vector<std::uint64_t> m_keyScratch;    ///< the second buffer of m_newKeys' radix sort
