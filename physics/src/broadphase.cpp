@@ -614,7 +614,7 @@ void BroadphaseTree::findNewPairs(std::vector<BroadphasePair>& out, TaskPool* ta
             m_groups[query]);
     };
     // Moved proxies per chunk of the parallel queries.
-    constexpr std::uint32_t kQueryGrain = 64;
+    constexpr std::uint32_t kQueryGrain = 16;
     const auto movedCount = static_cast<std::uint32_t>(m_moved.size());
     if (static_cast<std::int32_t>(movedCount) * kRebuildShare >= m_proxyCount && m_proxyCount > 1)
     {

@@ -1572,7 +1572,7 @@ namespace
 using ProfileClock = std::chrono::steady_clock;
 
 /// The key positions the threads listed (each its own vector), in one ascending list `out`.
-void mergeThreadLists(const std::vector<std::vector<std::uint32_t>>& lists, std::vector<std::uint32_t>& out)
+void mergeThreadLists(const PerThread<std::vector<std::uint32_t>>& lists, std::vector<std::uint32_t>& out)
 {
     out.clear();
     for (const std::vector<std::uint32_t>& list : lists)

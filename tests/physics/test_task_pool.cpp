@@ -7,11 +7,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace polytope::physics;
@@ -565,4 +567,34 @@ TEST_CASE("runStages nested in a parallelFor runs inline; empty lists and a warm
     const std::int64_t allocations = counter.stop();
     CHECK(allocations == 0);
     CHECK(runs.load() == 201 * 64 * 3);
+}
+
+TEST_CASE("PerThread keeps each thread's value on cache lines of its own, and iterates them in order",
+          "[tasks]")
+{
+    PerThread<std::vector<int>> lists;
+    lists.resize(4);
+    REQUIRE(lists.size() == 4);
+    for (std::size_t t = 0; t + 1 < lists.size(); ++t)
+    {
+        const auto here = reinterpret_cast<std::uintptr_t>(&lists[t]);
+        const auto next = reinterpret_cast<std::uintptr_t>(&lists[t + 1]);
+        CHECK(here % 64 == 0);
+        CHECK(next - here >= 64);
+    }
+    for (std::size_t t = 0; t < lists.size(); ++t)
+    {
+        lists[t].push_back(static_cast<int>(t));
+    }
+    std::vector<int> seen;
+    for (const std::vector<int>& list : std::as_const(lists))
+    {
+        seen.insert(seen.end(), list.begin(), list.end());
+    }
+    CHECK(seen == std::vector<int>{0, 1, 2, 3});
+    for (std::vector<int>& list : lists)
+    {
+        list.clear();
+    }
+    CHECK(std::all_of(lists.begin(), lists.end(), [](const std::vector<int>& list) { return list.empty(); }));
 }

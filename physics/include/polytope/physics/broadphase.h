@@ -500,7 +500,7 @@ class BroadphaseTree
     std::vector<std::int32_t> m_deferred; ///< proxies deferMove changed since the last commitMoves
     std::vector<NodePair> m_pairStack;    ///< selfPairs' node pairs to visit
     std::vector<NodePair> m_pairFrontier; ///< selfPairs' split: the level being expanded
-    std::vector<std::vector<NodePair>> m_threadStacks; ///< selfPairs' stack per pool thread
+    PerThread<std::vector<NodePair>> m_threadStacks; ///< selfPairs' stack per pool thread
     /// A proxy for rebuild: its box's min + max (twice its centre), kept beside its id so that the median
     /// splits read neither the nodes nor a scaled copy.
     struct RebuildEntry
@@ -508,8 +508,8 @@ class BroadphaseTree
         Vec3 doubledCenter;
         std::int32_t id;
     };
-    std::vector<RebuildEntry> m_rebuildScratch;             ///< rebuild's proxies
-    std::vector<std::vector<BroadphasePair>> m_threadPairs; ///< findNewPairs' finds per pool thread
+    std::vector<RebuildEntry> m_rebuildScratch;           ///< rebuild's proxies
+    PerThread<std::vector<BroadphasePair>> m_threadPairs; ///< findNewPairs' finds per pool thread
     std::int32_t m_root = kNullProxy;
     std::int32_t m_freeList = kNullProxy; ///< LIFO, threaded through Node::parent
     std::int32_t m_nodeCount = 0;

@@ -22,6 +22,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <thread>
@@ -42,6 +43,64 @@ constexpr std::uint32_t taskRunStart(std::uint32_t count, int thread, int thread
     return static_cast<std::uint32_t>(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(thread) /
                                       static_cast<std::uint64_t>(threads));
 }
+
+/// One T per pool thread (indexed by the thread index callbacks get), each on cache lines of its own. A
+/// thread that grows its own vector writes the vector's end on every push; with the vectors' headers side by
+/// side in one array, those writes would bounce a cache line between the cores on every push (false
+/// sharing: seen to make the broadphase's parallel pair search half again slower per thread).
+template <typename T> class PerThread
+{
+    struct alignas(64) Slot
+    {
+        T value{};
+    };
+
+  public:
+    template <typename SlotPointer, typename Value> class Iterator
+    {
+      public:
+        using iterator_category = std::forward_iterator_tag;
+        using value_type = std::remove_const_t<Value>;
+        using difference_type = std::ptrdiff_t;
+        using pointer = Value*;
+        using reference = Value&;
+
+        Iterator() = default;
+        explicit Iterator(SlotPointer slot) : m_slot(slot) {}
+        Value& operator*() const { return m_slot->value; }
+        Value* operator->() const { return &m_slot->value; }
+        Iterator& operator++()
+        {
+            ++m_slot;
+            return *this;
+        }
+        Iterator operator++(int)
+        {
+            Iterator before = *this;
+            ++m_slot;
+            return before;
+        }
+        bool operator==(const Iterator& other) const { return m_slot == other.m_slot; }
+
+      private:
+        SlotPointer m_slot = nullptr;
+    };
+
+    void resize(std::size_t threads) { m_slots.resize(threads); }
+    std::size_t size() const { return m_slots.size(); }
+    T& operator[](std::size_t thread) { return m_slots[thread].value; }
+    const T& operator[](std::size_t thread) const { return m_slots[thread].value; }
+    Iterator<Slot*, T> begin() { return Iterator<Slot*, T>(m_slots.data()); }
+    Iterator<Slot*, T> end() { return Iterator<Slot*, T>(m_slots.data() + m_slots.size()); }
+    Iterator<const Slot*, const T> begin() const { return Iterator<const Slot*, const T>(m_slots.data()); }
+    Iterator<const Slot*, const T> end() const
+    {
+        return Iterator<const Slot*, const T>(m_slots.data() + m_slots.size());
+    }
+
+  private:
+    std::vector<Slot> m_slots;
+};
 
 /// A non-owning reference to a callable `void(std::uint32_t begin, std::uint32_t end, int thread)`: a
 /// lambda, a function object, or a pointer to such a function held in a variable. It does not copy the

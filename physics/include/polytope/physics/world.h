@@ -1088,7 +1088,7 @@ class World
     static std::uint64_t fingerprintAfter(std::uint64_t previous, const TriangleMesh& mesh);
     static std::uint64_t fingerprintAfter(std::uint64_t previous, const HeightField& field);
     /// Per thread: the pieces' manifolds of a compound, mesh or heightfield contact (collideComposite).
-    std::vector<std::vector<TriangleContactManifold>> m_pieceScratch;
+    PerThread<std::vector<TriangleContactManifold>> m_pieceScratch;
     std::vector<Body> m_bodies;
     std::vector<BodySim> m_sims;
     std::vector<Material> m_materials;
@@ -1107,9 +1107,9 @@ class World
     BroadphaseTree m_broadphase; ///< kinematic and dynamic bodies (planes have no proxy)
     BroadphaseTree m_staticTree; ///< static bodies: never moved by a step, so never queried for pairs;
                                  ///< moving bodies that moved query it (Box2D v3 and Jolt keep them apart)
-    std::vector<std::int32_t> m_movedScratch;                   ///< m_broadphase's moved proxies of this step
-    std::vector<std::vector<std::uint64_t>> m_threadKeys;       ///< per thread: candidate pair keys it found
-    std::vector<std::vector<std::uint64_t>> m_threadKeyScratch; ///< per thread: its radix sort's buffer
+    std::vector<std::int32_t> m_movedScratch;                 ///< m_broadphase's moved proxies of this step
+    PerThread<std::vector<std::uint64_t>> m_threadKeys;       ///< per thread: candidate pair keys it found
+    PerThread<std::vector<std::uint64_t>> m_threadKeyScratch; ///< per thread: its radix sort's buffer
     std::vector<std::uint8_t> m_newKeyIsContact; ///< per m_newKeys entry: 1 if a contact has the key
     std::vector<ContactKey> m_addedKeys;         ///< the contacts mergeNewPairs adds, in key order
     std::vector<BroadphasePair> m_pairScratch;
@@ -1128,8 +1128,8 @@ class World
     std::vector<std::uint8_t> m_collideWake; ///< per key position: collide()'s update touches a sleeping body
     std::vector<std::uint32_t>
         m_touchingKeys; ///< positions of the touching keys, from collide() to the step's end
-    std::vector<std::vector<std::uint32_t>> m_removedKeys; ///< per thread: key positions collide() removed
-    std::vector<std::uint32_t> m_removedKeyOrder;          ///< those, in key order
+    PerThread<std::vector<std::uint32_t>> m_removedKeys; ///< per thread: key positions collide() removed
+    std::vector<std::uint32_t> m_removedKeyOrder;        ///< those, in key order
 
     // Per-step solver arrays (capacity reserved at creation).
     std::vector<std::uint32_t> m_solverIndex; ///< per slot: index into the solver arrays (0 = static dummy)
@@ -1188,15 +1188,15 @@ class World
 
     // Contact events (capacity m_eventCapacity each, reserved at creation when events are on).
     std::uint32_t m_eventCapacity = 0;
-    std::uint32_t m_droppedPendingEvents = 0;            ///< pending ends dropped since the last step
-    std::vector<std::uint8_t> m_touchChange;             ///< per pool entry: kTouch* of this step's update
-    std::vector<std::vector<std::uint32_t>> m_eventKeys; ///< per thread: key positions collide() removed or
-                                                         ///< changed the touch of (gatherTouchEvents)
-    std::vector<std::uint32_t> m_eventKeyOrder;          ///< gatherTouchEvents: those, in key order
-    std::vector<ContactBeginEvent> m_beginEvents;        ///< the last step's
-    std::vector<ContactEndEvent> m_endEvents;            ///< the last step's
-    std::vector<ContactHitEvent> m_hitEvents;            ///< the last step's
-    std::vector<ContactEndEvent> m_pendingEndEvents;     ///< contacts removed since the last step
+    std::uint32_t m_droppedPendingEvents = 0;          ///< pending ends dropped since the last step
+    std::vector<std::uint8_t> m_touchChange;           ///< per pool entry: kTouch* of this step's update
+    PerThread<std::vector<std::uint32_t>> m_eventKeys; ///< per thread: key positions collide() removed or
+                                                       ///< changed the touch of (gatherTouchEvents)
+    std::vector<std::uint32_t> m_eventKeyOrder;        ///< gatherTouchEvents: those, in key order
+    std::vector<ContactBeginEvent> m_beginEvents;      ///< the last step's
+    std::vector<ContactEndEvent> m_endEvents;          ///< the last step's
+    std::vector<ContactHitEvent> m_hitEvents;          ///< the last step's
+    std::vector<ContactEndEvent> m_pendingEndEvents;   ///< contacts removed since the last step
     /// A solved contact's fastest approaching point that took a load, if faster than hitEventThreshold.
     struct HitCandidate
     {
