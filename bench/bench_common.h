@@ -51,6 +51,9 @@ struct SuiteOptions
     std::vector<std::string> scenes;
     int substeps = 0;          ///< --substeps N: Polytope's solver substeps (scenes suite); 0: the default
     double contactHertz = 0.0; ///< --contact-hertz H: Polytope's contact stiffness (scenes suite); 0: default
+    /// --repeat N: passes per engine and scene (scenes suite), taken in rounds (every engine once, then
+    /// again), so a slow spell of a shared machine falls on all of them; the median pass is reported.
+    int repeat = 1;
 };
 
 struct Suite

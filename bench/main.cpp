@@ -1,5 +1,5 @@
 // polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--substeps N] [--contact-hertz
-// H] [--seed S]: benchmarks, with peers side by side in the same run where a suite has them.
+// H] [--repeat N] [--seed S]: benchmarks, with peers side by side in the same run where a suite has them.
 //
 // Output: a table for people, or with --json one object {"suite": ..., "results": [...]} whose results are
 // flat records: case, impl, n, then figures in snake_case with the unit in the name (ns_median, ...).
@@ -36,7 +36,7 @@ int main(int argc, char** argv)
     CLI::App app{
         "polytope-bench: benchmarks, with peers side by side in the same run where a suite has them\n"
         "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... [--substeps N] "
-        "[--contact-hertz H] [--seed S]"};
+        "[--contact-hertz H] [--repeat N] [--seed S]"};
     app.add_option("suite", suiteName, "the suite to run (listed below)");
     app.add_flag("--json", json,
                  "print one JSON object {\"suite\": ..., \"results\": [...]} instead of the table");
@@ -53,6 +53,10 @@ int main(int argc, char** argv)
            "--substeps", options.substeps,
            "scenes: Polytope's solver substeps per step (default: WorldConfig's, 4); Bullet keeps its own")
         ->check(CLI::Range(1, 64));
+    app.add_option("--repeat", options.repeat,
+                   "scenes: passes per engine and scene, in rounds (each engine once, then again), the "
+                   "median pass reported with the fastest and slowest steps/s (default 1)")
+        ->check(CLI::Range(1, 100));
     app.add_option(
            "--contact-hertz", options.contactHertz,
            "scenes: Polytope's contact stiffness in Hz (default: WorldConfig's, 30; the World caps it at "
@@ -87,7 +91,7 @@ int main(int argc, char** argv)
         }
         std::fprintf(stderr,
                      "usage: polytope-bench SUITE [--json] [--count N] [--seconds S] [--scene NAME]... "
-                     "[--substeps N] [--contact-hertz H] [--seed S]\n%s",
+                     "[--substeps N] [--contact-hertz H] [--repeat N] [--seed S]\n%s",
                      suiteList.c_str());
         return suiteName.empty() ? 1 : 2;
     }

@@ -26,6 +26,10 @@
 //   sag_m                heavy_on_light only: the largest drop of the heaviest body's centre below its start
 //   ms_per_step_mean, ms_per_step_p99, steps_per_s: wall time of each step call
 //   below_ground         dynamic bodies whose centre ended below y = 0 (the ground's top in every scene here)
+//   passes, steps_per_s_fastest, steps_per_s_slowest: with --repeat N (N > 1), each engine runs the scene N
+//                        times, in rounds (1t, 2t, Bullet, then again), and the record is the median pass
+//                        (by mean step time), with the range of steps/s over all N; a shared machine's slow
+//                        spells then fall on every engine rather than on whichever ran during them
 //   substeps_max         Polytope only: the most substeps any island was solved with over the run
 //   (WorldConfig
 //                        substeps, raised for slender loaded islands and large mass ratios: world.h)
@@ -511,19 +515,30 @@ RunFigures runBullet(const SceneSetup& setup, int steps)
     return f;
 }
 
-void addRecord(Report& report, const std::string& scene, const char* impl, RunFigures& f, double seconds,
-               bool reportSag)
+double meanMs(const RunFigures& f)
 {
-    if (f.msPerStep.empty())
-    {
-        return;
-    }
     double sum = 0.0;
     for (double v : f.msPerStep)
     {
         sum += v;
     }
-    const double mean = sum / static_cast<double>(f.msPerStep.size());
+    return sum / static_cast<double>(f.msPerStep.size());
+}
+
+/// One record from a scene's passes of one engine: the median pass by mean step time (the lower middle one
+/// of an even count), with every pass's steps/s range when there are several. The passes simulate the
+/// same thing (both engines are deterministic), so only their times differ.
+void addRecord(Report& report, const std::string& scene, const char* impl, std::vector<RunFigures>& passes,
+               double seconds, bool reportSag)
+{
+    if (passes.empty() || passes.front().msPerStep.empty())
+    {
+        return;
+    }
+    std::sort(passes.begin(), passes.end(),
+              [](const RunFigures& a, const RunFigures& b) { return meanMs(a) < meanMs(b); });
+    RunFigures& f = passes[(passes.size() - 1) / 2];
+    const double mean = meanMs(f);
     Record& record = report.add(scene, impl, f.bodies)
                          .add("seconds_simulated", seconds)
                          .add("drift_m", f.driftMeters)
@@ -540,6 +555,12 @@ void addRecord(Report& report, const std::string& scene, const char* impl, RunFi
     if (f.mostSubsteps > 0)
     {
         record.add("substeps_max", f.mostSubsteps);
+    }
+    if (passes.size() > 1)
+    {
+        record.add("passes", static_cast<int>(passes.size()))
+            .add("steps_per_s_fastest", 1e3 / meanMs(passes.front()))
+            .add("steps_per_s_slowest", 1e3 / meanMs(passes.back()));
     }
 }
 
@@ -599,13 +620,21 @@ void runScenesSuite(Report& report, const SuiteOptions& options)
         }
         const double seconds = options.seconds > 0.0 ? options.seconds : entry.seconds;
         const int steps = std::max(1, static_cast<int>(std::lround(seconds * kStepsPerSecond)));
-        for (const PolytopeColumn& column : kPolytopeColumns)
+        constexpr std::size_t kColumns = std::size(kPolytopeColumns);
+        std::vector<RunFigures> passes[kColumns + 1]; // Polytope's columns, then Bullet
+        for (int round = 0; round < options.repeat; ++round)
         {
-            RunFigures mine = runPolytope(setup, steps, column.threads, options);
-            addRecord(report, entry.scene, column.impl, mine, seconds, entry.reportSag);
+            for (std::size_t c = 0; c < kColumns; ++c)
+            {
+                passes[c].push_back(runPolytope(setup, steps, kPolytopeColumns[c].threads, options));
+            }
+            passes[kColumns].push_back(runBullet(setup, steps));
         }
-        RunFigures theirs = runBullet(setup, steps);
-        addRecord(report, entry.scene, "bullet", theirs, seconds, entry.reportSag);
+        for (std::size_t c = 0; c < kColumns; ++c)
+        {
+            addRecord(report, entry.scene, kPolytopeColumns[c].impl, passes[c], seconds, entry.reportSag);
+        }
+        addRecord(report, entry.scene, "bullet", passes[kColumns], seconds, entry.reportSag);
     }
 }
 
