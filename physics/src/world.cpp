@@ -2722,13 +2722,17 @@ bool World::finalizeBody(std::uint32_t s, float dt, std::uint8_t& boxStale, Aabb
     sim.force = {};
     sim.torque = {};
 
-    // The box must hold the body between steps (restoreState checks it): refresh it for the motion now;
-    // step() checks it again against the velocities it starts with.
+    // The box must hold the body between steps (the world's queries, restoreState): replaced, for the
+    // motion now, when the body left it. Whether it covers the coming step's motion is step()'s check, with
+    // the velocities that step starts with: checked here as well, it would be checked twice.
     boxStale = 0;
     if (m_bodies[i].proxy != kNullProxy)
     {
         m_tightBoxes[i] = computeTightBox(i);
-        boxStale = fatBoxStale(i, dt, reachBeyondVelocity(i, dt), false, wantedBox) ? 1 : 0;
+        if (!m_fatBoxes[i].contains(m_tightBoxes[i]))
+        {
+            boxStale = fatBoxStale(i, dt, reachBeyondVelocity(i, dt), true, wantedBox) ? 1 : 0;
+        }
     }
 
     const float speed = length(sim.linearVelocity) + length(sim.angularVelocity) * sim.extent;
