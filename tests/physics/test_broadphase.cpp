@@ -211,6 +211,52 @@ std::vector<std::int32_t> shuffledIds(const Reference& reference, std::mt19937& 
     return ids;
 }
 
+/// 300 random proxies in [-side, side]^3 and their pairs taken once (so none counts as moved), for the
+/// deferred-move tests.
+struct RandomTree
+{
+    explicit RandomTree(unsigned seed) : rng(seed)
+    {
+        addRandomProxies(tree, reference, rng, side, 300);
+        tree.findNewPairs(pairs);
+    }
+
+    std::mt19937 rng;
+    float side = 30.0f;
+    BroadphaseTree tree{BroadphaseConfig{64}};
+    Reference reference;
+    std::vector<BroadphasePair> pairs;
+};
+
+/// Gives the first `count` of the reference's proxies, in a random order, random boxes through deferMove
+/// (each a change), and adds them to `moved`; returns that order.
+std::vector<std::int32_t> deferRandomMoves(BroadphaseTree& tree, Reference& reference, std::mt19937& rng,
+                                           float side, int count, std::set<std::int32_t>& moved)
+{
+    const std::vector<std::int32_t> ids = shuffledIds(reference, rng);
+    for (int k = 0; k < count; ++k)
+    {
+        const std::int32_t id = ids[static_cast<std::size_t>(k)];
+        const Aabb box = randomBox(rng, side);
+        REQUIRE(tree.deferMove(id, box));
+        reference[id].fat = box;
+        moved.insert(id);
+    }
+    return ids;
+}
+
+/// The tree's new pairs (found on `pool` when given) are brute force's for the `moved` proxies, and all its
+/// pairs brute force's.
+void requireBruteForcePairs(BroadphaseTree& tree, const Reference& reference,
+                            const std::set<std::int32_t>& moved, TaskPool* pool,
+                            std::vector<BroadphasePair>& pairs)
+{
+    tree.findNewPairs(pairs, pool);
+    REQUIRE(pairs == bruteForcePairs(reference, &moved));
+    tree.findAllPairs(pairs);
+    REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+}
+
 struct SceneChecker
 {
     BroadphaseTree tree;
@@ -842,13 +888,8 @@ TEST_CASE("broadphase quality: area ratio close to a top-down median-split tree"
 
 TEST_CASE("broadphase deferred moves: re-inserted or rebuilt, the pairs equal brute force", "[broadphase]")
 {
-    std::mt19937 rng(1234);
-    const float side = 30.0f;
-    BroadphaseTree tree(BroadphaseConfig{64});
-    Reference reference;
-    addRandomProxies(tree, reference, rng, side, 300);
-    std::vector<BroadphasePair> pairs;
-    tree.findNewPairs(pairs);
+    RandomTree fixture(1234);
+    auto& [rng, side, tree, reference, pairs] = fixture;
     TaskPool pool(2);
     int round = 0;
     // A few moved proxies are re-inserted one by one, a quarter or more rebuild the tree: both leave a valid
@@ -857,14 +898,7 @@ TEST_CASE("broadphase deferred moves: re-inserted or rebuilt, the pairs equal br
     {
         CAPTURE(movedCount);
         std::set<std::int32_t> moved;
-        const std::vector<std::int32_t> ids = shuffledIds(reference, rng);
-        for (int k = 0; k < movedCount; ++k)
-        {
-            const Aabb box = randomBox(rng, side);
-            REQUIRE(tree.deferMove(ids[static_cast<std::size_t>(k)], box));
-            reference[ids[static_cast<std::size_t>(k)]].fat = box;
-            moved.insert(ids[static_cast<std::size_t>(k)]);
-        }
+        const std::vector<std::int32_t> ids = deferRandomMoves(tree, reference, rng, side, movedCount, moved);
         // An unchanged box is no move.
         CHECK_FALSE(tree.deferMove(ids.back(), reference[ids.back()].fat));
         tree.commitMoves();
@@ -874,10 +908,7 @@ TEST_CASE("broadphase deferred moves: re-inserted or rebuilt, the pairs equal br
         // Every other round on two threads (the descent against itself is then shared out).
         const bool pooled = ++round % 2 == 0;
         CAPTURE(pooled);
-        tree.findNewPairs(pairs, pooled ? &pool : nullptr);
-        REQUIRE(pairs == bruteForcePairs(reference, &moved));
-        tree.findAllPairs(pairs);
-        REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+        requireBruteForcePairs(tree, reference, moved, pooled ? &pool : nullptr, pairs);
     }
 }
 
@@ -886,13 +917,8 @@ TEST_CASE("broadphase deferred moves: the tree answers exactly before commitMove
 {
     // The World defers its moves at the end of a step and commits them during the next step's narrowphase,
     // so the tree is queried, and proxies are created, destroyed and moved, while moves wait.
-    std::mt19937 rng(4321);
-    const float side = 30.0f;
-    BroadphaseTree tree(BroadphaseConfig{64});
-    Reference reference;
-    addRandomProxies(tree, reference, rng, side, 300);
-    std::vector<BroadphasePair> pairs;
-    tree.findNewPairs(pairs);
+    RandomTree fixture(4321);
+    auto& [rng, side, tree, reference, pairs] = fixture;
     std::uint64_t nextUser = 1000;
     for (const int movedCount : {5, 40, 120, 300})
     {
@@ -901,15 +927,7 @@ TEST_CASE("broadphase deferred moves: the tree answers exactly before commitMove
         // Moved twice each: listed once for commitMoves.
         for (int pass = 0; pass < 2; ++pass)
         {
-            const std::vector<std::int32_t> ids = shuffledIds(reference, rng);
-            for (int k = 0; k < movedCount; ++k)
-            {
-                const std::int32_t id = ids[static_cast<std::size_t>(k)];
-                const Aabb box = randomBox(rng, side);
-                REQUIRE(tree.deferMove(id, box));
-                reference[id].fat = box;
-                moved.insert(id);
-            }
+            deferRandomMoves(tree, reference, rng, side, movedCount, moved);
         }
         REQUIRE(tree.hasDeferredMoves());
         REQUIRE(tree.validate()); // the grown ancestors hold their leaves
@@ -957,10 +975,7 @@ TEST_CASE("broadphase deferred moves: the tree answers exactly before commitMove
         tree.commitMoves();
         REQUIRE_FALSE(tree.hasDeferredMoves());
         REQUIRE(tree.validate()); // exact unions again
-        tree.findNewPairs(pairs);
-        REQUIRE(pairs == bruteForcePairs(reference, &moved));
-        tree.findAllPairs(pairs);
-        REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+        requireBruteForcePairs(tree, reference, moved, nullptr, pairs);
     }
 }
 
@@ -1060,15 +1075,7 @@ TEST_CASE("broadphase groups: proxies sharing a non-zero group never pair, on ev
     {
         CAPTURE(movedCount);
         std::set<std::int32_t> moved;
-        const std::vector<std::int32_t> ids = shuffledIds(reference, rng);
-        for (int k = 0; k < movedCount; ++k)
-        {
-            const std::int32_t id = ids[static_cast<std::size_t>(k)];
-            const Aabb box = randomBox(rng, side);
-            REQUIRE(tree.deferMove(id, box));
-            reference[id].fat = box;
-            moved.insert(id);
-        }
+        const std::vector<std::int32_t> ids = deferRandomMoves(tree, reference, rng, side, movedCount, moved);
         tree.commitMoves();
         // A few proxies change group; they are touched, as the World requeries them.
         for (int k = 0; k < 10; ++k)
@@ -1083,10 +1090,7 @@ TEST_CASE("broadphase groups: proxies sharing a non-zero group never pair, on ev
         REQUIRE(tree.validate());
         const bool pooled = ++round % 2 == 0;
         CAPTURE(pooled);
-        tree.findNewPairs(pairs, pooled ? &pool : nullptr);
-        REQUIRE(pairs == bruteForcePairs(reference, &moved));
-        tree.findAllPairs(pairs);
-        REQUIRE(pairs == bruteForcePairs(reference, nullptr));
+        requireBruteForcePairs(tree, reference, moved, pooled ? &pool : nullptr, pairs);
     }
     CHECK_FALSE(tree.setProxyGroup(kNullProxy, 1));
 

@@ -61,6 +61,23 @@ void runAndRecord(TaskPool& pool, std::uint32_t count, std::uint32_t grain, Cove
                      });
 }
 
+/// Checks what every parallelFor must do: each of the `count` items covered once, its plain write seen, and
+/// every chunk aligned and run with a valid thread index.
+void checkCoverage(const Coverage& coverage, std::uint32_t count)
+{
+    int wrongVisits = 0;
+    int wrongWrites = 0;
+    for (std::uint32_t i = 0; i < count; ++i)
+    {
+        wrongVisits += coverage.visits[i].load() != 1 ? 1 : 0;
+        wrongWrites += coverage.written[i] != i * 3u + 1u ? 1 : 0;
+    }
+    CHECK(wrongVisits == 0);
+    CHECK(wrongWrites == 0);
+    CHECK(coverage.badChunks.load() == 0);
+    CHECK(coverage.badThreadIndices.load() == 0);
+}
+
 /// Waits until `flag` is set or two seconds have passed (a lost wake-up then fails a check, not hangs).
 void waitUntilSet(const std::atomic<bool>& flag)
 {
@@ -93,17 +110,7 @@ TEST_CASE("parallelFor visits every item exactly once, in grain-sized chunks, fo
             INFO("threads " << threadCount << ", count " << c.count << ", grain " << c.grain);
             Coverage coverage(c.count);
             runAndRecord(pool, c.count, c.grain, coverage);
-            int wrongVisits = 0;
-            int wrongWrites = 0;
-            for (std::uint32_t i = 0; i < c.count; ++i)
-            {
-                wrongVisits += coverage.visits[i].load() != 1 ? 1 : 0;
-                wrongWrites += coverage.written[i] != i * 3u + 1u ? 1 : 0;
-            }
-            CHECK(wrongVisits == 0);
-            CHECK(wrongWrites == 0);
-            CHECK(coverage.badChunks.load() == 0);
-            CHECK(coverage.badThreadIndices.load() == 0);
+            checkCoverage(coverage, c.count);
             if (threadCount == 1)
             {
                 CHECK(coverage.nonZeroThreadIndex.load() == 0);
@@ -152,17 +159,7 @@ TEST_CASE("parallelFor with a side task runs it once beside every chunk, for 1 t
                         sideThread.store(thread);
                         sideWrite = 12345u + count;
                     });
-                int wrongVisits = 0;
-                int wrongWrites = 0;
-                for (std::uint32_t i = 0; i < count; ++i)
-                {
-                    wrongVisits += coverage.visits[i].load() != 1 ? 1 : 0;
-                    wrongWrites += coverage.written[i] != i * 3u + 1u ? 1 : 0;
-                }
-                CHECK(wrongVisits == 0);
-                CHECK(wrongWrites == 0);
-                CHECK(coverage.badChunks.load() == 0);
-                CHECK(coverage.badThreadIndices.load() == 0);
+                checkCoverage(coverage, count);
                 CHECK(sideRuns.load() == 1);
                 CHECK(sideWrite == 12345u + count);
                 CHECK(sideThread.load() >= 0);
