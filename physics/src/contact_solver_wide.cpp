@@ -241,16 +241,20 @@ void solveBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, Solve
 void restituteBundle(float* q, const std::uint32_t* bodyIndex, int pointCount, SolverBody* bodies,
                      FloatW minusThreshold)
 {
+    const FloatW zero = simd::zero();
+    const FloatW restitution = field(q, kRestitution);
+    const FloatW noBounce = simd::equal(restitution, zero);
+    if (simd::allSet(noBounce))
+    {
+        return; // no lane bounces (most scenes): the scalar code skips every one of them, and so does this
+    }
     WideBody a;
     WideBody b;
     gatherBodies(bodies, bodyIndex, a);
     gatherBodies(bodies, bodyIndex + W, b);
-    const FloatW zero = simd::zero();
     const WideVec3 normal = fieldVec3(q, kNormal);
     const WideVec3 normalShiftA = fieldVec3(q, kNormalShiftA);
     const WideVec3 normalShiftB = fieldVec3(q, kNormalShiftB);
-    const FloatW restitution = field(q, kRestitution);
-    const FloatW noBounce = simd::equal(restitution, zero);
     for (int i = 0; i < pointCount; ++i)
     {
         float* p = pointBlock(q, i);

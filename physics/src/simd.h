@@ -100,6 +100,11 @@ inline FloatW select(FloatW mask, FloatW a, FloatW b)
 {
     return {_mm256_blendv_ps(b.v, a.v, mask.v)};
 }
+/// Whether every lane of a mask is set.
+inline bool allSet(FloatW mask)
+{
+    return _mm256_movemask_ps(mask.v) == 0xFF;
+}
 
 #elif defined(POLYTOPE_SIMD_SSE2)
 
@@ -171,6 +176,10 @@ inline FloatW either(FloatW a, FloatW b)
 inline FloatW select(FloatW mask, FloatW a, FloatW b)
 {
     return {_mm_or_ps(_mm_and_ps(mask.v, a.v), _mm_andnot_ps(mask.v, b.v))};
+}
+inline bool allSet(FloatW mask)
+{
+    return _mm_movemask_ps(mask.v) == 0xF;
 }
 
 #else
@@ -286,6 +295,15 @@ inline FloatW select(FloatW mask, FloatW a, FloatW b)
         r.v[i] = mask.mask[i] ? a.v[i] : b.v[i];
     }
     return r;
+}
+inline bool allSet(FloatW mask)
+{
+    bool all = true;
+    for (int i = 0; i < kLanes; ++i)
+    {
+        all = all && mask.mask[i];
+    }
+    return all;
 }
 
 #endif
