@@ -238,8 +238,8 @@ void BroadphaseTree::commitMoves()
     }
     else
     {
-        // The ancestors of a proxy not yet re-inserted may not contain its new box meanwhile: removeLeaf
-        // refits from the children, so nothing reads the stale ancestors.
+        // Each re-insertion refits its old ancestors from their children (removeLeaf), which takes back the
+        // growth deferMove gave them: every grown node has a waiting proxy below it.
         for (const std::int32_t proxy : m_deferred)
         {
             if (isProxy(proxy))

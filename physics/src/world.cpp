@@ -2731,7 +2731,8 @@ bool World::finalizeBody(std::uint32_t s, float dt, std::uint8_t& boxStale, Aabb
         m_tightBoxes[i] = computeTightBox(i);
         if (!m_fatBoxes[i].contains(m_tightBoxes[i]))
         {
-            boxStale = fatBoxStale(i, dt, reachBeyondVelocity(i, dt), true, wantedBox) ? 1 : 0;
+            fatBoxStale(i, dt, reachBeyondVelocity(i, dt), true, wantedBox); // forced: always the new box
+            boxStale = 1;
         }
     }
 

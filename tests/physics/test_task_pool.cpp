@@ -576,8 +576,8 @@ TEST_CASE("PerThread keeps each thread's value on cache lines of its own, and it
     {
         const auto here = reinterpret_cast<std::uintptr_t>(&lists[t]);
         const auto next = reinterpret_cast<std::uintptr_t>(&lists[t + 1]);
-        CHECK(here % 64 == 0);
-        CHECK(next - here >= 64);
+        CHECK(here % kCacheLineBytes == 0);
+        CHECK(next - here >= kCacheLineBytes);
     }
     for (std::size_t t = 0; t < lists.size(); ++t)
     {

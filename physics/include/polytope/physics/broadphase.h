@@ -298,8 +298,8 @@ class BroadphaseTree
     /// children while deferred moves wait for commitMoves), counts, free list, moved and deferred sets. For
     /// tests and debugging; O(nodes), may allocate.
     bool validate() const;
-    /// A 64-bit FNV-1a hash of the node pool, root, free list and moved set: equal hashes mean (with
-    /// overwhelming likelihood) identical trees. For determinism tests.
+    /// A 64-bit FNV-1a hash of the node pool, root, free list, moved and deferred sets: equal hashes mean
+    /// (with overwhelming likelihood) identical trees. For determinism tests.
     std::uint64_t structureHash() const;
 
     const BroadphaseConfig& config() const { return m_config; }

@@ -32,6 +32,10 @@
 namespace polytope::physics
 {
 
+/// Bytes that data written by different threads is kept apart by (a cache line on this project's x86
+/// machines): the pool's counters, PerThread's slots.
+inline constexpr std::size_t kCacheLineBytes = 64;
+
 /// Most threads a TaskPool runs, the caller included. TaskPool's constructor clamps to it.
 inline constexpr int kMaxTaskThreads = 64;
 
@@ -50,7 +54,7 @@ constexpr std::uint32_t taskRunStart(std::uint32_t count, int thread, int thread
 /// sharing: seen to make the broadphase's parallel pair search half again slower per thread).
 template <typename T> class PerThread
 {
-    struct alignas(64) Slot
+    struct alignas(kCacheLineBytes) Slot
     {
         T value{};
     };
@@ -223,10 +227,8 @@ class TaskPool
 
     // Each hot atomic on its own cache line: the workers spin on m_generation while the claim and the
     // completion counters are hammered.
-    static constexpr std::size_t kCacheLine = 64;
-
     /// Bumped once per published job (and once to stop): what idle workers wait on.
-    alignas(kCacheLine) std::atomic<std::uint32_t> m_generation{0};
+    alignas(kCacheLineBytes) std::atomic<std::uint32_t> m_generation{0};
     /// Workers blocked (or about to block) in m_generation.wait: notify only when there are some.
     std::atomic<int> m_sleepingWorkers{0};
     std::atomic<bool> m_stopping{false};
@@ -235,7 +237,7 @@ class TaskPool
     /// in order, and a thread claims from its own run first, then from the others' (so a thread tends to
     /// run the same items job after job, and keeps their data in its core's cache). Signed: a claim that
     /// finds none left takes it below 0, which the next job's store overwrites.
-    struct alignas(kCacheLine) RunCounter
+    struct alignas(kCacheLineBytes) RunCounter
     {
         std::atomic<std::int64_t> left{0};
     };
@@ -243,12 +245,12 @@ class TaskPool
 
     /// Units of the current job finished (its chunks, and its side task if it has one); the job is done
     /// when it reaches m_jobUnits.
-    alignas(kCacheLine) std::atomic<std::uint32_t> m_chunksDone{0};
+    alignas(kCacheLineBytes) std::atomic<std::uint32_t> m_chunksDone{0};
     /// The caller is blocked (or about to block) in m_chunksDone.wait.
     std::atomic<bool> m_callerSleeping{false};
 
     /// Set while a parallelFor uses the workers; detects nesting and concurrent calls.
-    alignas(kCacheLine) std::atomic<bool> m_busy{false};
+    alignas(kCacheLineBytes) std::atomic<bool> m_busy{false};
 
     // The current job. Written by the caller before it publishes the job (m_chunksLeft, release) and read
     // by a thread only after it has claimed one of the job's chunks, so the job stays in place until that
@@ -261,10 +263,10 @@ class TaskPool
     const TaskFunction* m_side = nullptr; ///< the current job's side task
     /// Claimed by exchange; false only while a published job's side task waits (true between jobs, and for
     /// a job without one). Its release store publishes m_side and m_jobUnits to the claimer.
-    alignas(kCacheLine) std::atomic<bool> m_sideTaken{true};
+    alignas(kCacheLineBytes) std::atomic<bool> m_sideTaken{true};
 
     /// runStages' counter of one stage, on its own cache line.
-    struct alignas(kCacheLine) StageCounters
+    struct alignas(kCacheLineBytes) StageCounters
     {
         std::atomic<std::uint32_t> done{0}; ///< blocks finished
     };
